@@ -1,0 +1,509 @@
+/* SEER dual-layer event queue.
+ *
+ * Layer 1, one lane per entity.  Producers push chains of pool nodes onto the
+ * lane's inbox, a Treiber stack that is only ever pushed with CAS and emptied
+ * whole with one exchange, so it has no ABA problem.  The thread that holds
+ * the entity (its claimant) moves the inbox into a private list kept sorted by
+ * (time, source, seq); nobody else touches that list.
+ *
+ * Layer 2, global: a ring of entity ids whose next event lies before the
+ * queue's horizon.  A lane's state word carries QUEUED (the id is in the ring,
+ * so it is there at most once) and CLAIMED (one consumer holds it).  Pops take
+ * ids from the ring and turn QUEUED into CLAIMED; releases clear CLAIMED and
+ * put the id back if the lane still has work before the horizon.
+ *
+ * The lower bound lane->next_key of the lane's earliest pending time is what
+ * links the two layers: pushers lower it with a CAS-min, the claimant sets it
+ * exactly on release.  Times are stored as order-preserving uint64 keys so
+ * that this min is an integer CAS.
+ *
+ * Three handshakes are store-then-load on two variables ("Dekker" shape) and
+ * therefore use seq_cst, commented where they occur:
+ *   pusher: inbox CAS, next_key CAS-min, load horizon, load state
+ *   release: store next_key, load inbox, store state, load next_key
+ *   advance: raise horizon, load next_key
+ */
+#include "seer_queue.h"
+
+#include <math.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "seer_ring.h"
+
+#define NIL UINT32_MAX
+#define ST_QUEUED 1u
+#define ST_CLAIMED 2u
+
+typedef struct seer_node {
+    seer_event ev;
+    uint32_t next;
+    uint32_t pad;
+} seer_node;
+
+typedef struct seer_lane {
+    _Alignas(SEER_CACHELINE) _Atomic uint32_t inbox; /* Treiber stack of pushed nodes   */
+    _Atomic uint32_t state;                           /* ST_QUEUED | ST_CLAIMED          */
+    _Atomic uint64_t next_key;  /* lower bound of the earliest pending time (key)        */
+    _Atomic uint64_t floor_key; /* latest time handed out (key); read by push validation */
+    /* Owned by the claimant; handed from one claimant to the next through the
+     * release store / acquire CAS on state. */
+    uint32_t head, tail;
+} seer_lane;
+
+struct seer_queue {
+    _Alignas(SEER_CACHELINE) seer_ring free_ring;  /* indices of unused nodes     */
+    seer_ring ready_ring;                           /* layer 2: ids of ready lanes */
+    _Alignas(SEER_CACHELINE) _Atomic uint64_t horizon_key;
+    char pad0[SEER_CACHELINE - sizeof(uint64_t)];
+    _Alignas(SEER_CACHELINE) _Atomic int64_t pending;
+    char pad1[SEER_CACHELINE - sizeof(int64_t)];
+    _Alignas(SEER_CACHELINE) _Atomic uint32_t ext_seq;
+    char pad2[SEER_CACHELINE - sizeof(uint32_t)];
+    seer_node *nodes;
+    seer_lane *lanes;
+    uint32_t *free_slots;
+    uint32_t *ready_slots;
+    int32_t num_entities;
+    int32_t num_kinds;
+    uint32_t capacity;
+    uint64_t footprint;
+};
+
+/* ---- time keys -------------------------------------------------------- */
+
+/* Map a double to a uint64 whose unsigned order is the double's order. */
+static inline uint64_t time_key(double t) {
+    uint64_t u;
+    if (t == 0.0) t = 0.0; /* -0.0 and +0.0 are the same instant */
+    memcpy(&u, &t, sizeof u);
+    return (u >> 63) ? ~u : (u | (1ull << 63));
+}
+
+static inline double key_time(uint64_t k) {
+    uint64_t u = (k >> 63) ? (k & ~(1ull << 63)) : ~k;
+    double t;
+    memcpy(&t, &u, sizeof t);
+    return t;
+}
+
+#define KEY_INF time_key(INFINITY)
+#define KEY_NEG_INF time_key(-INFINITY)
+
+static inline int ev_less(const seer_event *a, const seer_event *b) {
+    if (a->time != b->time) return a->time < b->time;
+    if (a->source != b->source) return a->source < b->source;
+    return a->seq < b->seq;
+}
+
+static uint32_t pow2_at_least(uint32_t n) {
+    uint32_t p = 1;
+    while (p < n) p <<= 1;
+    return p;
+}
+
+static void *aligned_zalloc(size_t bytes, uint64_t *footprint) {
+    size_t rounded = (bytes + SEER_CACHELINE - 1) / SEER_CACHELINE * SEER_CACHELINE;
+    void *p = aligned_alloc(SEER_CACHELINE, rounded ? rounded : SEER_CACHELINE);
+    if (p) {
+        memset(p, 0, rounded);
+        *footprint += rounded;
+    }
+    return p;
+}
+
+/* ---- construction ------------------------------------------------------ */
+
+static void reset_state(seer_queue *q) {
+    for (uint32_t i = 0; i < q->capacity; i++) q->free_slots[i] = i;
+    seer_ring_init(&q->free_ring, q->free_slots, q->free_ring.size);
+    atomic_store_explicit(&q->free_ring.prod.head, q->capacity, memory_order_relaxed);
+    atomic_store_explicit(&q->free_ring.prod.tail, q->capacity, memory_order_relaxed);
+    seer_ring_init(&q->ready_ring, q->ready_slots, q->ready_ring.size);
+    for (int32_t e = 0; e < q->num_entities; e++) {
+        seer_lane *l = &q->lanes[e];
+        atomic_init(&l->inbox, NIL);
+        atomic_init(&l->state, 0);
+        atomic_init(&l->next_key, KEY_INF);
+        atomic_init(&l->floor_key, KEY_NEG_INF);
+        l->head = l->tail = NIL;
+    }
+    atomic_init(&q->horizon_key, KEY_NEG_INF);
+    atomic_init(&q->pending, 0);
+    atomic_init(&q->ext_seq, 0);
+}
+
+seer_queue *seer_queue_new(int32_t num_entities, int32_t num_kinds, uint32_t capacity) {
+    if (num_entities <= 0 || num_kinds <= 0 || capacity == 0 || capacity > (1u << 31)) return NULL;
+    uint64_t fp = 0;
+    seer_queue *q = aligned_zalloc(sizeof *q, &fp);
+    if (!q) return NULL;
+    q->num_entities = num_entities;
+    q->num_kinds = num_kinds;
+    q->capacity = capacity;
+    q->free_ring.size = pow2_at_least(capacity);
+    q->ready_ring.size = pow2_at_least((uint32_t)num_entities);
+    q->nodes = aligned_zalloc((size_t)capacity * sizeof(seer_node), &fp);
+    q->lanes = aligned_zalloc((size_t)num_entities * sizeof(seer_lane), &fp);
+    q->free_slots = aligned_zalloc((size_t)q->free_ring.size * sizeof(uint32_t), &fp);
+    q->ready_slots = aligned_zalloc((size_t)q->ready_ring.size * sizeof(uint32_t), &fp);
+    q->footprint = fp;
+    if (!q->nodes || !q->lanes || !q->free_slots || !q->ready_slots) {
+        seer_queue_free(q);
+        return NULL;
+    }
+    reset_state(q);
+    return q;
+}
+
+void seer_queue_free(seer_queue *q) {
+    if (!q) return;
+    free(q->nodes);
+    free(q->lanes);
+    free(q->free_slots);
+    free(q->ready_slots);
+    free(q);
+}
+
+void seer_queue_clear(seer_queue *q) { reset_state(q); }
+
+/* ---- layer 2 ------------------------------------------------------------ */
+
+/* Put entity e in the ready ring unless it is already there or held. */
+static void make_ready(seer_queue *q, uint32_t e) {
+    seer_lane *l = &q->lanes[e];
+    uint32_t s = atomic_load_explicit(&l->state, memory_order_seq_cst);
+    while (!(s & (ST_QUEUED | ST_CLAIMED))) {
+        /* The winner of this CAS owns the one ring entry of e.  As an RMW it
+         * continues the release sequence of the last claimant's unclaim, so
+         * the next claimant's acquire still synchronizes with that unclaim. */
+        if (atomic_compare_exchange_weak_explicit(&l->state, &s, s | ST_QUEUED,
+                                                  memory_order_seq_cst, memory_order_seq_cst)) {
+            /* Cannot fail: the ring holds every entity at most once. */
+            seer_ring_enqueue_bulk(&q->ready_ring, &e, 1);
+            return;
+        }
+    }
+}
+
+static inline void cas_min(_Atomic uint64_t *x, uint64_t v) {
+    uint64_t cur = atomic_load_explicit(x, memory_order_seq_cst);
+    while (v < cur &&
+           !atomic_compare_exchange_weak_explicit(x, &cur, v, memory_order_seq_cst, memory_order_seq_cst)) {
+    }
+}
+
+void seer_queue_advance(seer_queue *q, double horizon) {
+    uint64_t hk = time_key(horizon);
+    uint64_t cur = atomic_load_explicit(&q->horizon_key, memory_order_seq_cst);
+    int raised = 0;
+    while (hk > cur) {
+        /* seq_cst (Dekker with pushers): either a pusher sees the new horizon
+         * and readies its entity itself, or our load of next_key below sees
+         * the pusher's CAS-min. */
+        if (atomic_compare_exchange_weak_explicit(&q->horizon_key, &cur, hk, memory_order_seq_cst,
+                                                  memory_order_seq_cst)) {
+            raised = 1;
+            break;
+        }
+    }
+    if (!raised) return;
+    for (int32_t e = 0; e < q->num_entities; e++) {
+        if (atomic_load_explicit(&q->lanes[e].next_key, memory_order_seq_cst) < hk)
+            make_ready(q, (uint32_t)e);
+    }
+}
+
+/* ---- push --------------------------------------------------------------- */
+
+int seer_queue_push_many(seer_queue *q, const int32_t *entities, const double *times,
+                         const int32_t *kinds, const int64_t *payloads, const int32_t *sources,
+                         const uint32_t *seqs, int64_t n, int64_t *bad_index) {
+    *bad_index = -1;
+    if (n <= 0) return n == 0 ? SEER_OK : SEER_E_ARG;
+    for (int64_t i = 0; i < n; i++) {
+        int32_t e = entities[i];
+        if (e < 0 || e >= q->num_entities) return *bad_index = i, SEER_E_ENTITY;
+        if (kinds[i] < 0 || kinds[i] >= q->num_kinds) return *bad_index = i, SEER_E_KIND;
+        if (!isfinite(times[i])) return *bad_index = i, SEER_E_TIME;
+        /* relaxed: validation against the claimant's floor is advisory; the
+         * runtime's lookahead rule is what rules out races here. */
+        if (time_key(times[i]) < atomic_load_explicit(&q->lanes[e].floor_key, memory_order_relaxed))
+            return *bad_index = i, SEER_E_PAST;
+    }
+    if ((uint64_t)n > q->capacity) return SEER_E_FULL;
+
+    uint32_t idx_buf[256];
+    uint32_t base_seq = 0;
+    if (!seqs) base_seq = atomic_fetch_add_explicit(&q->ext_seq, (uint32_t)n, memory_order_relaxed);
+    /* Reserve every node before publishing any, chained through next so no
+     * scratch memory is needed; on a shortage give them all back, so a failed
+     * push changes nothing. */
+    int64_t got = 0;
+    uint32_t chain = NIL;
+    while (got < n) {
+        uint32_t want = (uint32_t)((n - got) < 256 ? (n - got) : 256);
+        uint32_t k = seer_ring_dequeue(&q->free_ring, idx_buf, want, 0);
+        if (k == 0) {
+            /* Shortage: return what we took. */
+            while (chain != NIL) {
+                uint32_t k2 = 0;
+                while (chain != NIL && k2 < 256) {
+                    idx_buf[k2++] = chain;
+                    chain = q->nodes[chain].next;
+                }
+                seer_ring_enqueue_bulk(&q->free_ring, idx_buf, k2);
+            }
+            return SEER_E_FULL;
+        }
+        for (uint32_t j = 0; j < k; j++) {
+            q->nodes[idx_buf[j]].next = chain;
+            chain = idx_buf[j];
+        }
+        got += k;
+    }
+
+    /* Count before publishing so that a concurrent pop never drives the
+     * pending count below zero. */
+    atomic_fetch_add_explicit(&q->pending, n, memory_order_relaxed);
+
+    int64_t i = 0;
+    while (i < n) {
+        int32_t e = entities[i];
+        seer_lane *l = &q->lanes[e];
+        /* A run of consecutive events for the same entity becomes one chain
+         * pushed with one CAS.  The chain is linked newest-first, as if each
+         * event had been pushed on the stack one by one. */
+        uint32_t first = NIL, last = NIL;
+        uint64_t run_min = KEY_INF;
+        for (; i < n && entities[i] == e; i++) {
+            uint32_t id = chain;
+            chain = q->nodes[id].next;
+            seer_node *nd = &q->nodes[id];
+            nd->ev.time = times[i] == 0.0 ? 0.0 : times[i];
+            nd->ev.payload = payloads ? payloads[i] : 0;
+            nd->ev.entity = e;
+            nd->ev.kind = kinds[i];
+            nd->ev.source = sources ? sources[i] : -1;
+            nd->ev.seq = seqs ? seqs[i] : base_seq + (uint32_t)i;
+            nd->next = first;
+            if (last == NIL) last = id;
+            first = id;
+            uint64_t k = time_key(nd->ev.time);
+            if (k < run_min) run_min = k;
+        }
+        uint32_t top = atomic_load_explicit(&l->inbox, memory_order_relaxed);
+        do {
+            q->nodes[last].next = top;
+            /* seq_cst (release part): the node writes above happen-before the
+             * claimant's acquire exchange of the inbox; seq_cst for the
+             * Dekker handshake with release(). */
+        } while (!atomic_compare_exchange_weak_explicit(&l->inbox, &top, first, memory_order_seq_cst,
+                                                        memory_order_relaxed));
+        cas_min(&l->next_key, run_min);
+        if (run_min < atomic_load_explicit(&q->horizon_key, memory_order_seq_cst)) make_ready(q, (uint32_t)e);
+    }
+    return SEER_OK;
+}
+
+/* ---- claimant-side lane maintenance -------------------------------------- */
+
+static uint32_t merge_lists(seer_node *N, uint32_t a, uint32_t b, uint32_t *tail_out) {
+    /* Stable: on equal keys the element of a (pushed earlier) goes first. */
+    uint32_t head = NIL, *link = &head, tail = NIL;
+    while (a != NIL && b != NIL) {
+        if (ev_less(&N[b].ev, &N[a].ev)) {
+            *link = b;
+            tail = b;
+            link = &N[b].next;
+            b = N[b].next;
+        } else {
+            *link = a;
+            tail = a;
+            link = &N[a].next;
+            a = N[a].next;
+        }
+    }
+    *link = a != NIL ? a : b;
+    uint32_t rest = a != NIL ? a : b;
+    while (rest != NIL) {
+        tail = rest;
+        rest = N[rest].next;
+    }
+    if (tail_out) *tail_out = tail;
+    return head;
+}
+
+/* Bottom-up merge sort of a NIL-terminated list; O(k) when already sorted. */
+static uint32_t sort_list(seer_node *N, uint32_t list, uint32_t *tail_out) {
+    uint32_t tail = list, prev = NIL;
+    int sorted = 1;
+    for (uint32_t c = list; c != NIL; c = N[c].next) {
+        if (prev != NIL && ev_less(&N[c].ev, &N[prev].ev)) sorted = 0;
+        prev = c;
+    }
+    tail = prev;
+    if (sorted) {
+        *tail_out = tail;
+        return list;
+    }
+    uint32_t parts[33];
+    for (int i = 0; i < 33; i++) parts[i] = NIL;
+    while (list != NIL) {
+        uint32_t cur = list;
+        list = N[list].next;
+        N[cur].next = NIL;
+        int i = 0;
+        for (; parts[i] != NIL; i++) {
+            cur = merge_lists(N, parts[i], cur, NULL);
+            parts[i] = NIL;
+        }
+        parts[i] = cur;
+    }
+    uint32_t result = NIL;
+    for (int i = 0; i < 33; i++)
+        if (parts[i] != NIL) result = merge_lists(N, parts[i], result, NULL);
+    return merge_lists(N, result, NIL, tail_out);
+}
+
+/* Move the inbox into the private sorted list.  Caller holds the entity. */
+static void lane_drain(seer_queue *q, seer_lane *l) {
+    seer_node *N = q->nodes;
+    /* acquire: pairs with the pushers' CAS on the inbox; their node writes
+     * are visible from here on. */
+    uint32_t top = atomic_exchange_explicit(&l->inbox, NIL, memory_order_acquire);
+    if (top == NIL) return;
+    uint32_t prev = NIL;
+    while (top != NIL) { /* the stack is newest-first: reverse it */
+        uint32_t nxt = N[top].next;
+        N[top].next = prev;
+        prev = top;
+        top = nxt;
+    }
+    uint32_t tail;
+    uint32_t list = sort_list(N, prev, &tail);
+    if (l->head == NIL) {
+        l->head = list;
+        l->tail = tail;
+    } else if (!ev_less(&N[list].ev, &N[l->tail].ev)) {
+        N[l->tail].next = list; /* the usual case: later events append */
+        l->tail = tail;
+    } else {
+        l->head = merge_lists(N, l->head, list, &l->tail);
+    }
+}
+
+/* End a claim: publish the exact earliest time, unclaim, re-ready if needed. */
+static void lane_unclaim(seer_queue *q, uint32_t e) {
+    seer_lane *l = &q->lanes[e];
+    for (;;) {
+        lane_drain(q, l);
+        uint64_t k = l->head == NIL ? KEY_INF : time_key(q->nodes[l->head].ev.time);
+        /* seq_cst store then seq_cst load of the inbox (Dekker with pushers):
+         * if a push slipped in after the drain, we see it and drain again;
+         * otherwise its CAS-min comes after this store and is kept. */
+        atomic_store_explicit(&l->next_key, k, memory_order_seq_cst);
+        if (atomic_load_explicit(&l->inbox, memory_order_seq_cst) == NIL) break;
+    }
+    /* seq_cst (release part): our writes to the private list happen-before
+     * the next claimant's acquire CAS on state.  seq_cst part: a pusher that
+     * saw CLAIMED before this store has its CAS-min seen by the load below. */
+    atomic_fetch_and_explicit(&l->state, ~ST_CLAIMED, memory_order_seq_cst);
+    if (atomic_load_explicit(&l->next_key, memory_order_seq_cst) <
+        atomic_load_explicit(&q->horizon_key, memory_order_seq_cst))
+        make_ready(q, e);
+}
+
+/* ---- pop / release --------------------------------------------------------- */
+
+int64_t seer_queue_pop(seer_queue *q, double horizon, seer_event *out, int64_t max_events,
+                       int32_t per_entity) {
+    if (max_events <= 0) return 0;
+    seer_queue_advance(q, horizon);
+    seer_node *N = q->nodes;
+    uint32_t freed[256];
+    uint32_t nfreed = 0;
+    int64_t n = 0;
+    /* Each entity sits in the ring at most once, so num_entities dequeues
+     * without progress mean every ready entity was looked at. */
+    int64_t budget = q->num_entities;
+    while (n < max_events && budget-- > 0) {
+        uint32_t e;
+        if (!seer_ring_dequeue(&q->ready_ring, &e, 1, 1)) break;
+        seer_lane *l = &q->lanes[e];
+        /* acquire: pairs with the previous claimant's release of state, so
+         * its private list is ours to read now.  Only the ring entry's owner
+         * clears QUEUED, so this is a plain swap of the two bits. */
+        atomic_fetch_xor_explicit(&l->state, ST_QUEUED | ST_CLAIMED, memory_order_acquire);
+        lane_drain(q, l);
+        int64_t took = 0;
+        double last = 0;
+        while (l->head != NIL && N[l->head].ev.time < horizon && n < max_events &&
+               (per_entity <= 0 || took < per_entity)) {
+            uint32_t id = l->head;
+            out[n++] = N[id].ev;
+            last = N[id].ev.time;
+            took++;
+            l->head = N[id].next;
+            freed[nfreed++] = id;
+            if (nfreed == 256) {
+                seer_ring_enqueue_bulk(&q->free_ring, freed, nfreed);
+                nfreed = 0;
+            }
+        }
+        if (l->head == NIL) l->tail = NIL;
+        if (took == 0) {
+            lane_unclaim(q, e);
+        } else {
+            /* relaxed: read only by push validation (see push_many). */
+            atomic_store_explicit(&l->floor_key, time_key(last), memory_order_relaxed);
+            atomic_fetch_sub_explicit(&q->pending, took, memory_order_relaxed);
+        }
+    }
+    if (nfreed) seer_ring_enqueue_bulk(&q->free_ring, freed, nfreed);
+    return n;
+}
+
+int seer_queue_release(seer_queue *q, const int32_t *entities, int64_t n, int64_t *bad_index) {
+    *bad_index = -1;
+    for (int64_t i = 0; i < n; i++) {
+        int32_t e = entities[i];
+        if (e < 0 || e >= q->num_entities) return *bad_index = i, SEER_E_ENTITY;
+        /* A popped batch lists an entity once per event, consecutively, so
+         * releasing batch["entity"] directly is allowed. */
+        if (i > 0 && entities[i - 1] == e) continue;
+        if (!(atomic_load_explicit(&q->lanes[e].state, memory_order_acquire) & ST_CLAIMED))
+            return *bad_index = i, SEER_E_NOT_CLAIMED;
+        lane_unclaim(q, (uint32_t)e);
+    }
+    return SEER_OK;
+}
+
+/* ---- queries -------------------------------------------------------------- */
+
+int64_t seer_queue_len(const seer_queue *q) {
+    return atomic_load_explicit(&((seer_queue *)q)->pending, memory_order_relaxed);
+}
+
+uint32_t seer_queue_capacity(const seer_queue *q) { return q->capacity; }
+int32_t seer_queue_num_entities(const seer_queue *q) { return q->num_entities; }
+int32_t seer_queue_num_kinds(const seer_queue *q) { return q->num_kinds; }
+uint64_t seer_queue_footprint(const seer_queue *q) { return q->footprint; }
+
+double seer_queue_min_time(const seer_queue *q) {
+    uint64_t m = KEY_INF;
+    for (int32_t e = 0; e < q->num_entities; e++) {
+        uint64_t k = atomic_load_explicit(&((seer_queue *)q)->lanes[e].next_key, memory_order_acquire);
+        if (k < m) m = k;
+    }
+    return key_time(m);
+}
+
+double seer_queue_floor(const seer_queue *q, int32_t entity) {
+    return key_time(atomic_load_explicit(&((seer_queue *)q)->lanes[entity].floor_key, memory_order_relaxed));
+}
+
+int seer_queue_is_claimed(const seer_queue *q, int32_t entity) {
+    return (atomic_load_explicit(&((seer_queue *)q)->lanes[entity].state, memory_order_acquire) & ST_CLAIMED) != 0;
+}

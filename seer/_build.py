@@ -1,0 +1,48 @@
+"""cffi build script (API, out-of-line mode): compiles csrc/ into seer._seer_c.
+
+The C declarations come from the plain headers in csrc/, with preprocessor
+lines dropped because cffi's cdef does not run the preprocessor.
+"""
+
+import pathlib
+import re
+
+from cffi import FFI
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+CSRC = ROOT / "csrc"
+HEADERS = ["seer_queue.h"]
+SOURCES = ["seer_queue.c"]
+
+
+def _cdef_text(header: pathlib.Path) -> str:
+    text = header.read_text()
+    text = re.sub(r"/\*.*?\*/", "", text, flags=re.S)
+    lines = []
+    for line in text.splitlines():
+        stripped = line.strip()
+        if stripped.startswith("#define"):
+            # cffi accepts integer constants written as "#define NAME ..."
+            parts = stripped.split()
+            if len(parts) == 3:
+                lines.append(f"#define {parts[1]} ...")
+            continue
+        if stripped.startswith("#"):
+            continue
+        lines.append(line)
+    return "\n".join(lines)
+
+
+ffibuilder = FFI()
+ffibuilder.cdef("\n".join(_cdef_text(CSRC / h) for h in HEADERS))
+ffibuilder.set_source(
+    "seer._seer_c",
+    "\n".join(f'#include "{h}"' for h in HEADERS),
+    sources=[str((CSRC / s).relative_to(ROOT)) for s in SOURCES],
+    include_dirs=[str(CSRC)],
+    extra_compile_args=["-std=c11", "-O3", "-ffp-contract=off", "-fno-strict-aliasing"],
+    libraries=["m"],
+)
+
+if __name__ == "__main__":
+    ffibuilder.compile(verbose=True)

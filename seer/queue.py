@@ -1,0 +1,272 @@
+"""`seer.EventQueue`: the C dual-layer event queue, seen from Python."""
+
+from __future__ import annotations
+
+import math
+import numbers
+
+import numpy as np
+
+from seer._seer_c import ffi, lib
+from seer.errors import InvalidEventError, NotClaimedError, PastEventError, QueueFullError
+
+#: Layout of one popped event; matches ``seer_event`` in csrc/seer_queue.h.
+EVENT_DTYPE = np.dtype(
+    {
+        "names": ["entity", "time", "kind", "payload", "source", "seq"],
+        "formats": [np.int32, np.float64, np.int32, np.int64, np.int32, np.uint32],
+        "offsets": [16, 0, 20, 8, 24, 28],
+        "itemsize": 32,
+    }
+)
+assert ffi.sizeof("seer_event") == EVENT_DTYPE.itemsize
+
+_INT32 = np.iinfo(np.int32)
+
+
+def _ptr(ctype: str, array: np.ndarray | None):
+    return ffi.NULL if array is None else ffi.from_buffer(ctype, array)
+
+
+def _as_array(name: str, values, dtype, n: int | None, *, integer: bool) -> np.ndarray:
+    arr = np.asarray(values)
+    if arr.ndim != 1:
+        raise InvalidEventError(f"{name} must be a 1-D array, got shape {arr.shape}")
+    if n is not None and arr.shape[0] != n:
+        raise InvalidEventError(
+            f"{name} has {arr.shape[0]} elements but entities has {n}: all arrays must have the same length"
+        )
+    kind = arr.dtype.kind
+    if integer:
+        if kind not in "iu":
+            raise InvalidEventError(f"{name} must hold integers, got dtype {arr.dtype}")
+        if arr.size and arr.dtype.itemsize >= np.dtype(dtype).itemsize and arr.dtype != dtype:
+            info = np.iinfo(dtype)
+            lo, hi = arr.min(), arr.max()
+            if lo < info.min or hi > info.max:
+                bad = lo if lo < info.min else hi
+                raise InvalidEventError(f"{name} value {bad} does not fit {np.dtype(dtype).name}")
+    elif kind not in "fiu":
+        raise InvalidEventError(f"{name} must hold real numbers, got dtype {arr.dtype}")
+    return np.ascontiguousarray(arr, dtype=dtype)
+
+
+class EventQueue:
+    """Lock-free dual-layer event queue over a preallocated event pool.
+
+    Layer 1 keeps one lane per entity, ordered by ``(time, source, seq)``;
+    layer 2 is the set of entities with work before the horizon.  Popping an
+    entity's events claims it: no other pop returns its events until it is
+    released.  Every method is safe to call from several threads at once
+    (except :meth:`clear`), and bulk calls run in C with the GIL released.
+
+    Args:
+        num_entities: Entity ids are ``0 .. num_entities - 1``.
+        capacity: Events the pool holds; memory is allocated once, up front.
+        num_kinds: Event kinds are ``0 .. num_kinds - 1``.
+
+    Example:
+        >>> q = EventQueue(num_entities=4, capacity=64)
+        >>> q.push(2, 0.5, kind=1, payload=7)
+        >>> batch = q.pop(horizon=1.0)
+        >>> batch["entity"].tolist(), batch["payload"].tolist()
+        ([2], [7])
+        >>> q.release(batch["entity"])
+    """
+
+    def __init__(self, num_entities: int, capacity: int = 1 << 20, *, num_kinds: int = 1024):
+        for name, value, hi in (
+            ("num_entities", num_entities, _INT32.max),
+            ("capacity", capacity, 1 << 31),
+            ("num_kinds", num_kinds, _INT32.max),
+        ):
+            if not isinstance(value, numbers.Integral) or isinstance(value, bool) or not 1 <= value <= hi:
+                raise ValueError(f"{name}={value!r} is invalid: expected an integer in [1, {hi}]")
+        handle = lib.seer_queue_new(int(num_entities), int(num_kinds), int(capacity))
+        if handle == ffi.NULL:
+            raise MemoryError(f"cannot allocate an EventQueue of capacity {capacity} for {num_entities} entities")
+        self._q = ffi.gc(handle, lib.seer_queue_free)
+        self.num_entities = int(num_entities)
+        self.num_kinds = int(num_kinds)
+        self.capacity = int(capacity)
+
+    # ---- push -----------------------------------------------------------
+
+    def push(self, entity: int, time: float, kind: int, payload: int = 0) -> None:
+        """Push one event.  Raises the same errors as :meth:`push_many`."""
+        for name, value in (("entity", entity), ("kind", kind), ("payload", payload)):
+            if not isinstance(value, numbers.Integral) or isinstance(value, bool):
+                raise InvalidEventError(f"{name}={value!r} is invalid: expected an integer")
+        if not isinstance(time, numbers.Real) or isinstance(time, bool):
+            raise InvalidEventError(f"time={time!r} is invalid: expected a finite float")
+        self._check_scalar_range(int(entity), int(kind))
+        self.push_many(
+            np.array([entity], np.int32),
+            np.array([time], np.float64),
+            np.array([kind], np.int32),
+            np.array([payload], np.int64),
+        )
+
+    def _check_scalar_range(self, entity: int, kind: int) -> None:
+        if not 0 <= entity < self.num_entities:
+            raise InvalidEventError(
+                f"entity {entity} is out of range: expected 0 <= entity < {self.num_entities}"
+            )
+        if not 0 <= kind < self.num_kinds:
+            raise InvalidEventError(f"kind {kind} is out of range: expected 0 <= kind < {self.num_kinds}")
+
+    def push_many(self, entities, times, kinds, payloads=None, *, sources=None, seqs=None) -> None:
+        """Push a batch of events in one C call (GIL released).
+
+        All-or-nothing: if any event is bad, or the pool lacks room for all of
+        them, nothing is pushed and the exception names the first bad value.
+
+        Args:
+            entities: Integer array of target entities.
+            times: Float array of timestamps (finite, not before what the
+                entity was already handed).
+            kinds: Integer array of event kinds.
+            payloads: Optional int64 array (default zeros).
+            sources: Optional emitting entities, for tie-breaking (default -1).
+            seqs: Optional per-source sequence numbers (default: one
+                queue-wide counter).
+        """
+        ent = _as_array("entities", entities, np.int32, None, integer=True)
+        n = ent.shape[0]
+        tim = _as_array("times", times, np.float64, n, integer=False)
+        knd = _as_array("kinds", kinds, np.int32, n, integer=True)
+        pay = None if payloads is None else _as_array("payloads", payloads, np.int64, n, integer=True)
+        src = None if sources is None else _as_array("sources", sources, np.int32, n, integer=True)
+        sq = None if seqs is None else _as_array("seqs", seqs, np.uint32, n, integer=True)
+        if n == 0:
+            return
+        bad = ffi.new("int64_t *")
+        rc = lib.seer_queue_push_many(
+            self._q,
+            _ptr("int32_t[]", ent),
+            _ptr("double[]", tim),
+            _ptr("int32_t[]", knd),
+            _ptr("int64_t[]", pay),
+            _ptr("int32_t[]", src),
+            _ptr("uint32_t[]", sq),
+            n,
+            bad,
+        )
+        if rc != lib.SEER_OK:
+            raise self._push_error(rc, int(bad[0]), ent, tim, knd, n)
+
+    def _push_error(self, rc, i, ent, tim, knd, n):
+        if rc == lib.SEER_E_ENTITY:
+            return InvalidEventError(
+                f"entity {ent[i]} at index {i} is out of range: expected 0 <= entity < {self.num_entities}"
+            )
+        if rc == lib.SEER_E_KIND:
+            return InvalidEventError(
+                f"kind {knd[i]} at index {i} is out of range: expected 0 <= kind < {self.num_kinds}"
+            )
+        if rc == lib.SEER_E_TIME:
+            return InvalidEventError(
+                f"time {tim[i]} at index {i} (entity {ent[i]}) is not finite: expected a finite float"
+            )
+        if rc == lib.SEER_E_PAST:
+            floor = lib.seer_queue_floor(self._q, int(ent[i]))
+            return PastEventError(
+                f"time {tim[i]} at index {i} is in the past for entity {ent[i]}: "
+                f"expected time >= {floor}, the latest time already handed to that entity"
+            )
+        if rc == lib.SEER_E_FULL:
+            pending = len(self)
+            return QueueFullError(
+                f"event pool full: pushing {n} events with {pending} pending in a queue of capacity "
+                f"{self.capacity}; create the EventQueue with capacity >= {pending + n} "
+                f"(or release and pop events sooner)"
+            )
+        return InvalidEventError(f"push_many failed with status {rc}")
+
+    # ---- pop / release ----------------------------------------------------
+
+    def pop(self, horizon: float, max_events: int = 4096, *, per_entity: int | None = None, out=None):
+        """Pop ready events with ``time < horizon`` and claim their entities.
+
+        Runs in C with the GIL released.  The result is grouped by entity,
+        each entity's events in ``(time, source, seq)`` order.  Entities held
+        by another caller are skipped until released.
+
+        Args:
+            horizon: Exclusive upper bound on event times (``inf`` allowed).
+            max_events: Most events to return.
+            per_entity: Most events to take from one entity (default: all).
+            out: Optional preallocated array of :data:`EVENT_DTYPE`; the
+                result is then a view of its first rows and nothing is
+                allocated.
+
+        Returns:
+            A structured array with fields entity, time, kind, payload,
+            source and seq.
+        """
+        if not isinstance(horizon, numbers.Real) or isinstance(horizon, bool) or math.isnan(horizon):
+            raise InvalidEventError(f"horizon={horizon!r} is invalid: expected a float that is not NaN")
+        if not isinstance(max_events, numbers.Integral) or max_events < 1:
+            raise ValueError(f"max_events={max_events!r} is invalid: expected an integer >= 1")
+        if per_entity is not None and (not isinstance(per_entity, numbers.Integral) or per_entity < 1):
+            raise ValueError(f"per_entity={per_entity!r} is invalid: expected None or an integer >= 1")
+        if out is None:
+            out = np.empty(int(max_events), EVENT_DTYPE)
+        elif out.dtype != EVENT_DTYPE or out.ndim != 1 or not out.flags.c_contiguous:
+            raise ValueError(f"out must be a contiguous 1-D array of EVENT_DTYPE, got {out.dtype} {out.shape}")
+        cap = min(int(max_events), out.shape[0])
+        n = lib.seer_queue_pop(
+            self._q, float(horizon), ffi.from_buffer("seer_event[]", out), cap, int(per_entity or 0)
+        )
+        return out[:n]
+
+    def release(self, entities) -> None:
+        """End the claims on ``entities`` (an int or an integer array).
+
+        Releasing an entity nobody holds raises :class:`NotClaimedError`;
+        those listed before it are released.
+        """
+        if isinstance(entities, numbers.Integral) and not isinstance(entities, bool):
+            entities = [int(entities)]
+        ent = _as_array("entities", entities, np.int32, None, integer=True)
+        if ent.size == 0:
+            return
+        bad = ffi.new("int64_t *")
+        rc = lib.seer_queue_release(self._q, ffi.from_buffer("int32_t[]", ent), ent.shape[0], bad)
+        if rc == lib.SEER_E_ENTITY:
+            i = int(bad[0])
+            raise InvalidEventError(
+                f"entity {ent[i]} at index {i} is out of range: expected 0 <= entity < {self.num_entities}"
+            )
+        if rc == lib.SEER_E_NOT_CLAIMED:
+            i = int(bad[0])
+            raise NotClaimedError(f"entity {ent[i]} at index {i} is not claimed: release only entities a pop returned")
+
+    # ---- queries ------------------------------------------------------------
+
+    def __len__(self) -> int:
+        """Events pending (pushed and not yet popped)."""
+        return int(lib.seer_queue_len(self._q))
+
+    def min_time(self) -> float:
+        """Earliest pending time, ``inf`` when empty (exact when nothing is held)."""
+        return float(lib.seer_queue_min_time(self._q))
+
+    def is_claimed(self, entity: int) -> bool:
+        self._check_scalar_range(int(entity), 0)
+        return bool(lib.seer_queue_is_claimed(self._q, int(entity)))
+
+    def clear(self) -> None:
+        """Drop every event and claim.  Call only while no other thread uses the queue."""
+        lib.seer_queue_clear(self._q)
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes the queue allocated at construction (it allocates nothing later)."""
+        return int(lib.seer_queue_footprint(self._q))
+
+    def __repr__(self) -> str:
+        return (
+            f"EventQueue(num_entities={self.num_entities}, capacity={self.capacity}, "
+            f"num_kinds={self.num_kinds}, pending={len(self)})"
+        )
