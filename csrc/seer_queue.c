@@ -30,6 +30,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "seer_queue_internal.h"
 #include "seer_ring.h"
 
 #define NIL UINT32_MAX
@@ -395,7 +396,7 @@ static void lane_drain(seer_queue *q, seer_lane *l) {
 }
 
 /* End a claim: publish the exact earliest time, unclaim, re-ready if needed. */
-static void lane_unclaim(seer_queue *q, uint32_t e) {
+void seer_queue_unclaim(seer_queue *q, uint32_t e) {
     seer_lane *l = &q->lanes[e];
     for (;;) {
         lane_drain(q, l);
@@ -437,7 +438,7 @@ int64_t seer_queue_pop(seer_queue *q, double horizon, seer_event *out, int64_t m
          * clears QUEUED, so this is a plain swap of the two bits. */
         atomic_fetch_xor_explicit(&l->state, ST_QUEUED | ST_CLAIMED, memory_order_acquire);
         lane_drain(q, l);
-        int64_t took = 0;
+        int64_t took = 0, uncounted = 0;
         double last = 0;
         while (l->head != NIL && N[l->head].ev.time < horizon && n < max_events &&
                (per_entity <= 0 || took < per_entity)) {
@@ -445,20 +446,26 @@ int64_t seer_queue_pop(seer_queue *q, double horizon, seer_event *out, int64_t m
             out[n++] = N[id].ev;
             last = N[id].ev.time;
             took++;
+            uncounted++;
             l->head = N[id].next;
             freed[nfreed++] = id;
             if (nfreed == 256) {
+                /* Uncount before the nodes can be reused: a pusher that gets
+                 * them counts them again, and pending must never exceed the
+                 * capacity.  (The ring's release/acquire orders the two.) */
+                atomic_fetch_sub_explicit(&q->pending, uncounted, memory_order_relaxed);
+                uncounted = 0;
                 seer_ring_enqueue_bulk(&q->free_ring, freed, nfreed);
                 nfreed = 0;
             }
         }
         if (l->head == NIL) l->tail = NIL;
         if (took == 0) {
-            lane_unclaim(q, e);
+            seer_queue_unclaim(q, e);
         } else {
             /* relaxed: read only by push validation (see push_many). */
             atomic_store_explicit(&l->floor_key, time_key(last), memory_order_relaxed);
-            atomic_fetch_sub_explicit(&q->pending, took, memory_order_relaxed);
+            atomic_fetch_sub_explicit(&q->pending, uncounted, memory_order_relaxed);
         }
     }
     if (nfreed) seer_ring_enqueue_bulk(&q->free_ring, freed, nfreed);
@@ -475,7 +482,7 @@ int seer_queue_release(seer_queue *q, const int32_t *entities, int64_t n, int64_
         if (i > 0 && entities[i - 1] == e) continue;
         if (!(atomic_load_explicit(&q->lanes[e].state, memory_order_acquire) & ST_CLAIMED))
             return *bad_index = i, SEER_E_NOT_CLAIMED;
-        lane_unclaim(q, (uint32_t)e);
+        seer_queue_unclaim(q, (uint32_t)e);
     }
     return SEER_OK;
 }
@@ -506,4 +513,71 @@ double seer_queue_floor(const seer_queue *q, int32_t entity) {
 
 int seer_queue_is_claimed(const seer_queue *q, int32_t entity) {
     return (atomic_load_explicit(&((seer_queue *)q)->lanes[entity].state, memory_order_acquire) & ST_CLAIMED) != 0;
+}
+
+/* ---- lane-level API for the runtime's worker loop (seer_queue_internal.h) -- */
+
+int seer_queue_take(seer_queue *q, uint32_t *entity) {
+    uint32_t e;
+    if (!seer_ring_dequeue(&q->ready_ring, &e, 1, 1)) return 0;
+    /* acquire: as in seer_queue_pop, pairs with the previous unclaim. */
+    atomic_fetch_xor_explicit(&q->lanes[e].state, ST_QUEUED | ST_CLAIMED, memory_order_acquire);
+    *entity = e;
+    return 1;
+}
+
+uint32_t seer_queue_next(seer_queue *q, uint32_t e, double horizon, seer_event *out) {
+    seer_lane *l = &q->lanes[e];
+    /* relaxed peek: skip the exchange (an RMW on a shared line) when nothing
+     * was pushed; a push we miss here is caught by the unclaim handshake. */
+    if (atomic_load_explicit(&l->inbox, memory_order_relaxed) != NIL) lane_drain(q, l);
+    uint32_t id = l->head;
+    if (id == NIL || !(q->nodes[id].ev.time < horizon)) return NIL;
+    *out = q->nodes[id].ev;
+    l->head = q->nodes[id].next;
+    if (l->head == NIL) l->tail = NIL;
+    atomic_store_explicit(&l->floor_key, time_key(out->time), memory_order_relaxed);
+    return id;
+}
+
+uint32_t seer_queue_alloc(seer_queue *q, seer_node_cache *c) {
+    if (c->n == 0) {
+        c->n = seer_ring_dequeue(&q->free_ring, c->ids, SEER_NODE_CACHE / 2, 0);
+        if (c->n == 0) return NIL;
+    }
+    return c->ids[--c->n];
+}
+
+void seer_queue_recycle(seer_queue *q, seer_node_cache *c, uint32_t id) {
+    if (c->n == SEER_NODE_CACHE) {
+        c->n -= SEER_NODE_CACHE / 2;
+        seer_ring_enqueue_bulk(&q->free_ring, c->ids + c->n, SEER_NODE_CACHE / 2);
+    }
+    c->ids[c->n++] = id;
+}
+
+void seer_queue_flush_cache(seer_queue *q, seer_node_cache *c) {
+    if (c->n) seer_ring_enqueue_bulk(&q->free_ring, c->ids, c->n);
+    c->n = 0;
+}
+
+seer_event *seer_queue_node_event(seer_queue *q, uint32_t id) { return &q->nodes[id].ev; }
+
+void seer_queue_publish(seer_queue *q, uint32_t id) {
+    seer_node *nd = &q->nodes[id];
+    seer_lane *l = &q->lanes[nd->ev.entity];
+    uint32_t top = atomic_load_explicit(&l->inbox, memory_order_relaxed);
+    do {
+        nd->next = top;
+        /* seq_cst: as in push_many (node contents released to the drain,
+         * Dekker handshake with unclaim). */
+    } while (!atomic_compare_exchange_weak_explicit(&l->inbox, &top, id, memory_order_seq_cst,
+                                                    memory_order_relaxed));
+    uint64_t k = time_key(nd->ev.time);
+    cas_min(&l->next_key, k);
+    if (k < atomic_load_explicit(&q->horizon_key, memory_order_seq_cst)) make_ready(q, (uint32_t)nd->ev.entity);
+}
+
+void seer_queue_add_pending(seer_queue *q, int64_t delta) {
+    atomic_fetch_add_explicit(&q->pending, delta, memory_order_relaxed);
 }

@@ -12,6 +12,9 @@ from seer.errors import (
     WorkerError,
 )
 from seer.queue import EVENT_DTYPE, EventQueue
+from seer.model import EventKind, Model, Native
+from seer.runtime import Runtime, StepStats
+from seer.trace import Trace
 
 __version__ = "0.1.0"
 
@@ -19,7 +22,13 @@ __all__ = [
     "EVENT_DTYPE",
     "CausalityError",
     "ClosedError",
+    "EventKind",
     "EventQueue",
+    "Model",
+    "Native",
+    "Runtime",
+    "StepStats",
+    "Trace",
     "HandlerError",
     "InvalidEventError",
     "NotClaimedError",

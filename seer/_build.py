@@ -11,8 +11,13 @@ from cffi import FFI
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 CSRC = ROOT / "csrc"
-HEADERS = ["seer_queue.h"]
-SOURCES = ["seer_queue.c"]
+HEADERS = ["seer_queue.h", "seer_runtime.h", "seer_synth.h"]
+SOURCES = ["seer_queue.c", "seer_runtime.c", "seer_synth.c"]
+# Python handlers are reached from the C worker loop through this callback;
+# cffi takes the GIL around it.
+CALLBACKS = """
+extern "Python" int seer_py_dispatch(void *, int32_t, int32_t, seer_event *, int64_t);
+"""
 
 
 def _cdef_text(header: pathlib.Path) -> str:
@@ -34,11 +39,11 @@ def _cdef_text(header: pathlib.Path) -> str:
 
 
 ffibuilder = FFI()
-ffibuilder.cdef("\n".join(_cdef_text(CSRC / h) for h in HEADERS))
+ffibuilder.cdef("\n".join(_cdef_text(CSRC / h) for h in HEADERS) + CALLBACKS)
 ffibuilder.set_source(
     "seer._seer_c",
     "\n".join(f'#include "{h}"' for h in HEADERS),
-    sources=[str((CSRC / s).relative_to(ROOT)) for s in SOURCES],
+    sources=[f"csrc/{s}" for s in SOURCES],
     include_dirs=[str(CSRC)],
     extra_compile_args=["-std=c11", "-O3", "-ffp-contract=off", "-fno-strict-aliasing"],
     libraries=["m"],

@@ -1,0 +1,102 @@
+/* SEER runtime: bounded event streams run in conservative windows on a pool
+ * of worker threads, in C.  Plain declarations, read by cffi's cdef. */
+#ifndef SEER_RUNTIME_H
+#define SEER_RUNTIME_H
+
+#include <stdint.h>
+
+#include "seer_queue.h"
+
+typedef struct seer_runtime seer_runtime;
+
+/* What a handler sees.  One per worker; entity/now describe the event being
+ * handled.  model points at the model's own struct (native kernels). */
+typedef struct seer_ctx {
+    seer_runtime *rt;
+    void *model;
+    double now;
+    double window_end;
+    int32_t entity;
+    int32_t worker;
+} seer_ctx;
+
+/* Native handler: returns 0, or non-zero to fail the step. */
+typedef int (*seer_handler_fn)(seer_ctx *ctx, const seer_event *ev);
+
+/* Python handlers are reached through one dispatch function that gets a
+ * batch of events of one kind, at most one per entity. */
+typedef int (*seer_dispatch_fn)(void *userdata, int32_t worker, int32_t kind, seer_event *events, int64_t n);
+
+typedef struct seer_trace_event {
+    int64_t start_ns;
+    int64_t end_ns;
+    double time;
+    int32_t entity;
+    int32_t kind;
+    int32_t worker;
+    int32_t window;
+} seer_trace_event;
+
+typedef struct seer_trace_window {
+    int64_t start_ns;  /* window start, as seen by this worker */
+    int64_t end_ns;    /* this worker reached the end barrier  */
+    int64_t busy_ns;   /* inside handlers                      */
+    int64_t python_ns; /* inside Python handlers (GIL held)    */
+    int64_t events;
+    int64_t empty_polls; /* looked for a ready entity and found none */
+    double t0;         /* simulated window [t0, t1)            */
+    double t1;
+    int32_t window;
+    int32_t worker;
+} seer_trace_window;
+
+typedef struct seer_error_info {
+    int32_t code;
+    int32_t worker;
+    int32_t entity;
+    int32_t kind;
+    double time;
+    int32_t target;       /* emit errors: destination entity        */
+    int32_t target_kind;
+    double target_time;
+} seer_error_info;
+
+seer_runtime *seer_rt_new(seer_queue *q, int32_t num_workers, double lookahead, int32_t spin);
+void seer_rt_free(seer_runtime *rt);
+void seer_rt_set_handler(seer_runtime *rt, int32_t kind, seer_handler_fn fn);
+void seer_rt_set_dispatch(seer_runtime *rt, seer_dispatch_fn fn, void *userdata);
+void seer_rt_set_model(seer_runtime *rt, void *model);
+int seer_rt_add_snapshot(seer_runtime *rt, void *live, void *snapshot, uint64_t nbytes);
+void seer_rt_clear_snapshots(seer_runtime *rt);
+/* Not thread-safe: empty the queue, reset counters and the random streams. */
+void seer_rt_reset(seer_runtime *rt, uint64_t seed);
+/* Run every window before horizon; the caller acts as worker 0. */
+int seer_rt_step(seer_runtime *rt, double horizon);
+/* Body of pool threads 1..num_workers-1; returns after seer_rt_shutdown. */
+void seer_rt_worker_main(seer_runtime *rt, int32_t worker);
+void seer_rt_shutdown(seer_runtime *rt);
+void seer_rt_last_error(const seer_runtime *rt, seer_error_info *out);
+int64_t seer_rt_events_total(const seer_runtime *rt);
+double seer_rt_window_end(const seer_runtime *rt, int32_t worker);
+int64_t seer_rt_windows_total(const seer_runtime *rt);
+
+void seer_rt_set_trace(seer_runtime *rt, int32_t worker, seer_trace_event *events, int64_t event_cap,
+                       seer_trace_window *windows, int64_t window_cap);
+/* Records written since the last call; resets the counts. */
+void seer_rt_take_trace(seer_runtime *rt, int32_t worker, int64_t *n_events, int64_t *n_windows,
+                        int64_t *dropped);
+
+/* From native handlers. */
+int seer_emit(seer_ctx *ctx, int32_t target, double time, int32_t kind, int64_t payload);
+uint64_t seer_random_u64(seer_ctx *ctx);
+double seer_uniform(seer_ctx *ctx);
+
+/* From Python handlers (on the worker thread that runs them). */
+int seer_rt_emit_many(seer_runtime *rt, int32_t worker, const int32_t *sources, const int32_t *targets,
+                      const double *times, const int32_t *kinds, const int64_t *payloads, int64_t n,
+                      int64_t *bad_index);
+void seer_rt_uniform_many(seer_runtime *rt, const int32_t *entities, double *out, int64_t n);
+/* Counter-based stream value: pure function of (seed, entity, counter). */
+double seer_counter_uniform(uint64_t seed, int32_t entity, uint64_t counter);
+
+#endif

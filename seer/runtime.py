@@ -1,0 +1,423 @@
+"""`seer.Runtime`: a model's event streams, run in conservative windows on a worker pool."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import numbers
+import os
+import threading
+import traceback
+import weakref
+
+import numpy as np
+
+from seer._seer_c import ffi, lib
+from seer.errors import (
+    CausalityError,
+    ClosedError,
+    HandlerError,
+    InvalidEventError,
+    PastEventError,
+    QueueFullError,
+    SeerError,
+)
+from seer.model import EventKind, Model
+from seer.queue import EVENT_DTYPE, EventQueue, _as_array, _ptr
+from seer.trace import TRACE_EVENT_DTYPE, TRACE_WINDOW_DTYPE, Trace
+
+MAX_KINDS = 1024
+
+
+def usable_cores() -> int:
+    """Cores this process may run on (affinity-aware)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
+
+
+@dataclasses.dataclass(frozen=True)
+class StepStats:
+    """What one :meth:`Runtime.step` did."""
+
+    events: int
+    windows: int
+    horizon: float
+
+
+class HandlerContext:
+    """What a Python handler gets as ``ctx``: one per worker thread.
+
+    Attributes:
+        state: The model's live state arrays (write only your entities' rows).
+        snapshot: Copies of the shared state taken at the window's start.
+        worker: Index of the worker running the handler.
+        window_end: End (exclusive) of the current window.
+    """
+
+    def __init__(self, core: "_Core", worker: int):
+        self._core = core
+        self.worker = worker
+        self.state = core.model.state
+        self.snapshot = core.snapshots
+        self.events = None
+
+    @property
+    def window_end(self) -> float:
+        return float(lib.seer_rt_window_end(self._core.rt, self.worker))
+
+    def emit(self, targets, times, kinds, payloads=None, *, sources=None) -> None:
+        """Send events: ``targets[i]`` gets kind ``kinds[i]`` at ``times[i]``.
+
+        ``sources`` default to the entities of the batch being handled (then
+        the arrays must have its length).  An event to another entity must be
+        at least the model's lookahead after its source's current time, an
+        event to the source itself not before it.
+        """
+        batch = self.events
+        tgt = _as_array("targets", np.atleast_1d(targets), np.int32, None, integer=True)
+        n = tgt.shape[0]
+        if sources is None:
+            if batch is None or len(batch) != n:
+                raise InvalidEventError(
+                    f"emit of {n} events needs sources= (the batch being handled has "
+                    f"{0 if batch is None else len(batch)} events)"
+                )
+            src = np.ascontiguousarray(batch["entity"])
+        else:
+            src = _as_array("sources", np.broadcast_to(sources, (n,)), np.int32, n, integer=True)
+        tim = _as_array("times", np.broadcast_to(times, (n,)), np.float64, n, integer=False)
+        knd = _as_array("kinds", np.broadcast_to(kinds, (n,)), np.int32, n, integer=True)
+        pay = None if payloads is None else _as_array("payloads", np.broadcast_to(payloads, (n,)), np.int64, n, integer=True)
+        bad = ffi.new("int64_t *")
+        rc = lib.seer_rt_emit_many(
+            self._core.rt, self.worker, _ptr("int32_t[]", src), _ptr("int32_t[]", tgt),
+            _ptr("double[]", tim), _ptr("int32_t[]", knd), _ptr("int64_t[]", pay), n, bad,
+        )
+        if rc != lib.SEER_OK:
+            i = int(bad[0])
+            raise self._core.emit_error(rc, int(src[i]), int(tgt[i]), int(knd[i]), float(tim[i]))
+
+    def uniform(self, entities) -> np.ndarray:
+        """Uniform [0, 1) draws from each entity's counter-based stream."""
+        ent = _as_array("entities", np.atleast_1d(entities), np.int32, None, integer=True)
+        core = self._core
+        if ent.size and (ent.min() < 0 or ent.max() >= core.num_entities):
+            raise InvalidEventError(f"entities must be in [0, {core.num_entities}), got {ent.min()}..{ent.max()}")
+        out = np.empty(ent.shape[0], np.float64)
+        lib.seer_rt_uniform_many(core.rt, _ptr("int32_t[]", ent), _ptr("double[]", out), ent.shape[0])
+        return out
+
+
+class _Core:
+    """The parts of a runtime that its worker threads and the C dispatch
+    callback reach.  Kept apart from :class:`Runtime` so that an unclosed
+    runtime can still be garbage collected (its finalizer stops the pool)."""
+
+    def __init__(self, model: Model, queue: EventQueue, workers: int):
+        self.model = model
+        self.queue = queue
+        self.num_entities = model.num_entities
+        self.num_workers = workers
+        self.kinds = list(model.kinds)
+        self.snapshots = model.snapshot_targets()
+        spin = 2000 if workers <= usable_cores() else 20
+        rt = lib.seer_rt_new(queue._q, workers, float(model.lookahead), spin)
+        if rt == ffi.NULL:
+            raise MemoryError(f"cannot allocate a runtime for {workers} workers")
+        self.rt = rt
+        self.handle = ffi.new_handle(self)
+        self.errors: dict[int, BaseException] = {}
+        self.contexts = [HandlerContext(self, w) for w in range(workers)]
+        self.threads: list[threading.Thread] = []
+        self.closed = False
+
+    def dispatch(self, worker: int, kind: int, events, n: int) -> int:
+        ctx = self.contexts[worker]
+        batch = np.frombuffer(ffi.buffer(events, n * EVENT_DTYPE.itemsize), EVENT_DTYPE)
+        spec = self.kinds[kind]
+        ctx.events = batch
+        i = 0
+        try:
+            if spec.batched:
+                spec.handler(ctx, batch)
+            else:
+                for i in range(n):
+                    ctx.events = batch[i : i + 1]
+                    spec.handler(ctx, batch[i])
+        except BaseException as exc:  # handed to the caller of step()
+            exc.__seer_batch__ = (batch.copy(), i, spec.batched)
+            self.errors.setdefault(worker, exc)
+            return i + 1
+        finally:
+            ctx.events = None
+        return 0
+
+    def emit_error(self, rc: int, source: int, target: int, kind: int, time: float) -> SeerError:
+        L = self.model.lookahead
+        if rc == lib.SEER_E_CAUSALITY:
+            return CausalityError(
+                f"causality violation: entity {source} sent kind {kind} to entity {target} for time {time}, "
+                f"sooner than the lookahead {L} allows; events to other entities need a delay >= {L}"
+            )
+        if rc == lib.SEER_E_PAST:
+            return PastEventError(f"entity {source} sent itself kind {kind} for time {time}, which is in its past")
+        if rc == lib.SEER_E_ENTITY:
+            return InvalidEventError(
+                f"entity {target if not 0 <= target < self.num_entities else source} is out of range: "
+                f"expected 0 <= entity < {self.num_entities}"
+            )
+        if rc == lib.SEER_E_KIND:
+            return InvalidEventError(f"kind {kind} is out of range: expected 0 <= kind < {len(self.kinds)}")
+        if rc == lib.SEER_E_TIME:
+            return InvalidEventError(f"time {time} for an event to entity {target} is not finite")
+        if rc == lib.SEER_E_FULL:
+            return QueueFullError(
+                f"event pool full ({self.queue.capacity} events) while entity {source} sent kind {kind}; "
+                f"pass a larger capacity= to the Runtime"
+            )
+        return SeerError(f"emit failed with status {rc}")
+
+    def shutdown(self) -> None:
+        if self.closed:
+            return
+        self.closed = True
+        lib.seer_rt_shutdown(self.rt)
+        for t in self.threads:
+            t.join()
+        lib.seer_rt_free(self.rt)
+        self.rt = ffi.NULL
+
+
+def _finalize(core: _Core) -> None:
+    core.shutdown()
+
+
+@ffi.def_extern()
+def seer_py_dispatch(userdata, worker, kind, events, n):
+    try:
+        return ffi.from_handle(userdata).dispatch(worker, kind, events, n)
+    except BaseException:  # never let an exception escape into C
+        traceback.print_exc()
+        return 1
+
+
+class Runtime:
+    """Runs a :class:`seer.Model`'s event streams on a pool of worker threads.
+
+    ``step(horizon)`` processes every event before ``horizon`` in windows
+    ``[T, min(T + lookahead, horizon))``.  Within a window the entities with
+    events run in parallel, each one's events one at a time in
+    ``(time, source, seq)`` order.  Results are identical for any number of
+    workers.
+
+    Args:
+        model: The model to run.
+        workers: Pool size, or ``"auto"`` to let STPA choose.
+        capacity: Events the queue holds (default: 64 per entity, at least 4096).
+        trace: Record per-event and per-window timings (see :attr:`trace`).
+        trace_capacity: Per-worker events recorded between two reads of the trace.
+        seed: Seed of the first :meth:`reset` (done by the constructor).
+
+    Example:
+        >>> from seer.synthetic import SyntheticModel
+        >>> with Runtime(SyntheticModel(num_entities=8), workers=2) as rt:
+        ...     stats = rt.step(1.0)
+        >>> stats.events > 0
+        True
+    """
+
+    def __init__(self, model: Model, workers: int | str = 1, *, capacity: int | None = None,
+                 trace: bool = False, trace_capacity: int = 1 << 20, seed: int = 0):
+        _validate_model(model)
+        if workers == "auto":
+            from seer.stpa import select_workers_for_model
+
+            workers = select_workers_for_model(model)
+        if not isinstance(workers, numbers.Integral) or isinstance(workers, bool) or not 1 <= workers <= 1024:
+            raise ValueError(f'workers={workers!r} is invalid: expected "auto" or an integer in [1, 1024]')
+        if capacity is None:
+            capacity = max(4096, 64 * model.num_entities)
+        self.model = model
+        self.workers = int(workers)
+        self.queue = EventQueue(model.num_entities, capacity, num_kinds=len(model.kinds))
+        self._core = core = _Core(model, self.queue, self.workers)
+        self._finalizer = weakref.finalize(self, _finalize, core)
+        for k, spec in enumerate(model.kinds):
+            fn = ffi.addressof(lib, spec.handler.symbol) if spec.native else ffi.NULL
+            lib.seer_rt_set_handler(core.rt, k, fn)
+        lib.seer_rt_set_dispatch(core.rt, lib.seer_py_dispatch, core.handle)
+        if model.native_model is not None:
+            lib.seer_rt_set_model(core.rt, model.native_model)
+        for name, snap in core.snapshots.items():
+            live = model.state[name]
+            if not live.flags.c_contiguous or snap.shape != live.shape or snap.dtype != live.dtype:
+                raise ValueError(f"state[{name!r}] must be C-contiguous and match its snapshot buffer")
+            lib.seer_rt_add_snapshot(core.rt, ffi.from_buffer(live), ffi.from_buffer(snap), live.nbytes)
+        self._trace_buffers = None
+        self._trace = Trace(kind_names=[k.name for k in model.kinds], workers=self.workers)
+        if trace:
+            self._trace_buffers = []
+            for w in range(self.workers):
+                ev = np.zeros(int(trace_capacity), TRACE_EVENT_DTYPE)
+                win = np.zeros(max(1024, int(trace_capacity) // 16), TRACE_WINDOW_DTYPE)
+                lib.seer_rt_set_trace(core.rt, w, ffi.cast("seer_trace_event *", ffi.from_buffer(ev)),
+                                      len(ev), ffi.cast("seer_trace_window *", ffi.from_buffer(win)), len(win))
+                self._trace_buffers.append((ev, win))
+        for w in range(1, self.workers):
+            t = threading.Thread(target=lib.seer_rt_worker_main, args=(core.rt, w),
+                                 name=f"seer-worker-{w}", daemon=True)
+            t.start()
+            core.threads.append(t)
+        self._needs_reset: str | None = None
+        self.now = 0.0
+        self.reset(seed)
+
+    # ---- lifecycle ----------------------------------------------------------
+
+    def _check_open(self) -> None:
+        if self._core.closed:
+            raise ClosedError("this Runtime is closed")
+
+    def reset(self, seed: int = 0) -> None:
+        """Empty the queue, restart every random stream from ``seed`` and let
+        the model set its initial state and events."""
+        self._check_open()
+        if not isinstance(seed, numbers.Integral) or isinstance(seed, bool) or seed < 0:
+            raise ValueError(f"seed={seed!r} is invalid: expected a non-negative integer")
+        lib.seer_rt_reset(self._core.rt, int(seed) & (2**64 - 1))
+        self._core.errors.clear()
+        self._needs_reset = None
+        self.now = 0.0
+        self.seed = int(seed)
+        self.model.reset(self, int(seed))
+
+    def close(self) -> None:
+        """Stop and join the worker threads.  Idempotent."""
+        self._finalizer()
+
+    @property
+    def closed(self) -> bool:
+        return self._core.closed
+
+    def __enter__(self) -> "Runtime":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    # ---- events -------------------------------------------------------------
+
+    def schedule(self, entities, times, kinds, payloads=None) -> None:
+        """Push external events (actions, initial events); source -1."""
+        self._check_open()
+        self.queue.push_many(entities, times, kinds, payloads)
+
+    def step(self, horizon: float) -> StepStats:
+        """Process every event with ``time < horizon``, then return.
+
+        Raises:
+            HandlerError: A handler failed (names entity, kind and time; the
+                original exception is chained).  Call :meth:`reset` to go on.
+            CausalityError: An event to another entity was closer than the lookahead.
+        """
+        self._check_open()
+        if self._needs_reset:
+            raise ClosedError(f"the last step failed ({self._needs_reset}); call reset() before stepping again")
+        if not isinstance(horizon, numbers.Real) or isinstance(horizon, bool) or not math.isfinite(horizon):
+            raise ValueError(f"horizon={horizon!r} is invalid: expected a finite float")
+        if horizon < self.now:
+            raise ValueError(f"horizon={horizon} is before the runtime's current time {self.now}")
+        core = self._core
+        events0 = lib.seer_rt_events_total(core.rt)
+        windows0 = lib.seer_rt_windows_total(core.rt)
+        rc = lib.seer_rt_step(core.rt, float(horizon))
+        self._collect_trace()
+        if rc != lib.SEER_OK:
+            err = self._step_error(rc)
+            self._needs_reset = str(err)
+            raise err from getattr(err, "_seer_cause", None)
+        self.now = float(horizon)
+        return StepStats(
+            events=int(lib.seer_rt_events_total(core.rt) - events0),
+            windows=int(lib.seer_rt_windows_total(core.rt) - windows0),
+            horizon=float(horizon),
+        )
+
+    def _step_error(self, rc: int) -> SeerError:
+        core = self._core
+        info = ffi.new("seer_error_info *")
+        lib.seer_rt_last_error(core.rt, info)
+        kinds = core.kinds
+        kind_name = kinds[info.kind].name if 0 <= info.kind < len(kinds) else "?"
+        if core.errors:
+            exc = core.errors[min(core.errors)]
+            batch, index, batched = exc.__seer_batch__
+            del exc.__seer_batch__
+            if isinstance(exc, SeerError) and not isinstance(exc, HandlerError):
+                err = type(exc)(f"{exc} (in handler {kind_name!r}, worker {info.worker})")
+                err._seer_cause = exc
+                return err
+            row = batch[index]
+            where = f"entity {row['entity']}, kind {row['kind']} ({kind_name!r}), time {row['time']}"
+            if batched and len(batch) > 1:
+                where += f" (first of a batch of {len(batch)} events for entities {batch['entity'][:8].tolist()}...)"
+            tb = "".join(traceback.format_exception(exc)).rstrip()
+            err = HandlerError(f"handler failed at {where}: {type(exc).__name__}: {exc}\n{tb}",
+                               entity=int(row["entity"]), kind=int(row["kind"]), time=float(row["time"]))
+            err._seer_cause = exc
+            return err
+        if info.code == lib.SEER_E_HANDLER:
+            return HandlerError(
+                f"native handler {kind_name!r} failed at entity {info.entity}, kind {info.kind}, time {info.time} "
+                f"(worker {info.worker})", entity=info.entity, kind=info.kind, time=info.time)
+        err = core.emit_error(info.code, info.entity, info.target, info.target_kind, info.target_time)
+        return type(err)(f"{err} (while handling entity {info.entity} at time {info.time})")
+
+    # ---- tracing --------------------------------------------------------------
+
+    def _collect_trace(self) -> None:
+        if self._trace_buffers is None:
+            return
+        n_ev, n_win, dropped = ffi.new("int64_t *"), ffi.new("int64_t *"), ffi.new("int64_t *")
+        for w, (ev, win) in enumerate(self._trace_buffers):
+            lib.seer_rt_take_trace(self._core.rt, w, n_ev, n_win, dropped)
+            self._trace.add(ev[: n_ev[0]].copy(), win[: n_win[0]].copy(), int(dropped[0]))
+
+    @property
+    def trace(self) -> Trace:
+        """Everything recorded so far (empty unless built with ``trace=True``)."""
+        return self._trace
+
+    def __repr__(self) -> str:
+        return (f"Runtime({type(self.model).__name__}, workers={self.workers}, entities={self.model.num_entities}, "
+                f"now={self.now}{', closed' if self.closed else ''})")
+
+
+def _validate_model(model: Model) -> None:
+    if not isinstance(model, Model):
+        raise TypeError(f"model must be a seer.Model, got {type(model).__name__}")
+    n = getattr(model, "num_entities", None)
+    if not isinstance(n, numbers.Integral) or n < 1:
+        raise ValueError(f"model.num_entities={n!r} is invalid: expected an integer >= 1")
+    L = getattr(model, "lookahead", None)
+    if not isinstance(L, numbers.Real) or not L > 0 or math.isnan(L):
+        raise ValueError(f"model.lookahead={L!r} is invalid: expected a number > 0 (inf allowed)")
+    kinds = list(getattr(model, "kinds", []))
+    if not 1 <= len(kinds) <= MAX_KINDS:
+        raise ValueError(f"model.kinds has {len(kinds)} entries: expected 1 to {MAX_KINDS}")
+    for k, spec in enumerate(kinds):
+        if not isinstance(spec, EventKind):
+            raise TypeError(f"model.kinds[{k}] must be a seer.EventKind, got {spec!r}")
+        if spec.native:
+            if not hasattr(lib, spec.handler.symbol):
+                raise ValueError(f"model.kinds[{k}] names native handler {spec.handler.symbol!r}, "
+                                 f"which is not compiled into seer._seer_c")
+            if model.native_model is None:
+                raise ValueError(f"model.kinds[{k}] is native but model.native_model is None")
+        elif not callable(spec.handler):
+            raise TypeError(f"model.kinds[{k}].handler must be callable or seer.Native, got {spec.handler!r}")
+    for name, arr in model.state.items():
+        if not isinstance(arr, np.ndarray) or arr.ndim < 1 or arr.shape[0] != n:
+            raise ValueError(f"model.state[{name!r}] must be an array with first axis num_entities={n}")
