@@ -11,8 +11,14 @@ from cffi import FFI
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 CSRC = ROOT / "csrc"
-HEADERS = ["seer_queue.h", "seer_runtime.h", "seer_synth.h"]
-SOURCES = ["seer_queue.c", "seer_runtime.c", "seer_synth.c"]
+# Every header in csrc/ is public (read as cdef) except these; the queue and
+# runtime come first because the others build on their types.
+INTERNAL_HEADERS = {"seer_ring.h", "seer_queue_internal.h"}
+FIRST = ["seer_queue.h", "seer_runtime.h"]
+HEADERS = FIRST + sorted(
+    p.name for p in CSRC.glob("*.h") if p.name not in INTERNAL_HEADERS and p.name not in FIRST
+)
+SOURCES = sorted(p.name for p in CSRC.glob("*.c"))
 # Python handlers are reached from the C worker loop through this callback;
 # cffi takes the GIL around it.
 CALLBACKS = """
