@@ -65,9 +65,12 @@ static inline void seer_ring_init(seer_ring *r, uint32_t *slots, uint32_t size) 
  * acquire load of this tail. */
 static inline void seer_ring_publish(seer_ring_end *end, uint32_t old, uint32_t n) {
     unsigned spins = 0;
-    /* relaxed: we only wait for our turn; ordering comes from the release below
-     * and from the predecessor's own release of the same variable. */
-    while (atomic_load_explicit(&end->tail, memory_order_relaxed) != old) seer_backoff(&spins);
+    /* acquire: pairs with the predecessor's release store of this tail.  Our
+     * release below is a plain store, not an RMW, so it does not continue the
+     * predecessor's release sequence: without this acquire, a thread that
+     * acquires our tail would not synchronize with the predecessor, and its
+     * slot writes (or reads) would race with the other side (C11 and TSan). */
+    while (atomic_load_explicit(&end->tail, memory_order_acquire) != old) seer_backoff(&spins);
     atomic_store_explicit(&end->tail, old + n, memory_order_release);
 }
 

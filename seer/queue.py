@@ -36,6 +36,8 @@ def _as_array(name: str, values, dtype, n: int | None, *, integer: bool) -> np.n
         raise InvalidEventError(
             f"{name} has {arr.shape[0]} elements but entities has {n}: all arrays must have the same length"
         )
+    if arr.size == 0:  # np.asarray([]) is float64: an empty list is still a valid empty batch
+        return np.empty(0, dtype)
     kind = arr.dtype.kind
     if integer:
         if kind not in "iu":
