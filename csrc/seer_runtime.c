@@ -544,7 +544,9 @@ int seer_rt_step(seer_runtime *rt, double horizon) {
 }
 
 void seer_rt_worker_main(seer_runtime *rt, int32_t wid) {
-    uint32_t seen = atomic_load_explicit(&rt->step_gen, memory_order_acquire);
+    /* Start from the generation the runtime was created with, not from what
+     * is there now: a step may already have begun before this thread ran. */
+    uint32_t seen = 0;
     for (;;) {
         wait_while_equal(&rt->step_gen, seen, rt->spin, &rt->step_sleepers);
         seen = atomic_load_explicit(&rt->step_gen, memory_order_acquire);
