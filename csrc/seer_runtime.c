@@ -29,6 +29,14 @@
 #include "seer_ring.h"
 
 #define MAX_SNAPSHOTS 64
+
+/* Built with -DSEER_NO_TRACE the tracing branches compile away; the runtime
+ * benchmark builds that variant to measure what tracing costs when off. */
+#ifdef SEER_NO_TRACE
+#define TRACING(rt) 0
+#else
+#define TRACING(rt) ((rt)->tracing)
+#endif
 #define PY_BATCH 256
 
 /* ---- futex-backed waiting ---------------------------------------------- */
@@ -372,7 +380,7 @@ static int run_native(seer_runtime *rt, seer_worker *w, const seer_event *ev, wi
     ctx->now = ev->time;
     rt->cur_time[ev->entity] = ev->time;
     int rc;
-    if (rt->tracing) {
+    if (TRACING(rt)) {
         int64_t t0 = now_ns();
         rc = rt->handlers[ev->kind](ctx, ev);
         int64_t t1 = now_ns();
@@ -447,7 +455,7 @@ static void window_batched(seer_runtime *rt, seer_worker *w, double t1, window_s
                 st->busy_ns += dt;
                 st->python_ns += dt;
                 st->events += j - i;
-                if (rt->tracing) {
+                if (TRACING(rt)) {
                     for (int32_t m = i; m < j; m++) {
                         if (w->trace_ev_n < w->trace_ev_cap)
                             w->trace_ev[w->trace_ev_n++] = (seer_trace_event){
@@ -503,7 +511,7 @@ static void run_step(seer_runtime *rt, int32_t wid) {
         w->ctx.window_end = t1;
         int32_t window = (int32_t)rt->windows_total;
         window_stats st = {0, 0, 0, 0};
-        int64_t start = rt->tracing ? now_ns() : 0;
+        int64_t start = TRACING(rt) ? now_ns() : 0;
         if (rt->has_python)
             window_batched(rt, w, t1, &st, window);
         else
@@ -516,7 +524,7 @@ static void run_step(seer_runtime *rt, int32_t wid) {
         }
         seer_queue_flush_cache(rt->q, &w->cache);
         w->events += st.events;
-        if (rt->tracing) {
+        if (TRACING(rt)) {
             if (w->trace_win_n < w->trace_win_cap)
                 w->trace_win[w->trace_win_n++] = (seer_trace_window){
                     start, now_ns(), st.busy_ns, st.python_ns, st.events, st.empty_polls, t0, t1, window, wid};

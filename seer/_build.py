@@ -44,16 +44,24 @@ def _cdef_text(header: pathlib.Path) -> str:
     return "\n".join(lines)
 
 
-ffibuilder = FFI()
-ffibuilder.cdef("\n".join(_cdef_text(CSRC / h) for h in HEADERS) + CALLBACKS)
-ffibuilder.set_source(
-    "seer._seer_c",
-    "\n".join(f'#include "{h}"' for h in HEADERS),
-    sources=[f"csrc/{s}" for s in SOURCES],
-    include_dirs=[str(CSRC)],
-    extra_compile_args=["-std=c11", "-O3", "-ffp-contract=off", "-fno-strict-aliasing"],
-    libraries=["m"],
-)
+def make_builder(module: str = "seer._seer_c", defines: tuple[str, ...] = (), absolute: bool = False) -> FFI:
+    """The cffi builder of the extension.  Benchmarks build variants (other
+    module name, extra -D flags, absolute source paths) from the same code."""
+    builder = FFI()
+    builder.cdef("\n".join(_cdef_text(CSRC / h) for h in HEADERS) + CALLBACKS)
+    builder.set_source(
+        module,
+        "\n".join(f'#include "{h}"' for h in HEADERS),
+        sources=[str(CSRC / s) if absolute else f"csrc/{s}" for s in SOURCES],
+        include_dirs=[str(CSRC)],
+        extra_compile_args=["-std=c11", "-O3", "-ffp-contract=off", "-fno-strict-aliasing"]
+        + [f"-D{d}" for d in defines],
+        libraries=["m"],
+    )
+    return builder
+
+
+ffibuilder = make_builder()
 
 if __name__ == "__main__":
     ffibuilder.compile(verbose=True)

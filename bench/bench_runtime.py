@@ -1,0 +1,239 @@
+"""Runtime benchmarks: synthetic native and Python-handler workloads.
+
+    python bench/bench_runtime.py --json bench/results/runtime.json --md bench/results/runtime.md
+
+Measures, in one run on this machine:
+  * scaling: steps/s of a native workload with ~20 us of handler work per
+    entity per step, and of a Python-handler workload, at 1, 2 and 4 workers;
+  * overhead: wall time per event of an (almost) empty native handler, which
+    only reschedules itself, so what is measured is the runtime's own path
+    (take entity, hand out event, run handler, recycle node, publish emit);
+  * tracing: the cost of tracing when off, against a build with tracing
+    compiled out (-DSEER_NO_TRACE), and the cost when on.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import os
+import platform
+import statistics
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+import seer
+from seer.synthetic import PythonSyntheticModel, SyntheticModel
+
+
+def machine() -> dict:
+    cpu = "unknown"
+    try:
+        for line in open("/proc/cpuinfo"):
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return {
+        "cpu": cpu,
+        "logical_cpus": os.cpu_count(),
+        "usable_cores": len(os.sched_getaffinity(0)),
+        "python": sys.version.split()[0],
+        "numpy": np.__version__,
+        "platform": platform.platform(),
+        "seer": seer.__version__,
+    }
+
+
+def time_runtime(model, workers, steps, dt=1.0, warmup=3, trace=False):
+    """Per-step wall times (s) and events per step."""
+    with seer.Runtime(model, workers=workers, trace=trace, capacity=1 << 20) as rt:
+        t = 0.0
+        for _ in range(warmup):
+            t += dt
+            rt.step(t)
+        lat, events = [], 0
+        gc.disable()
+        try:
+            for _ in range(steps):
+                t += dt
+                t0 = time.perf_counter()
+                events += rt.step(t).events
+                lat.append(time.perf_counter() - t0)
+        finally:
+            gc.enable()
+    return np.array(lat), events / steps
+
+
+def summarize(lat: np.ndarray, events_per_step: float) -> dict:
+    return {
+        "steps_per_s": float(1.0 / lat.mean()),
+        "mean_ms": float(lat.mean() * 1e3),
+        "p50_ms": float(np.percentile(lat, 50) * 1e3),
+        "p99_ms": float(np.percentile(lat, 99) * 1e3),
+        "events_per_step": events_per_step,
+        "ns_per_event": float(lat.mean() / max(events_per_step, 1) * 1e9),
+    }
+
+
+def calibrate_ns_per_iter() -> float:
+    """Wall ns of one iteration of the synthetic handler's arithmetic."""
+    kw = dict(fanout=0, period=0.1, delay=1.0)
+    base, ev = time_runtime(SyntheticModel(64, work=0, **kw), 1, 10)
+    heavy, _ = time_runtime(SyntheticModel(64, work=20000, **kw), 1, 10)
+    return float((np.median(heavy) - np.median(base)) / (ev * 20000) * 1e9)
+
+
+def bench_scaling(ns_per_iter, quick):
+    out = {}
+    steps = 10 if quick else 40
+    # 256 entities x 4 events per step x 5 us = 20 us of handler work per entity per step.
+    work = max(1, int(round(5000 / ns_per_iter)))
+    for name, make in {
+        "native_20us_per_entity": lambda: SyntheticModel(256, fanout=1, work=work, period=0.25, delay=0.25),
+        "python_handlers": lambda: PythonSyntheticModel(256, fanout=1, work=0, period=0.25, delay=0.25),
+    }.items():
+        rows = {}
+        for workers in (1, 2, 4):
+            best = None
+            for _ in range(3):  # best of 3: the machine is shared
+                lat, ev = time_runtime(make(), workers, steps)
+                if best is None or lat.mean() < best[0].mean():
+                    best = (lat, ev)
+            rows[workers] = summarize(*best)
+        for workers in (2, 4):
+            rows[workers]["speedup_vs_1"] = rows[1]["mean_ms"] / rows[workers]["mean_ms"]
+        out[name] = {"work_iters": work if "native" in name else 0, "by_workers": rows}
+    return out
+
+
+def bench_overhead(quick):
+    # 1024 entities x 100 self-rescheduling events per step, one window per step.
+    steps = 5 if quick else 20
+    rows = {}
+    for workers in (1, 2):
+        best = None
+        for _ in range(3):
+            lat, ev = time_runtime(SyntheticModel(1024, fanout=0, work=0, period=0.01, delay=1.0), workers, steps)
+            if best is None or lat.mean() < best[0].mean():
+                best = (lat, ev)
+        rows[workers] = summarize(*best)
+    return rows
+
+
+def _drive_c(ffi, lib, work, steps, entities=256, period=0.05):
+    """Step the native synthetic model straight through the C API (so two
+    builds of the extension can be compared with the same driver)."""
+    q = lib.seer_queue_new(entities, 2, 1 << 18)
+    rt = lib.seer_rt_new(q, 1, 1.0, 2000)
+    value, snap, handled = np.zeros(entities), np.zeros(entities), np.zeros(entities, np.int64)
+    m = ffi.new("seer_synth *")
+    m.value = ffi.cast("double *", ffi.from_buffer(value))
+    m.snap = ffi.cast("double *", ffi.from_buffer(snap))
+    m.handled = ffi.cast("int64_t *", ffi.from_buffer(handled))
+    m.num_entities, m.fanout, m.work, m.period, m.delay = entities, 0, work, period, 1.0
+    m.fail_entity, m.fail_time = -1, float("inf")
+    lib.seer_rt_set_handler(rt, 0, ffi.addressof(lib, "seer_synth_tick"))
+    lib.seer_rt_set_handler(rt, 1, ffi.addressof(lib, "seer_synth_msg"))
+    lib.seer_rt_set_model(rt, m)
+    lib.seer_rt_add_snapshot(rt, ffi.from_buffer(value), ffi.from_buffer(snap), value.nbytes)
+    lib.seer_rt_reset(rt, 0)
+    ent = np.arange(entities, dtype=np.int32)
+    times = (ent % 7) * (period / 7)
+    kinds = np.zeros(entities, np.int32)
+    bad = ffi.new("int64_t *")
+    lib.seer_queue_push_many(q, ffi.from_buffer("int32_t[]", ent), ffi.from_buffer("double[]", times),
+                             ffi.from_buffer("int32_t[]", kinds), ffi.NULL, ffi.NULL, ffi.NULL, entities, bad)
+    lib.seer_rt_step(rt, 2.0)  # warm up
+    t0 = time.perf_counter()
+    for k in range(steps):
+        lib.seer_rt_step(rt, 3.0 + k)
+    dt = time.perf_counter() - t0
+    lib.seer_rt_free(rt)
+    lib.seer_queue_free(q)
+    return dt / steps
+
+
+def bench_tracing(ns_per_iter, quick):
+    """Tracing off vs compiled out, and on vs off, for events of ~1 us."""
+    from seer._build import make_builder
+    from seer._seer_c import ffi, lib
+
+    tmp = tempfile.mkdtemp(prefix="seer-notrace-")
+    make_builder("_seer_notrace", defines=("SEER_NO_TRACE",), absolute=True).compile(tmpdir=tmp, verbose=False)
+    sys.path.insert(0, tmp)
+    import _seer_notrace  # noqa: E402
+
+    work = max(1, int(round(1000 / ns_per_iter)))
+    steps = 20 if quick else 60
+    off, out = [], []
+    for _ in range(5 if quick else 9):  # interleaved, so drift hits both alike
+        off.append(_drive_c(ffi, lib, work, steps))
+        out.append(_drive_c(_seer_notrace.ffi, _seer_notrace.lib, work, steps))
+    on_lat, _ = time_runtime(SyntheticModel(256, fanout=0, work=work, period=0.05, delay=1.0), 1, steps, trace=True)
+    off_lat, _ = time_runtime(SyntheticModel(256, fanout=0, work=work, period=0.05, delay=1.0), 1, steps)
+    return {
+        "work_iters": work,
+        "step_ms_tracing_compiled_out": statistics.median(out) * 1e3,
+        "step_ms_tracing_off": statistics.median(off) * 1e3,
+        "tracing_off_cost_pct": (statistics.median(off) / statistics.median(out) - 1) * 100,
+        "tracing_on_cost_pct": (np.median(on_lat) / np.median(off_lat) - 1) * 100,
+    }
+
+
+def render(results) -> str:
+    lines = ["| workload | workers | steps/s | mean ms | p50 ms | p99 ms | events/step | ns/event | speedup vs 1 |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for name, block in results["scaling"].items():
+        for w, r in block["by_workers"].items():
+            lines.append(f"| {name} | {w} | {r['steps_per_s']:.1f} | {r['mean_ms']:.3f} | {r['p50_ms']:.3f} | "
+                         f"{r['p99_ms']:.3f} | {r['events_per_step']:.0f} | {r['ns_per_event']:.1f} | "
+                         f"{r.get('speedup_vs_1', 1.0):.2f}x |")
+    for w, r in results["overhead_empty_handler"].items():
+        lines.append(f"| native_empty_handler | {w} | {r['steps_per_s']:.1f} | {r['mean_ms']:.3f} | {r['p50_ms']:.3f} | "
+                     f"{r['p99_ms']:.3f} | {r['events_per_step']:.0f} | {r['ns_per_event']:.1f} | |")
+    t = results["tracing"]
+    lines += ["", f"Tracing (events of ~1 us, 1 worker): off costs {t['tracing_off_cost_pct']:+.2f}% against a build "
+              f"with tracing compiled out ({t['step_ms_tracing_off']:.3f} vs {t['step_ms_tracing_compiled_out']:.3f} "
+              f"ms/step); on costs {t['tracing_on_cost_pct']:+.1f}%."]
+    return "\n".join(lines)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--json", help="write results as JSON here")
+    ap.add_argument("--md", help="write a markdown report here")
+    ap.add_argument("--quick", action="store_true", help="fewer steps (smoke run)")
+    args = ap.parse_args(argv)
+    ns_per_iter = calibrate_ns_per_iter()
+    results = {
+        "machine": machine(),
+        "command": "python bench/bench_runtime.py " + " ".join(argv if argv is not None else sys.argv[1:]),
+        "ns_per_work_iter": ns_per_iter,
+        "scaling": bench_scaling(ns_per_iter, args.quick),
+        "overhead_empty_handler": bench_overhead(args.quick),
+        "tracing": bench_tracing(ns_per_iter, args.quick),
+    }
+    table = render(results)
+    print(table)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(results, f, indent=2)
+    if args.md:
+        m = results["machine"]
+        with open(args.md, "w") as f:
+            f.write(f"# Runtime benchmark\n\nCommand: `{results['command']}`\n\n"
+                    f"Machine: {m['cpu']}, {m['usable_cores']} usable cores, Python {m['python']}, "
+                    f"numpy {m['numpy']}, {m['platform']}\n\n"
+                    f"Handler work: one iteration of the synthetic arithmetic = {ns_per_iter:.2f} ns.\n\n"
+                    f"{table}\n")
+    return results
+
+
+if __name__ == "__main__":
+    main()
