@@ -71,3 +71,27 @@ def test_stress_queue_rejects_bad_arguments(stress_binary):
     assert proc.returncode == 2 and "entities >= 4" in proc.stderr
     proc = subprocess.run([str(stress_binary), "x"], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2 and "bad argument" in proc.stderr
+
+
+@pytest.fixture(scope="module")
+def runtime_stress_binary(tmp_path_factory):
+    """csrc/tests/stress_runtime.c: the worker pool over the queue, no Python."""
+    if CC is None:
+        pytest.skip("no C compiler found (cc, gcc, clang or $CC)")
+    out = tmp_path_factory.mktemp("stress") / "stress_runtime"
+    sources = [CSRC / "tests" / "stress_runtime.c", CSRC / "seer_runtime.c", CSRC / "seer_queue.c"]
+    cmd = [CC, "-std=c11", "-O2", "-g", "-pthread", "-Wall", f"-I{CSRC}", *map(str, sources), "-lm", "-o", str(out)]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, f"compiling the runtime stress test failed:\n{' '.join(cmd)}\n{proc.stderr}"
+    return out
+
+
+@pytest.mark.parametrize("entities, steps, max_workers, fanout", [(1021, 60, 8, 3), (7, 200, 4, 2)])
+def test_stress_runtime_one_holder_order_no_loss_and_determinism(runtime_stress_binary, entities, steps,
+                                                                 max_workers, fanout):
+    args = [str(a) for a in (entities, steps, max_workers, fanout)]
+    proc = subprocess.run([str(runtime_stress_binary), *args], capture_output=True, text=True, timeout=300)
+    report = f"stress_runtime {' '.join(args)}\nstdout:\n{proc.stdout}\nstderr:\n{proc.stderr}"
+    assert proc.returncode == 0, report
+    m = re.search(r"^stress_runtime: OK entities=(\d+) steps=(\d+) workers=1\.\.(\d+) events=(\d+)", proc.stdout, re.M)
+    assert m and int(m.group(4)) > entities * steps, report

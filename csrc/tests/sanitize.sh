@@ -21,6 +21,7 @@ TMP=$(mktemp -d "${TMPDIR:-/tmp}/seer-sanitize.XXXXXX")
 trap 'rm -rf "$TMP"' EXIT
 
 SRCS=(csrc/tests/stress_queue.c csrc/seer_queue.c)
+RT_SRCS=(csrc/tests/stress_runtime.c csrc/seer_runtime.c csrc/seer_queue.c)
 COMMON=(-std=c11 -O1 -g -fno-omit-frame-pointer -Wall -Wextra -pthread -Icsrc)
 REPORT_RE='ThreadSanitizer|AddressSanitizer|LeakSanitizer|UndefinedBehaviorSanitizer|runtime error:'
 
@@ -89,6 +90,10 @@ planted tsan "$TMP/planted_tsan"
 run tsan-mixed "$TMP/stress_tsan" 3 3 61 300000 0 2 "$SEED"
 run tsan-contended "$TMP/stress_tsan" 4 4 8 100000 0 2 "$SEED"
 run tsan-wide "$TMP/stress_tsan" 2 2 509 300000 0 2 "$SEED"
+"$CC" "${COMMON[@]}" -fsanitize=thread "${RT_SRCS[@]}" -lm -o "$TMP/stress_rt_tsan"
+#   args: entities steps max_workers fanout
+run tsan-runtime "$TMP/stress_rt_tsan" 257 30 4 3
+run tsan-runtime-narrow "$TMP/stress_rt_tsan" 5 60 3 2
 
 # ---- AddressSanitizer + UndefinedBehaviorSanitizer ------------------------------
 ASAN_FLAGS=(-fsanitize=address,undefined -fno-sanitize-recover=all)
@@ -98,5 +103,7 @@ planted asan "$TMP/planted_asan" overflow
 run asan-mixed "$TMP/stress_asan" 3 3 251 1000000 0 2 "$SEED"
 run asan-contended "$TMP/stress_asan" 4 4 8 300000 0 2 "$SEED"
 run asan-fanout "$TMP/stress_asan" 1 3 64 800000 0 2 "$SEED"
+"$CC" "${COMMON[@]}" "${ASAN_FLAGS[@]}" "${RT_SRCS[@]}" -lm -o "$TMP/stress_rt_asan"
+run asan-runtime "$TMP/stress_rt_asan" 509 30 4 4
 
 echo "sanitize.sh: OK (thread, address+undefined)"

@@ -1,0 +1,221 @@
+/* Validation program for the runtime's worker pool (seer_runtime.c over
+ * seer_queue.c), without Python.
+ *
+ *   stress_runtime [entities] [steps] [max_workers] [fanout]
+ *
+ * Runs one message-passing model with 1 worker, then with 2..max_workers
+ * pthreads, and checks:
+ *   - one holder per entity: a per-entity atomic "inside a handler" flag must
+ *     go 0 -> 1 on entry (never 1 -> 2);
+ *   - per-entity order: each entity's handled events are non-decreasing in
+ *     (time, source, seq);
+ *   - no loss, no duplicate: every emitted message is handled exactly once
+ *     (per-entity sums of sent and received message ids match at the end);
+ *   - determinism: the final state is bit-identical for every pool size.
+ * Prints "stress_runtime: OK ..." and exits 0, or names the broken invariant.
+ */
+#include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "seer_queue.h"
+#include "seer_runtime.h"
+
+#define TICK 0
+#define MSG 1
+#define PERIOD 0.1
+#define DELAY 0.05
+
+typedef struct model {
+    int32_t n;
+    int32_t fanout;
+    double *value;          /* order-sensitive state                 */
+    double *snap;
+    _Atomic int *inside;    /* one holder per entity                 */
+    double *last_time;      /* per-entity order: last (time, src, seq) */
+    int32_t *last_src;
+    uint32_t *last_seq;
+    int64_t *sent_sum;      /* sum of message ids sent by entity     */
+    int64_t *recv_sum;      /* sum of message ids received by entity */
+    int64_t *sent_count, *recv_count;
+} model;
+
+static _Atomic int failures;
+
+#define CHECK(cond, ...)                                   \
+    do {                                                   \
+        if (!(cond)) {                                     \
+            if (atomic_fetch_add(&failures, 1) < 5) {      \
+                fprintf(stderr, "stress_runtime: FAIL: "); \
+                fprintf(stderr, __VA_ARGS__);              \
+                fprintf(stderr, "\n");                     \
+            }                                              \
+        }                                                  \
+    } while (0)
+
+static void enter(model *m, const seer_event *ev) {
+    int32_t e = ev->entity;
+    int was = atomic_fetch_add(&m->inside[e], 1);
+    CHECK(was == 0, "entity %d held by two workers at time %g", e, ev->time);
+    int ordered = ev->time > m->last_time[e] ||
+                  (ev->time == m->last_time[e] &&
+                   (ev->source > m->last_src[e] || (ev->source == m->last_src[e] && ev->seq > m->last_seq[e])));
+    CHECK(ordered, "entity %d got (%g,%d,%u) after (%g,%d,%u)", e, ev->time, ev->source, ev->seq,
+          m->last_time[e], m->last_src[e], m->last_seq[e]);
+    m->last_time[e] = ev->time;
+    m->last_src[e] = ev->source;
+    m->last_seq[e] = ev->seq;
+}
+
+static void leave(model *m, const seer_event *ev) { atomic_fetch_sub(&m->inside[ev->entity], 1); }
+
+static int on_tick(seer_ctx *ctx, const seer_event *ev) {
+    model *m = ctx->model;
+    int32_t e = ev->entity;
+    enter(m, ev);
+    m->value[e] = m->value[e] * 0.75 + 0.01 * m->snap[(e + 1) % m->n];
+    for (int32_t f = 0; f < m->fanout; f++) {
+        int32_t to = (int32_t)(seer_random_u64(ctx) % (uint64_t)m->n);
+        int64_t id = ((int64_t)e << 32) | (int64_t)(m->sent_count[e] & 0xffffffff);
+        if (seer_emit(ctx, to, ev->time + DELAY, MSG, id) != 0) return 1;
+        m->sent_count[e]++;
+        m->sent_sum[e] += id;
+    }
+    /* An event to itself inside the window: must run before later events. */
+    seer_emit(ctx, e, ev->time + 0.001, MSG, -1);
+    seer_emit(ctx, e, ev->time + PERIOD, TICK, 0);
+    leave(m, ev);
+    return 0;
+}
+
+static int on_msg(seer_ctx *ctx, const seer_event *ev) {
+    model *m = ctx->model;
+    int32_t e = ev->entity;
+    enter(m, ev);
+    if (ev->payload >= 0) {
+        m->recv_sum[e] += ev->payload;
+        m->recv_count[e]++;
+    }
+    m->value[e] = m->value[e] * 0.5 + (double)(ev->payload & 0xff) * 1e-3;
+    leave(m, ev);
+    return 0;
+}
+
+typedef struct pool_arg {
+    seer_runtime *rt;
+    int32_t worker;
+} pool_arg;
+
+static void *pool_main(void *p) {
+    pool_arg *a = p;
+    seer_rt_worker_main(a->rt, a->worker);
+    return NULL;
+}
+
+static double *run(int32_t n, int32_t steps, int32_t workers, int32_t fanout, int64_t *events_out) {
+    seer_queue *q = seer_queue_new(n, 2, (uint32_t)n * 64 + 4096);
+    seer_runtime *rt = seer_rt_new(q, workers, DELAY, workers <= 2 ? 2000 : 20);
+    if (!q || !rt) {
+        fprintf(stderr, "stress_runtime: allocation failed\n");
+        exit(2);
+    }
+    model m = {.n = n, .fanout = fanout};
+    m.value = calloc((size_t)n, sizeof(double));
+    m.snap = calloc((size_t)n, sizeof(double));
+    m.inside = calloc((size_t)n, sizeof(_Atomic int));
+    m.last_time = calloc((size_t)n, sizeof(double));
+    m.last_src = calloc((size_t)n, sizeof(int32_t));
+    m.last_seq = calloc((size_t)n, sizeof(uint32_t));
+    m.sent_sum = calloc((size_t)n, sizeof(int64_t));
+    m.recv_sum = calloc((size_t)n, sizeof(int64_t));
+    m.sent_count = calloc((size_t)n, sizeof(int64_t));
+    m.recv_count = calloc((size_t)n, sizeof(int64_t));
+    for (int32_t e = 0; e < n; e++) {
+        m.value[e] = e % 5;
+        m.last_time[e] = -INFINITY;
+        m.last_src[e] = -2;
+    }
+    seer_rt_set_handler(rt, TICK, on_tick);
+    seer_rt_set_handler(rt, MSG, on_msg);
+    seer_rt_set_model(rt, &m);
+    seer_rt_add_snapshot(rt, m.value, m.snap, sizeof(double) * (size_t)n);
+    seer_rt_reset(rt, 1234);
+    for (int32_t e = 0; e < n; e++) {
+        double t = (e % 7) * (PERIOD / 7);
+        int32_t kind = TICK;
+        int64_t bad;
+        if (seer_queue_push_many(q, &e, &t, &kind, NULL, NULL, NULL, 1, &bad) != SEER_OK) exit(2);
+    }
+    pthread_t *threads = calloc((size_t)workers, sizeof(pthread_t));
+    pool_arg *args = calloc((size_t)workers, sizeof(pool_arg));
+    for (int32_t w = 1; w < workers; w++) {
+        args[w] = (pool_arg){rt, w};
+        pthread_create(&threads[w], NULL, pool_main, &args[w]);
+    }
+    for (int32_t s = 1; s <= steps; s++) {
+        int rc = seer_rt_step(rt, s * 0.25);
+        CHECK(rc == SEER_OK, "step %d failed with %d", s, rc);
+    }
+    seer_rt_shutdown(rt);
+    for (int32_t w = 1; w < workers; w++) pthread_join(threads[w], NULL);
+    *events_out = seer_rt_events_total(rt);
+    /* No loss, no duplicate: messages handled plus messages still queued
+     * equal messages sent, id for id (sums per receiver and in total). */
+    int64_t sent = 0, recv = 0, queued = 0, queued_sum = 0, sent_sum = 0, recv_sum = 0;
+    seer_event buf[512];
+    int64_t got;
+    while ((got = seer_queue_pop(q, INFINITY, buf, 512, 0)) > 0) {
+        for (int64_t i = 0; i < got; i++) {
+            if (buf[i].kind == MSG && buf[i].payload >= 0) {
+                queued++;
+                queued_sum += buf[i].payload;
+            }
+            int64_t bad;
+            seer_queue_release(q, &buf[i].entity, 1, &bad);
+        }
+    }
+    for (int32_t e = 0; e < n; e++) {
+        sent += m.sent_count[e];
+        recv += m.recv_count[e];
+        sent_sum += m.sent_sum[e];
+        recv_sum += m.recv_sum[e];
+    }
+    CHECK(recv + queued == sent && recv_sum + queued_sum == sent_sum,
+          "messages: sent %lld, handled %lld + queued %lld (id sums %lld vs %lld + %lld)", (long long)sent,
+          (long long)recv, (long long)queued, (long long)sent_sum, (long long)recv_sum, (long long)queued_sum);
+    CHECK(seer_queue_len(q) == 0, "queue not empty after draining: %lld", (long long)seer_queue_len(q));
+    double *out = malloc(sizeof(double) * (size_t)n * 2);
+    memcpy(out, m.value, sizeof(double) * (size_t)n);
+    for (int32_t e = 0; e < n; e++) out[n + e] = (double)m.recv_sum[e];
+    seer_rt_free(rt);
+    seer_queue_free(q);
+    free(m.value); free(m.snap); free((void *)m.inside); free(m.last_time); free(m.last_src);
+    free(m.last_seq); free(m.sent_sum); free(m.recv_sum); free(m.sent_count); free(m.recv_count);
+    free(threads); free(args);
+    return out;
+}
+
+int main(int argc, char **argv) {
+    int32_t n = argc > 1 ? atoi(argv[1]) : 257;
+    int32_t steps = argc > 2 ? atoi(argv[2]) : 40;
+    int32_t max_workers = argc > 3 ? atoi(argv[3]) : 4;
+    int32_t fanout = argc > 4 ? atoi(argv[4]) : 3;
+    int64_t events1 = 0;
+    double *ref = run(n, steps, 1, fanout, &events1);
+    for (int32_t w = 2; w <= max_workers; w++) {
+        int64_t events = 0;
+        double *got = run(n, steps, w, fanout, &events);
+        CHECK(events == events1, "workers=%d handled %lld events, 1 worker %lld", w, (long long)events,
+              (long long)events1);
+        CHECK(memcmp(ref, got, sizeof(double) * (size_t)n * 2) == 0, "workers=%d: state differs from 1 worker", w);
+        free(got);
+    }
+    free(ref);
+    if (atomic_load(&failures)) return 1;
+    printf("stress_runtime: OK entities=%d steps=%d workers=1..%d events=%lld\n", n, steps, max_workers,
+           (long long)events1);
+    return 0;
+}
