@@ -1,0 +1,217 @@
+"""wireless_v0 as a SEER model: native handlers (csrc/env_wireless.c) run the
+events; numpy and two C kernels turn the drained state into observations
+and rewards.
+
+Entities ``0..B-1`` are base stations, ``B..B+U-1`` UEs.  Event kinds:
+
+=========  ======  ==========================================================
+kind       runs    what it does
+=========  ======  ==========================================================
+action     UE      the agent's action at the step start: release links below
+                   the SNR threshold, then toggle the link to BS ``k``
+                   (payload ``k + 1``; no-ops are not sent)
+release    UE      release links whose SNR fell below the threshold (at the
+                   step boundary after the measurement that saw it)
+move       UE      one random-waypoint move (step ``velocity * period``),
+                   measurement where the truncated position changed,
+                   measurement reports to BSs whose value changed
+traffic    UE      the UE's data switches on/off (event-driven mode only);
+                   tells its BSs
+attach     BS      a UE connected (payload: it has data)
+detach     BS      a UE disconnected
+report     BS      a UE's measurement (squared distance, -1: out of range)
+demand     BS      a connected UE's data switched on/off
+=========  ======  ==========================================================
+
+UE -> BS messages take ``DELAY`` (the lookahead).  BSs only receive, so no
+handler reads another entity's state: the model needs no snapshots.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from seer import Runtime
+from seer._seer_c import ffi, lib
+from seer.model import EventKind, Model, Native
+
+from . import wireless_model as wm
+
+KIND_NAMES = ("action", "release", "move", "traffic", "attach", "detach", "report", "demand")
+ACTION, RELEASE, MOVE, TRAFFIC = 0, 1, 2, 3
+
+
+def _ptr(ctype: str, arr: np.ndarray):
+    assert arr.flags.c_contiguous
+    return ffi.cast(ctype, ffi.from_buffer(arr))
+
+
+class WirelessModel(Model):
+    """The SEER model of :class:`envs.wireless_model.WirelessParams`."""
+
+    def __init__(self, params: wm.WirelessParams):
+        B, U = params.num_bs, params.num_ue
+        E = B + U
+        self.params = params
+        self.num_entities = E
+        self.lookahead = wm.DELAY
+        self.kinds = [EventKind(name, Native(f"wl_{name}")) for name in KIND_NAMES]
+        self.shared_state = ()  # every cross-entity read goes through messages
+        self.layout: dict | None = None
+        self.state = {
+            "pos": np.zeros((E, 2)),
+            "wp": np.zeros((E, 2)),
+            "has_wp": np.zeros(E, np.uint8),
+            "wp_next": np.zeros(E, np.int32),
+            "ipos": np.zeros((E, 2), np.int32),
+            "d2": np.zeros((E, B), np.int32),
+            "snr": np.zeros((E, B)),
+            "ok": np.zeros((E, B), np.uint8),
+            "d2_sent": np.zeros((E, B), np.int32),
+            "conn": np.zeros((E, B), np.uint8),
+            "on": np.zeros(E, np.uint8),
+            "period": np.ones(E),
+            "release_at": np.full(E, -1.0),
+            "member": np.zeros((E, U), np.uint8),
+            "on_rep": np.zeros((E, U), np.uint8),
+            "d2_rep": np.full((E, U), -1, np.int32),
+            "n_conn": np.zeros(E, np.int32),
+            "n_on": np.zeros(E, np.int32),
+        }
+        self.bs_xy = np.ascontiguousarray(params.bs_xy)
+        self.snr_table, self.rate_table, self.ok_table = wm.channel_tables(wm.max_d2(params))
+        c = ffi.new("wl_model *")
+        c.num_bs, c.num_ue, c.full_buffer = B, U, int(params.full_buffer)
+        c.width, c.height = float(params.scenario.width), float(params.scenario.height)
+        c.velocity = wm.UE_DEFAULTS["velocity"]
+        c.delay = wm.DELAY
+        c.max_pause, c.mean_on, c.mean_off = params.max_pause, params.mean_on, params.mean_off
+        c.idle = float(wm.scale_utility(wm.UTILITY_DEFAULTS["lower"]))
+        c.table_len = len(self.snr_table)
+        c.snr_table = _ptr("double *", self.snr_table)
+        c.rate_table = _ptr("double *", self.rate_table)
+        c.ok_table = _ptr("uint8_t *", self.ok_table)
+        c.bs_xy = _ptr("int32_t *", self.bs_xy)
+        for name in self.state:
+            ctype = {np.float64: "double *", np.uint8: "uint8_t *", np.int32: "int32_t *"}[self.state[name].dtype.type]
+            setattr(c, name, _ptr(ctype, self.state[name]))
+        self._c = c
+        self.native_model = c
+        self._set_layout_waypoints([np.zeros((0, 2))] * U)
+
+    def _set_layout_waypoints(self, waypoints: list) -> None:
+        U = self.params.num_ue
+        lens = np.array([len(w) for w in waypoints], np.int32)
+        off = np.zeros(U, np.int32)
+        off[1:] = np.cumsum(lens)[:-1]
+        # one spare row so that the pointer is valid even without waypoints
+        flat = np.ascontiguousarray(np.concatenate([np.asarray(w, np.float64).reshape(-1, 2) for w in waypoints]
+                                                   + [np.zeros((1, 2))]))
+        self._layout_arrays = (flat, off, lens)  # keep alive: C holds pointers
+        self._c.layout_wp = _ptr("double *", flat)
+        self._c.layout_off = _ptr("int32_t *", off)
+        self._c.layout_len = _ptr("int32_t *", lens)
+
+    def reset(self, runtime, seed: int) -> None:
+        p = self.params
+        B, U = p.num_bs, p.num_ue
+        init = wm.initial_state(p, seed, self.layout)
+        self._set_layout_waypoints(init.waypoints)
+        s = self.state
+        for name, arr in s.items():
+            arr[...] = 0
+        s["release_at"][:] = -1.0
+        s["d2_rep"][:] = -1
+        s["pos"][B:] = init.pos
+        s["ipos"][B:] = np.trunc(init.pos).astype(np.int32)
+        d2 = wm.truncated_d2(init.pos, self.bs_xy).astype(np.int32)
+        s["d2"][B:] = d2
+        s["snr"][B:] = self.snr_table[d2]
+        s["ok"][B:] = self.ok_table[d2]
+        sent = np.where(self.ok_table[d2] == 1, d2, -1).astype(np.int32)
+        s["d2_sent"][B:] = sent
+        s["d2_rep"][:B] = sent.T  # the BSs start out knowing the initial measurement
+        s["on"][B:] = init.on
+        s["period"][B:] = init.period
+        ent = np.arange(B, B + U, dtype=np.int32)
+        if p.full_buffer:
+            runtime.schedule(ent, init.next_move, np.full(U, MOVE, np.int32))
+        else:
+            runtime.schedule(np.concatenate([ent, ent]), np.concatenate([init.next_move, init.next_traffic]),
+                             np.concatenate([np.full(U, MOVE, np.int32), np.full(U, TRAFFIC, np.int32)]))
+
+
+class WirelessSeer:
+    """Array-level wireless_v0 on SEER: ``reset(seed) -> obs``, ``step(actions) -> (obs, rewards)``.
+
+    ``actions`` is an int array of length U (0: no-op, k: toggle BS k-1).
+    Observations are a ``(U, 4B+1)`` float32 array, rewards ``(U,)`` float64;
+    both buffers are reused by the next call (copy to keep them).
+    """
+
+    engine = "seer"
+
+    def __init__(self, params: wm.WirelessParams, workers: int | str = 1, *, trace: bool = False):
+        self.params = params
+        B, U = params.num_bs, params.num_ue
+        self.model = WirelessModel(params)
+        lo = params.move_period[0] if not params.full_buffer else 1.0
+        in_flight = U * (B + 4) * (math.ceil(wm.DELAY / lo) + 2)
+        capacity = max(4096, 8 * (B + U) + in_flight)
+        self.runtime = Runtime(self.model, workers=workers, capacity=capacity, trace=trace)
+        self.workers = self.runtime.workers
+        self.macro = np.zeros(U)
+        self.bs_util = np.zeros(B)
+        self.reward = np.zeros(U)
+        self.obs = np.zeros((U, params.obs_size), np.float32)
+        self.util = np.zeros(U)
+        self._p_macro = _ptr("double *", self.macro)
+        self._p_bs_util = _ptr("double *", self.bs_util)
+        self._p_reward = _ptr("double *", self.reward)
+        self._p_obs = _ptr("float *", self.obs)
+        self._p_util = _ptr("double *", self.util)
+        self._scratch = np.zeros(U)
+        self._p_scratch = _ptr("double *", self._scratch)
+        self._ue_ent = np.arange(B, B + U, dtype=np.int32)
+        self._kind_action = np.full(U, ACTION, np.int32)
+        self.t = 0.0
+        self.events = 0
+
+    def reset(self, seed: int, layout: dict | None = None):
+        self.model.layout = layout
+        self.runtime.reset(seed)
+        self.t = 0.0
+        self.events = 0
+        self._finalize()
+        return self.obs
+
+    def step(self, actions: np.ndarray):
+        nz = np.flatnonzero(actions)
+        if nz.size:
+            self.runtime.schedule(self._ue_ent[nz], np.full(nz.size, self.t), self._kind_action[: nz.size],
+                                  actions[nz].astype(np.int64))
+        self.t += wm.DT
+        self.events += self.runtime.step(self.t).events
+        self._finalize()
+        return self.obs, self.reward
+
+    def _finalize(self) -> None:
+        c = self.model.native_model
+        lib.wl_rates(c, self._p_macro)
+        self.util[:] = wm.scaled_utility(self.macro)
+        lib.wl_observe(c, self._p_util, self._p_bs_util, self._p_reward, self._p_scratch, self._p_obs)
+
+    # ---- views for rendering and tests -----------------------------------------
+    @property
+    def ue_positions(self) -> np.ndarray:
+        return self.model.state["pos"][self.params.num_bs:]
+
+    @property
+    def connections(self) -> np.ndarray:
+        """``(U, B)`` the UEs' connections."""
+        return self.model.state["conn"][self.params.num_bs:]
+
+    def close(self) -> None:
+        self.runtime.close()

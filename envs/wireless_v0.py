@@ -1,0 +1,274 @@
+"""wireless_v0: mobile-env's multi-cell network as an event-driven SEER environment.
+
+Base stations (BS) and user equipments (UE) on a map; UEs follow random
+waypoints.  The channel and rate model is mobile-env 2.1.0's (Okumura-Hata
+path loss, SNR from transmit power and noise, Shannon rate above an SNR
+threshold, resource-fair sharing of a BS, bounded log utility, multi-agent
+reward) with its default parameters; see :mod:`seer.envs.wireless_model`
+for the plain vectorised functions.
+
+Agents are the UEs (``"ue_0"`` ...).  Each step every UE picks
+``Discrete(num_bs + 1)``: 0 does nothing, ``k`` toggles its connection to BS
+``k - 1`` (connecting needs an SNR above the threshold).  Its observation is
+mobile-env's multi-agent one, a float32 ``Box(-1, 1, (4 * num_bs + 1,))``:
+connections, SNRs normalised by the best, its own (scaled) utility, the
+average utilities broadcast by the BSs in range and their connected-UE
+counts (normalised).  Its reward is mobile-env's: its utility plus the
+utilities of the BSs in range, over their connections plus one.
+
+Scenarios: ``small`` (3 BS / 5 UE), ``medium`` (7 / 15), ``large`` (13 / 30)
+with mobile-env's maps, and ``xlarge`` (50 / 500, 600 x 600).
+
+Two modes:
+
+- ``full_buffer=True`` is mobile-env: every UE always has data and moves and
+  measures once per step.  With the same initial positions and waypoints
+  (``layout=``) and the same actions, observations and rewards equal
+  mobile-env's multi-agent env.
+- ``full_buffer=False`` (default) is event-driven: each UE moves at its own
+  period (``move_period``, quantised to 1/64 s), pauses up to ``max_pause``
+  at waypoints, and its traffic switches on and off (uniform periods with
+  means ``mean_on``/``mean_off``); a BS shares its capacity among the
+  connected UEs that have data.  A UE's utility uses the rate it is offered
+  (its share if it has data, else what it would get if it had).  Events
+  happen at their own timestamps and a UE with nothing pending costs nothing.
+
+In both modes connection changes, measurement reports and demand changes
+reach the BSs after a signalling delay of 0.25 (the model's lookahead), and
+links whose SNR fell below the threshold are released at the next step
+boundary (as mobile-env does at the start of a step).
+
+Example:
+    >>> from seer.envs import wireless_v0
+    >>> env = wireless_v0.parallel_env(scenario="small", workers=1)
+    >>> obs, infos = env.reset(seed=0)
+    >>> obs["ue_0"].shape
+    (13,)
+    >>> obs, rew, term, trunc, info = env.step({a: 0 for a in env.agents})
+    >>> env.close()
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+import gymnasium
+import numpy as np
+
+from . import _common
+from . import wireless_model as wm
+from ._wireless_reference import WirelessReference
+
+__all__ = ["parallel_env", "env", "WirelessEnv", "SCENARIOS"]
+
+SCENARIOS = wm.SCENARIOS
+ENGINES = ("seer", "reference")
+
+_INT_TYPES = frozenset({int, np.int64, np.int32, np.int16, np.int8, np.uint8, np.uint16, np.uint32, np.uint64,
+                        np.intc, np.intp, np.longlong})
+
+
+class WirelessEnv(_common.ClosingParallelEnv):
+    """PettingZoo ParallelEnv of wireless_v0 (see the module docstring).
+
+    Args:
+        scenario: ``"small"``, ``"medium"``, ``"large"`` or ``"xlarge"``.
+        workers: SEER worker threads, or ``"auto"`` (STPA's choice).
+        max_cycles: Steps per episode (mobile-env's ``EP_MAX_TIME``, 100).
+        render_mode: ``None`` or ``"rgb_array"``.
+        full_buffer: mobile-env's per-step behaviour (see the module docstring).
+        layout: Initial UE positions and waypoints to use at every reset, e.g.
+            copied from mobile-env: ``{"ue_positions": (U, 2) array,
+            "waypoints": [ (n_u, 2) array per UE ]}``; UEs draw their own
+            waypoints once theirs run out.  ``reset(options={"layout": ...})``
+            overrides it for one episode.
+        engine: ``"seer"`` (event-driven, native handlers) or
+            ``"reference"`` (the time-stepped numpy reference of the same
+            model, for comparisons).
+        num_ue: Number of UEs (default: the scenario's).
+        move_period, max_pause, mean_on, mean_off: Event-driven mode's
+            mobility and traffic (ignored with ``full_buffer=True``).
+    """
+
+    metadata = {"name": "wireless_v0", "render_modes": ["rgb_array"], "is_parallelizable": True,
+                "render_fps": 10}
+
+    def __init__(self, scenario: str = "small", workers: Any = "auto", max_cycles: int = wm.EP_MAX_TIME,
+                 render_mode: str | None = None, full_buffer: bool = False, layout: Any = None,
+                 engine: str = "seer", num_ue: int | None = None, move_period=(0.5, 2.0),
+                 max_pause: float = 10.0, mean_on: float = 10.0, mean_off: float = 10.0):
+        self._runtime = None
+        self._core = None
+        workers = _common.check_workers(workers)
+        self.max_cycles = _common.check_int("max_cycles", max_cycles, 1)
+        self.render_mode = _common.check_render_mode(render_mode, self.metadata["render_modes"])
+        if engine not in ENGINES:
+            raise ValueError(f"engine={engine!r} is unknown: expected one of {list(ENGINES)}")
+        self.params = wm.make_params(scenario, num_ue=num_ue, full_buffer=full_buffer, move_period=move_period,
+                                     max_pause=max_pause, mean_on=mean_on, mean_off=mean_off)
+        self.layout = wm.check_layout(layout, self.params)
+        self.scenario = self.params.scenario.name
+        self.num_bs, self.num_ue = self.params.num_bs, self.params.num_ue
+        self.possible_agents = [f"ue_{i}" for i in range(self.num_ue)]
+        self.agents: list[str] = []
+        self._index = {a: i for i, a in enumerate(self.possible_agents)}
+        D = self.params.obs_size
+        self._obs_space = gymnasium.spaces.Box(-1.0, 1.0, (D,), np.float32)
+        self._act_space = gymnasium.spaces.Discrete(self.num_bs + 1)
+        self.observation_spaces = {a: self._obs_space for a in self.possible_agents}
+        self.action_spaces = {a: self._act_space for a in self.possible_agents}
+        if engine == "seer":
+            from ._wireless_seer import WirelessSeer
+
+            self._core = WirelessSeer(self.params, workers)
+            self._runtime = self._core.runtime
+        else:
+            self._core = WirelessReference(self.params)
+        self.engine = engine
+        self.workers = self._core.workers
+        self._np_random = None
+        self.steps = 0
+
+    # ---- spaces ----------------------------------------------------------------------
+
+    def observation_space(self, agent):
+        try:
+            return self.observation_spaces[agent]
+        except KeyError:
+            raise ValueError(f"agent={agent!r} is unknown: expected one of {self.possible_agents[:4]}...") from None
+
+    def action_space(self, agent):
+        try:
+            return self.action_spaces[agent]
+        except KeyError:
+            raise ValueError(f"agent={agent!r} is unknown: expected one of {self.possible_agents[:4]}...") from None
+
+    # ---- episode -----------------------------------------------------------------------
+
+    def reset(self, seed=None, options=None):
+        if seed is not None:
+            seed = _common.seed_from(seed, None)
+            self._np_random = np.random.default_rng(seed)
+        elif self._np_random is None:
+            self._np_random = np.random.default_rng()
+        seed = _common.seed_from(seed, self._np_random)
+        layout = self.layout
+        if options is not None and options.get("layout") is not None:
+            layout = wm.check_layout(options["layout"], self.params)
+        obs = self._core.reset(seed, layout)
+        self.agents = self.possible_agents[:]
+        self.steps = 0
+        return dict(zip(self.agents, obs.copy())), {a: {} for a in self.agents}
+
+    def step(self, actions):
+        if not self.agents:
+            raise RuntimeError("step() called on an episode that has ended (or was never reset): call reset() first")
+        acts = self._action_array(actions)
+        obs, rew = self._core.step(acts)
+        self.steps += 1
+        agents = self.agents
+        done = self.steps >= self.max_cycles
+        result = (dict(zip(agents, obs.copy())), dict(zip(agents, rew.tolist())),
+                  dict.fromkeys(agents, False), dict.fromkeys(agents, done), {a: {} for a in agents})
+        if done:
+            self.agents = []
+        return result
+
+    def _action_array(self, actions) -> np.ndarray:
+        agents = self.agents
+        try:
+            if len(actions) == len(agents):
+                vals = [actions[a] for a in agents]
+                if set(map(type, vals)) <= _INT_TYPES:
+                    arr = np.array(vals, np.int64)
+                    if arr.min() >= 0 and arr.max() <= self.num_bs:
+                        return arr
+        except (KeyError, TypeError, OverflowError):
+            pass
+        # The slow path names the offending agent and value.
+        _common.validate_actions(actions, agents, self.action_space)
+        return np.array([int(np.asarray(actions[a]).item()) for a in agents], np.int64)
+
+    # ---- rendering ---------------------------------------------------------------------
+
+    def render(self):
+        if self.render_mode is None:
+            gymnasium.logger.warn("render() called without a render_mode; pass render_mode='rgb_array'")
+            return None
+        return render_frame(self.params, self._core.ue_positions, self._core.connections,
+                            getattr(self._core, "util", np.zeros(self.num_ue)))
+
+    def close(self) -> None:
+        if self._core is not None:
+            self._core.close()
+
+    def __repr__(self) -> str:
+        return (f"wireless_v0(scenario={self.scenario!r}, engine={self.engine!r}, workers={self.workers}, "
+                f"full_buffer={self.params.full_buffer})")
+
+
+# ---- numpy drawing -------------------------------------------------------------------------
+
+_FRAME = 400  # pixels along the longer side of the map
+
+
+@functools.lru_cache(maxsize=4)
+def _disk(radius: int) -> tuple[np.ndarray, np.ndarray]:
+    dy, dx = np.mgrid[-radius:radius + 1, -radius:radius + 1]
+    keep = dx * dx + dy * dy <= radius * radius
+    return dy[keep], dx[keep]
+
+
+def render_frame(params: wm.WirelessParams, ue_xy: np.ndarray, conn: np.ndarray, util: np.ndarray) -> np.ndarray:
+    """An ``(H, W, 3)`` uint8 picture: BSs (black squares), UEs (disks from red,
+    utility -1, to green, utility 1) and their connections (blue lines)."""
+    W, H = params.scenario.width, params.scenario.height
+    s = _FRAME / max(W, H)
+    w, h = int(round(W * s)), int(round(H * s))
+    img = np.full((h, w, 3), 255, np.uint8)
+
+    def px(xy):
+        xy = np.asarray(xy, np.float64)
+        c = np.clip((xy[:, 0] * s).astype(np.int64), 0, w - 1)
+        r = np.clip(h - 1 - (xy[:, 1] * s).astype(np.int64), 0, h - 1)
+        return r, c
+
+    bs = params.bs_xy.astype(np.float64)
+    br, bc = px(bs)
+    ur, uc = px(ue_xy)
+    u, b = np.nonzero(conn)
+    if u.size:  # lines, sampled one point per pixel of their longer side
+        r0, c0, r1, c1 = ur[u], uc[u], br[b], bc[b]
+        n = np.maximum(np.abs(r1 - r0), np.abs(c1 - c0)) + 1
+        seg = np.repeat(np.arange(u.size), n)
+        f = (np.arange(n.sum()) - np.repeat(np.cumsum(n) - n, n)) / np.repeat(np.maximum(n - 1, 1), n)
+        rr = np.rint(r0[seg] + f * (r1 - r0)[seg]).astype(np.int64)
+        cc = np.rint(c0[seg] + f * (c1 - c0)[seg]).astype(np.int64)
+        img[rr, cc] = (40, 110, 220)
+    dy, dx = _disk(3)
+    for (rows, cols, color) in ((br, bc, None),):
+        q = 4
+        oy, ox = np.mgrid[-q:q + 1, -q:q + 1]
+        rr = np.clip(rows[:, None] + oy.ravel()[None, :], 0, h - 1)
+        cc = np.clip(cols[:, None] + ox.ravel()[None, :], 0, w - 1)
+        img[rr, cc] = 0
+    a = np.clip((np.asarray(util, np.float64) + 1.0) / 2.0, 0.0, 1.0)
+    colors = np.stack([255 * (1 - a), 200 * a, np.full_like(a, 40)], axis=1).astype(np.uint8)
+    rr = np.clip(ur[:, None] + dy[None, :], 0, h - 1)
+    cc = np.clip(uc[:, None] + dx[None, :], 0, w - 1)
+    img[rr, cc] = colors[:, None, :]
+    return img
+
+
+# ---- factories -----------------------------------------------------------------------------
+
+
+def parallel_env(**kwargs) -> WirelessEnv:
+    """The PettingZoo ParallelEnv (see :class:`WirelessEnv` for the arguments)."""
+    return WirelessEnv(**kwargs)
+
+
+def env(**kwargs):
+    """The AEC version, with PettingZoo's usual safety wrappers."""
+    return _common.make_aec(WirelessEnv, **kwargs)
