@@ -29,7 +29,10 @@ def _ptr(ctype: str, array: np.ndarray | None):
 
 
 def _as_array(name: str, values, dtype, n: int | None, *, integer: bool) -> np.ndarray:
-    arr = np.asarray(values)
+    try:
+        arr = np.asarray(values)
+    except OverflowError:  # a Python int beyond 64 bits
+        raise InvalidEventError(f"{name} holds a value that does not fit {np.dtype(dtype).name}: {values!r}") from None
     if arr.ndim != 1:
         raise InvalidEventError(f"{name} must be a 1-D array, got shape {arr.shape}")
     if n is not None and arr.shape[0] != n:
@@ -42,7 +45,7 @@ def _as_array(name: str, values, dtype, n: int | None, *, integer: bool) -> np.n
     if integer:
         if kind not in "iu":
             raise InvalidEventError(f"{name} must hold integers, got dtype {arr.dtype}")
-        if arr.size and arr.dtype.itemsize >= np.dtype(dtype).itemsize and arr.dtype != dtype:
+        if not np.can_cast(arr.dtype, dtype, casting="safe"):
             info = np.iinfo(dtype)
             lo, hi = arr.min(), arr.max()
             if lo < info.min or hi > info.max:
@@ -102,6 +105,8 @@ class EventQueue:
         if not isinstance(time, numbers.Real) or isinstance(time, bool):
             raise InvalidEventError(f"time={time!r} is invalid: expected a finite float")
         self._check_scalar_range(int(entity), int(kind))
+        if not -(2**63) <= payload < 2**63:
+            raise InvalidEventError(f"payload={payload!r} is invalid: expected an int64")
         self.push_many(
             np.array([entity], np.int32),
             np.array([time], np.float64),
