@@ -1,0 +1,429 @@
+"""STPA features: hardware, workload, and runtime-trace features.
+
+Three groups, all plain ``dict[str, float]`` (strings only where noted):
+
+* :func:`hardware_features` reads ``/sys/devices/system/cpu`` and ``/proc``
+  (both roots are parameters, so tests can point them at a fake tree).
+* :func:`static_workload_features` reads what a :class:`seer.Model` declares
+  (entities, kinds, native share, lookahead).
+* :func:`probe` runs a few steps of the model on a one-worker traced
+  :class:`seer.Runtime` and turns the trace into :func:`trace_features`
+  (events per window, handler cost mean and spread, busy and idle time per
+  window and worker, claim contention, GIL share, fan-out, parallelism).
+
+The probe leaves the model as the runtime's ``reset`` will find it: the
+:class:`seer.Runtime` constructor resets the model after choosing the pool
+size, and results never depend on the pool size anyway.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+import time
+from pathlib import Path
+from typing import Any, Mapping
+
+import numpy as np
+
+__all__ = [
+    "hardware_features",
+    "static_workload_features",
+    "trace_features",
+    "probe",
+    "candidate_features",
+    "ProbeResult",
+]
+
+
+# ---- hardware ------------------------------------------------------------------------------
+
+def _read(path: Path) -> str | None:
+    try:
+        return path.read_text().strip()
+    except OSError:
+        return None
+
+
+def _parse_cpu_list(text: str | None) -> list[int]:
+    """``"0-3,8,10-11"`` -> ``[0, 1, 2, 3, 8, 10, 11]``."""
+    out: list[int] = []
+    if not text:
+        return out
+    for part in text.split(","):
+        part = part.strip()
+        if not part:
+            continue
+        if "-" in part:
+            a, b = part.split("-", 1)
+            out.extend(range(int(a), int(b) + 1))
+        else:
+            out.append(int(part))
+    return out
+
+
+def _parse_size_kb(text: str | None) -> float:
+    """``"32K"`` / ``"1024K"`` / ``"32M"`` / ``"32768"`` (bytes) -> KiB."""
+    if not text:
+        return 0.0
+    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([KMG]?)i?B?\s*", text, re.IGNORECASE)
+    if not m:
+        return 0.0
+    value, unit = float(m.group(1)), m.group(2).upper()
+    return {"": value / 1024.0, "K": value, "M": value * 1024.0, "G": value * 1024.0 * 1024.0}[unit]
+
+
+def _usable_cpus(affinity) -> list[int]:
+    if affinity is not None:
+        return sorted(int(c) for c in affinity)
+    try:
+        return sorted(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return list(range(os.cpu_count() or 1))
+
+
+def hardware_features(sys_root: str | os.PathLike = "/sys", proc_root: str | os.PathLike = "/proc",
+                      affinity=None) -> dict[str, Any]:
+    """Hardware features of this machine.
+
+    Args:
+        sys_root: Root of the sysfs tree (``/sys``); the CPU topology and
+            caches are read from ``<sys_root>/devices/system/cpu``.
+        proc_root: Root of procfs (``/proc``), for the CPU model and memory.
+        affinity: The CPUs this process may run on (default:
+            ``os.sched_getaffinity(0)``).
+
+    Returns:
+        ``usable_cores`` (affinity-aware), ``logical_cores`` (online CPUs),
+        ``physical_cores`` (distinct (package, core) among the usable CPUs),
+        ``smt`` (usable logical per physical core), ``packages``,
+        ``l1d_kb`` / ``l2_kb`` / ``l3_kb`` (per instance, of the first usable
+        CPU), ``l3_total_kb`` (distinct L3 instances the usable CPUs reach),
+        ``mem_gb``, and ``cpu_model`` (a string).  Whatever cannot be read is
+        estimated (cores) or 0 (sizes).
+    """
+    cpu_dir = Path(sys_root) / "devices" / "system" / "cpu"
+    usable = _usable_cpus(affinity)
+    online = _parse_cpu_list(_read(cpu_dir / "online"))
+    if not online:
+        try:
+            online = sorted(int(p.name[3:]) for p in cpu_dir.iterdir() if re.fullmatch(r"cpu\d+", p.name))
+        except OSError:
+            online = []
+    logical = len(online) or (os.cpu_count() or len(usable) or 1)
+
+    cores, packages = set(), set()
+    for c in usable:
+        topo = cpu_dir / f"cpu{c}" / "topology"
+        core, pkg = _read(topo / "core_id"), _read(topo / "physical_package_id")
+        if core is None:
+            cores.add(("cpu", c))  # no topology: count the CPU as its own core
+            packages.add("0")
+            continue
+        pkg = pkg if pkg is not None else "0"
+        cores.add((pkg, core))
+        packages.add(pkg)
+    physical = max(1, len(cores))
+
+    l1d = l2 = l3 = 0.0
+    l3_instances: set[str] = set()
+    l3_total = 0.0
+    for i, c in enumerate(usable):
+        cache_dir = cpu_dir / f"cpu{c}" / "cache"
+        try:
+            indices = sorted(p for p in cache_dir.iterdir() if p.name.startswith("index"))
+        except OSError:
+            continue
+        for idx in indices:
+            level, kind = _read(idx / "level"), (_read(idx / "type") or "").lower()
+            size = _parse_size_kb(_read(idx / "size"))
+            if i == 0:
+                if level == "1" and kind in ("data", "unified"):
+                    l1d = size
+                elif level == "2":
+                    l2 = size
+                elif level == "3":
+                    l3 = size
+            if level == "3":
+                key = _read(idx / "shared_cpu_list") or _read(idx / "id") or f"cpu{c}"
+                if key not in l3_instances:
+                    l3_instances.add(key)
+                    l3_total += size
+
+    model = "unknown"
+    cpuinfo = _read(Path(proc_root) / "cpuinfo") or ""
+    for line in cpuinfo.splitlines():
+        if line.lower().startswith(("model name", "hardware", "cpu model")) and ":" in line:
+            model = line.split(":", 1)[1].strip()
+            break
+    mem_gb = 0.0
+    meminfo = _read(Path(proc_root) / "meminfo") or ""
+    m = re.search(r"^MemTotal:\s+(\d+)\s*kB", meminfo, re.MULTILINE)
+    if m:
+        mem_gb = int(m.group(1)) / (1024.0 * 1024.0)
+
+    return {
+        "usable_cores": len(usable) or 1,
+        "logical_cores": int(logical),
+        "physical_cores": int(physical),
+        "smt": (len(usable) or 1) / physical,
+        "packages": max(1, len(packages)),
+        "l1d_kb": l1d,
+        "l2_kb": l2,
+        "l3_kb": l3,
+        "l3_total_kb": l3_total,
+        "mem_gb": mem_gb,
+        "cpu_model": model,
+    }
+
+
+# ---- workload (static) ----------------------------------------------------------------------
+
+def static_workload_features(model) -> dict[str, float]:
+    """What a model declares: entities, event kinds, share of native kinds, lookahead."""
+    kinds = list(model.kinds)
+    native = sum(1 for k in kinds if k.native)
+    L = float(model.lookahead)
+    return {
+        "entities": float(model.num_entities),
+        "kinds": float(len(kinds)),
+        "native_kind_share": native / max(len(kinds), 1),
+        "lookahead": L if math.isfinite(L) else 1e9,
+    }
+
+
+# ---- runtime traces -------------------------------------------------------------------------
+
+def _cv(x: np.ndarray) -> float:
+    if x.size < 2:
+        return 0.0
+    m = float(x.mean())
+    return float(x.std() / m) if m > 0 else 0.0
+
+
+def trace_features(trace, native_kinds=None, *, skip_windows_upto: int = -1) -> dict[str, float]:
+    """Features of a :class:`seer.Trace`.
+
+    Per window (a window's rows are one per worker): events, busy time (in
+    handlers), idle time (not in handlers, between the window's first start
+    and last end: queue work and waiting on claims), empty polls of the ready
+    set (claim contention), time in Python handlers (GIL held).  Per event:
+    handler cost (a batched Python call's time is shared among its events).
+    Per window and entity: the busy time of the busiest entity, which bounds
+    the window's parallelism (``parallelism`` = busy / busiest entity).
+
+    Args:
+        trace: The trace.
+        native_kinds: Per kind, whether its handler is native (for
+            ``native_event_share``); default: Python handler time decides.
+        skip_windows_upto: Ignore windows with an id up to this (warm-up).
+    """
+    win = trace.windows
+    ev = trace.events
+    if skip_windows_upto >= 0 and len(win):
+        keep = win["window"] > skip_windows_upto
+        if keep.any():
+            win = win[keep]
+            ev = ev[ev["window"] > skip_windows_upto]
+    out = {
+        "events_per_window": 0.0, "busy_us_per_window": 0.0, "busy_cv": 0.0, "idle_us_per_window": 0.0,
+        "overhead_share": 0.0, "gil_share": 0.0, "python_share": 0.0, "empty_polls_per_window": 0.0,
+        "cost_us": 0.0, "cost_cv": 0.0, "active_entities": 0.0, "events_per_entity_window": 0.0,
+        "parallelism": 1.0, "native_event_share": 1.0, "trace_windows": 0.0,
+    }
+    if not len(win):
+        return out
+    wid = win["window"].astype(np.int64)
+    uw, inv = np.unique(wid, return_inverse=True)
+    nW = len(uw)
+    start = np.full(nW, np.iinfo(np.int64).max)
+    end = np.full(nW, np.iinfo(np.int64).min)
+    np.minimum.at(start, inv, win["start_ns"])
+    np.maximum.at(end, inv, win["end_ns"])
+    span = (end - start).astype(np.float64)
+    rows_per = np.bincount(inv, minlength=nW).astype(np.float64)
+    busy = np.bincount(inv, weights=win["busy_ns"].astype(np.float64), minlength=nW)
+    py = np.bincount(inv, weights=win["python_ns"].astype(np.float64), minlength=nW)
+    events = np.bincount(inv, weights=win["events"].astype(np.float64), minlength=nW)
+    polls = np.bincount(inv, weights=win["empty_polls"].astype(np.float64), minlength=nW)
+    idle_rows = np.maximum(span[inv] - win["busy_ns"], 0.0)  # as Trace.idle_ns()
+    idle = np.bincount(inv, weights=idle_rows, minlength=nW)
+    total_busy, total_idle = float(busy.sum()), float(idle.sum())
+    out.update(
+        events_per_window=float(events.mean()),
+        busy_us_per_window=float(busy.mean() / 1e3),
+        busy_cv=_cv(busy),
+        idle_us_per_window=float((idle / rows_per).mean() / 1e3),
+        overhead_share=total_idle / max(total_busy + total_idle, 1.0),
+        gil_share=float(py.sum()) / max(total_busy + total_idle, 1.0),
+        python_share=float(py.sum()) / max(total_busy, 1.0),
+        empty_polls_per_window=float((polls / rows_per).mean()),
+        trace_windows=float(nW),
+    )
+    if len(ev):
+        dur = (ev["end_ns"] - ev["start_ns"]).astype(np.float64)
+        # A batched Python call records every event of its batch with the
+        # call's interval: share the time out among them.
+        start0 = int(ev["start_ns"].min())
+        key = ((ev["start_ns"] - start0) * 1024 + ev["worker"].astype(np.int64)) * 1025 + ev["kind"].astype(np.int64)
+        _, binv, bcount = np.unique(key, return_inverse=True, return_counts=True)
+        dur = dur / bcount[binv.reshape(-1)]
+        out["cost_us"] = float(dur.mean() / 1e3)
+        out["cost_cv"] = _cv(dur)
+        # Busiest entity per window: bounds the speedup of that window.
+        ent = ev["entity"].astype(np.int64)
+        evw = ev["window"].astype(np.int64)
+        wins, winv_ev = np.unique(evw, return_inverse=True)
+        winv_ev = winv_ev.reshape(-1)
+        span_e = int(ent.max()) + 1
+        pairs, pinv = np.unique(winv_ev * span_e + ent, return_inverse=True)
+        per_pair = np.bincount(pinv.reshape(-1), weights=dur, minlength=len(pairs))
+        winv = pairs // span_e
+        wmax = np.zeros(len(wins))
+        np.maximum.at(wmax, winv, per_pair)
+        wsum = np.bincount(winv, weights=per_pair, minlength=len(wins))
+        wcount = np.bincount(winv, minlength=len(wins)).astype(np.float64)
+        par = np.where(wmax > 0, wsum / np.maximum(wmax, 1e-9), 1.0)
+        weight = wsum / max(wsum.sum(), 1e-9)
+        out["parallelism"] = float(max((par * weight).sum(), 1.0))
+        out["active_entities"] = float(wcount.mean())
+        ev_per_w = np.bincount(winv_ev, minlength=len(wins))
+        out["events_per_entity_window"] = float((ev_per_w / np.maximum(wcount, 1)).mean())
+        if native_kinds is not None:
+            nk = np.asarray(native_kinds, bool)
+            k = ev["kind"].astype(np.int64)
+            ok = (k >= 0) & (k < len(nk))
+            out["native_event_share"] = float(nk[k[ok]].mean()) if ok.any() else 1.0
+        else:
+            out["native_event_share"] = 1.0 - out["python_share"]
+    return out
+
+
+# ---- the probe ------------------------------------------------------------------------------
+
+class ProbeResult(dict):
+    """Features from :func:`probe` (a dict); ``ok`` is False when the probe
+    failed and only static features are in it (``error`` says why)."""
+
+    ok: bool = True
+    error: str | None = None
+
+
+def probe(model, *, capacity: int | None = None, budget_s: float = 0.05, max_events: int = 100_000,
+          max_steps: int = 64, step_length: float | None = None, seed: int = 0,
+          trace_capacity: int = 1 << 16) -> ProbeResult:
+    """Run a few steps of ``model`` on a traced one-worker runtime; return its features.
+
+    The step length is ``step_length``, else the model's ``step_length``
+    attribute when it has one, else the lookahead (or 1.0), doubled while a
+    step takes under a millisecond.  A model with a ``prepare_step()``
+    method (the built-in envs' per-step hook) has it called before each
+    step.  The probe stops after ``budget_s`` seconds of stepping,
+    ``max_events`` events or ``max_steps`` steps; the first step counts as
+    warm-up for the trace features when there are more.
+
+    The model is left stepped: build the real runtime afterwards (its
+    constructor resets the model), as ``workers="auto"`` does.
+    """
+    from seer.errors import SeerError
+    from seer.runtime import Runtime
+
+    feats = ProbeResult(static_workload_features(model))
+    kinds = list(model.kinds)
+    native_kinds = [k.native for k in kinds]
+    sl = step_length if step_length is not None else getattr(model, "step_length", None)
+    adaptive = sl is None
+    if adaptive:
+        L = float(model.lookahead)
+        sl = L if math.isfinite(L) and L > 0 else 1.0
+    sl = float(sl)
+    prepare = getattr(model, "prepare_step", None)
+    if capacity is None:
+        qc = getattr(model, "queue_capacity", None)
+        capacity = int(qc()) if callable(qc) else max(1 << 16, 128 * model.num_entities)
+    steps: list[tuple[float, int, int]] = []
+    handled = 0
+    first_window = -1
+    try:
+        rt = Runtime(model, workers=1, trace=True, trace_capacity=trace_capacity, capacity=capacity, seed=seed)
+    except (SeerError, MemoryError, ValueError) as exc:
+        feats.ok, feats.error = False, f"{type(exc).__name__}: {exc}"
+        return feats
+    try:
+        pending0 = len(rt.queue)
+        t_begin = time.perf_counter()
+        while len(rt.queue) and len(steps) < max_steps:
+            if callable(prepare):
+                prepare()
+            t0 = time.perf_counter()
+            st = rt.step(rt.now + sl)
+            el = time.perf_counter() - t0
+            steps.append((el, st.events, st.windows))
+            handled += st.events
+            if len(steps) == 1:
+                w = rt.trace.windows
+                first_window = int(w["window"].max()) if len(w) else -1
+            if time.perf_counter() - t_begin >= budget_s or handled >= max_events:
+                break
+            if adaptive and el < 1e-3 and sl < 1e6:
+                sl *= 2.0
+        pending1 = len(rt.queue)
+        trace = rt.trace
+        fanout, cross_share = _pending_fanout(rt.queue, pending1)
+    except (SeerError, MemoryError) as exc:
+        feats.ok, feats.error = False, f"{type(exc).__name__}: {exc}"
+        return feats
+    finally:
+        rt.close()
+    later = steps[1:] if len(steps) > 1 else steps
+    feats.update(trace_features(trace, native_kinds, skip_windows_upto=first_window if len(steps) > 1 else -1))
+    feats.update(
+        events_per_step=float(np.mean([s[1] for s in later])) if later else 0.0,
+        windows_per_step=float(np.mean([s[2] for s in later])) if later else 0.0,
+        step_ms=float(np.mean([s[0] for s in later]) * 1e3) if later else 0.0,
+        probe_step_length=sl,
+        probe_steps=float(len(steps)),
+        # Events created per handled event (to itself or others): handled + growth of the queue.
+        emitted_per_event=float((handled + pending1 - pending0) / handled) if handled else 0.0,
+        fanout=fanout,
+        cross_share=cross_share,
+        trace_dropped=float(trace.dropped),
+    )
+    if handled == 0:
+        feats.ok, feats.error = False, "the model handled no events during the probe"
+    return feats
+
+
+def _pending_fanout(queue, pending: int, limit: int = 1 << 16) -> tuple[float, float]:
+    """Fan-out of events to other entities, from the events left in the
+    probe's queue (it is thrown away after): events sent by another entity
+    per event an entity sent itself, and their share of the pending events."""
+    if pending <= 0:
+        return 0.0, 0.0
+    batch = queue.pop(math.inf, max_events=min(pending, limit))
+    src, ent = batch["source"], batch["entity"]
+    internal = src >= 0
+    cross = int(np.count_nonzero(internal & (src != ent)))
+    own = int(np.count_nonzero(internal & (src == ent)))
+    total = int(np.count_nonzero(internal))
+    if total == 0:
+        return 0.0, 0.0
+    fan = cross / own if own else cross / max(len(np.unique(src[internal])), 1)
+    return float(fan), cross / total
+
+
+# ---- per-candidate features -----------------------------------------------------------------
+
+def candidate_features(workers: int, cores: int, feats: Mapping[str, float]) -> dict[str, float]:
+    """Features of running the workload ``feats`` on a pool of ``workers``."""
+    cores = max(int(cores), 1)
+    eff = min(workers, cores)
+    return {
+        "workers": float(workers),
+        "workers_per_core": workers / cores,
+        "oversubscription": max(0, workers - cores) / cores,
+        "log_work_per_worker": math.log1p(float(feats.get("busy_us_per_window", 0.0)) / eff),
+        "log_parallelism_per_worker": math.log(max(float(feats.get("parallelism", 1.0)), 1.0) / workers),
+        "log_entities_per_worker": math.log(max(float(feats.get("active_entities", 1.0)), 1.0) / workers),
+    }

@@ -1,0 +1,251 @@
+"""STPA training: the measurement dataset and the model that learns from it.
+
+Dataset: JSON lines (optionally gzipped), one row per measured
+(workload, pool size) of a sweep::
+
+    {"sweep": "...", "workload": "native-E256-...", "family": "synthetic-native",
+     "params": {...}, "workers": 2, "steps_per_s": 812.4,
+     "features": {...hardware and probe features...},
+     "schema_version": 1, "seer": "0.1.0", "time": "2026-..."}
+
+Training target: for each (sweep, workload), ``log(speedup(w) / min(w, cores))``
+with ``speedup(w) = steps_per_s(w) / steps_per_s(1)`` (rows of a workload
+without a one-worker measurement are skipped).  Several scikit-learn model
+families are compared by grouped cross-validation over workloads (every
+fold's workloads are unseen in its training folds); the family whose
+choices reach the highest mean fraction of the best measured throughput
+(ties: lower RMSE) is refitted on all rows.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import gzip
+import json
+import math
+import os
+from pathlib import Path
+from typing import Iterable
+
+import numpy as np
+
+from seer.stpa.selector import (
+    FEATURE_SCHEMA,
+    SCHEMA_VERSION,
+    StpaModel,
+    choose_from_scores,
+    feature_matrix,
+)
+
+
+# ---- dataset -------------------------------------------------------------------------------
+
+def _open(path: Path, mode: str):
+    return gzip.open(path, mode + "t", encoding="utf-8") if str(path).endswith(".gz") else open(path, mode, encoding="utf-8")
+
+
+def load_rows(*paths: str | os.PathLike) -> list[dict]:
+    """Rows of the dataset files that exist (bad lines are skipped)."""
+    rows = []
+    for p in paths:
+        p = Path(p)
+        if not p.is_file():
+            continue
+        with _open(p, "r") as f:
+            for line in f:
+                line = line.strip()
+                if not line:
+                    continue
+                try:
+                    row = json.loads(line)
+                except json.JSONDecodeError:
+                    continue
+                if isinstance(row, dict) and "features" in row and "workers" in row and "steps_per_s" in row:
+                    rows.append(row)
+    return rows
+
+
+def append_rows(path: str | os.PathLike, rows: Iterable[dict]) -> Path:
+    """Append rows (JSON lines) to ``path``, creating it and its folder."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with _open(path, "a") as f:
+        for row in rows:
+            f.write(json.dumps(row, sort_keys=True) + "\n")
+    return path
+
+
+def make_row(sweep: str, workload: str, family: str, params: dict, workers: int, steps_per_s: float,
+             features: dict) -> dict:
+    from seer import __version__
+
+    return {
+        "sweep": sweep, "workload": workload, "family": family, "params": params, "workers": int(workers),
+        "steps_per_s": float(steps_per_s), "features": features, "schema_version": SCHEMA_VERSION,
+        "seer": __version__, "time": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+    }
+
+
+@dataclasses.dataclass
+class Table:
+    """The dataset as arrays: one entry per (workload, pool size)."""
+
+    X: np.ndarray
+    y: np.ndarray
+    groups: np.ndarray          # workload index per row
+    workers: np.ndarray
+    steps_per_s: np.ndarray
+    cores: np.ndarray
+    keys: list                  # (sweep, workload) per group
+    families: list              # family per group
+
+
+def build_table(rows: list[dict]) -> Table:
+    by: dict[tuple, dict[int, dict]] = {}
+    for r in rows:
+        if r.get("schema_version") != SCHEMA_VERSION:
+            continue
+        sps = float(r["steps_per_s"])
+        if not (math.isfinite(sps) and sps > 0):
+            continue
+        key = (str(r.get("sweep", "")), str(r["workload"]))
+        g = by.setdefault(key, {})
+        w = int(r["workers"])
+        if w not in g or sps > float(g[w]["steps_per_s"]):
+            g[w] = r
+    X, y, groups, workers, sps_all, cores_all, keys, fams = [], [], [], [], [], [], [], []
+    for key in sorted(by):
+        g = by[key]
+        if 1 not in g or len(g) < 2:
+            continue
+        gi = len(keys)
+        keys.append(key)
+        fams.append(str(g[1].get("family", "")))
+        base = float(g[1]["steps_per_s"])
+        for w in sorted(g):
+            feats = g[w]["features"]
+            cores = int(feats.get("usable_cores", 1))
+            X.append(feature_matrix(feats, [w], cores)[0])
+            y.append(math.log(float(g[w]["steps_per_s"]) / base) - math.log(min(w, cores)))
+            groups.append(gi)
+            workers.append(w)
+            sps_all.append(float(g[w]["steps_per_s"]))
+            cores_all.append(cores)
+    n = len(FEATURE_SCHEMA)
+    return Table(np.asarray(X, np.float64).reshape(-1, n), np.asarray(y), np.asarray(groups, np.int64),
+                 np.asarray(workers, np.int64), np.asarray(sps_all), np.asarray(cores_all, np.int64), keys, fams)
+
+
+# ---- model families ------------------------------------------------------------------------
+
+def make_estimator(family: str):
+    """A fresh, unfitted estimator of ``family`` (fixed seeds: training is deterministic)."""
+    from sklearn.ensemble import GradientBoostingRegressor, RandomForestRegressor
+    from sklearn.linear_model import Ridge
+    from sklearn.neighbors import KNeighborsRegressor
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import PolynomialFeatures, StandardScaler
+
+    if family == "gbr":
+        return GradientBoostingRegressor(n_estimators=300, max_depth=3, learning_rate=0.05, subsample=0.8,
+                                         min_samples_leaf=3, random_state=0)
+    if family == "rf":
+        return RandomForestRegressor(n_estimators=200, min_samples_leaf=2, max_features=0.5, random_state=0, n_jobs=1)
+    if family == "ridge":
+        return make_pipeline(StandardScaler(), PolynomialFeatures(2, include_bias=False), StandardScaler(),
+                             Ridge(alpha=30.0))
+    if family == "knn":
+        return make_pipeline(StandardScaler(), KNeighborsRegressor(n_neighbors=7, weights="distance"))
+    raise ValueError(f"family={family!r} is unknown: expected one of {list(FAMILIES)}")
+
+
+FAMILIES = {
+    "gbr": "gradient-boosted trees",
+    "rf": "random forest",
+    "ridge": "ridge regression on degree-2 features",
+    "knn": "k nearest neighbours (k=7)",
+}
+
+
+def decision_scores(table: Table, pred: np.ndarray, rows: np.ndarray | None = None) -> dict:
+    """How good the choices from predictions ``pred`` are, per workload:
+    mean and min fraction of the best measured throughput, next to the
+    fixed rules (1 worker; ``os.cpu_count()`` workers)."""
+    idx = np.arange(len(table.y)) if rows is None else rows
+    fr, f1, fc = [], [], []
+    cpu = os.cpu_count() or 1
+    for g in np.unique(table.groups[idx]):
+        sel = idx[table.groups[idx] == g]
+        ws, sps = table.workers[sel], table.steps_per_s[sel]
+        cores = int(table.cores[sel][0])
+        scores = {int(w): float(p + math.log(min(w, cores))) for w, p in zip(ws, pred[sel])}
+        chosen = choose_from_scores(scores)
+        best = sps.max()
+        fr.append(sps[ws == chosen][0] / best)
+        f1.append(sps[ws == 1][0] / best if (ws == 1).any() else np.nan)
+        rule = min(cpu, int(ws.max()))
+        fc.append(sps[ws == rule][0] / best if (ws == rule).any() else np.nan)
+    fr, f1, fc = np.asarray(fr), np.asarray(f1), np.asarray(fc)
+    return {"workloads": int(len(fr)), "mean_frac": float(fr.mean()) if len(fr) else float("nan"),
+            "min_frac": float(fr.min()) if len(fr) else float("nan"),
+            "rule_1_mean": float(np.nanmean(f1)) if len(f1) else float("nan"),
+            "rule_cpu_mean": float(np.nanmean(fc)) if len(fc) else float("nan")}
+
+
+def compare_families(table: Table, families=("gbr", "rf", "ridge", "knn"), n_splits: int = 5) -> dict:
+    """Grouped cross-validation (folds of whole workloads) of each family:
+    RMSE and R^2 of the target, and the quality of the resulting choices."""
+    from sklearn.model_selection import GroupKFold
+
+    n_groups = len(np.unique(table.groups))
+    k = max(2, min(n_splits, n_groups))
+    out = {}
+    for fam in families:
+        pred = np.zeros_like(table.y)
+        for tr, te in GroupKFold(n_splits=k).split(table.X, table.y, table.groups):
+            est = make_estimator(fam)
+            est.fit(table.X[tr], table.y[tr])
+            pred[te] = est.predict(table.X[te])
+        resid = pred - table.y
+        var = float(np.var(table.y))
+        res = {"rmse": float(np.sqrt(np.mean(resid ** 2))),
+               "r2": float(1.0 - np.mean(resid ** 2) / var) if var > 0 else float("nan")}
+        res.update(decision_scores(table, pred))
+        out[fam] = res
+    return out
+
+
+def pick_family(comparison: dict) -> str:
+    return sorted(comparison, key=lambda f: (-round(comparison[f]["mean_frac"], 3), comparison[f]["rmse"]))[0]
+
+
+def fit(table: Table, family: str) -> object:
+    est = make_estimator(family)
+    est.fit(table.X, table.y)
+    return est
+
+
+def train(rows: list[dict], families=("gbr", "rf", "ridge", "knn"), n_splits: int = 5,
+          family: str | None = None) -> StpaModel:
+    """Compare ``families`` on ``rows`` and fit the best (or ``family``) on all of them."""
+    import sklearn
+
+    from seer import __version__
+
+    table = build_table(rows)
+    if len(np.unique(table.groups)) < 2:
+        raise ValueError(f"too little data to train: {len(np.unique(table.groups))} workloads with a one-worker "
+                         f"measurement (need at least 2)")
+    comparison = compare_families(table, families, n_splits) if len(families) > 1 or family is None else {}
+    chosen = family or pick_family(comparison)
+    est = fit(table, chosen)
+    cores = sorted({int(c) for c in table.cores})
+    machines = sorted({str(r["features"].get("cpu_model", "?")) for r in rows})
+    meta = {
+        "trained": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "rows": int(len(table.y)), "workloads": int(len(table.keys)),
+        "families": sorted(set(table.families)), "cores_seen": cores, "machines": machines,
+        "sklearn": sklearn.__version__, "seer": __version__, "comparison": comparison, "chosen": chosen,
+    }
+    return StpaModel(estimator=est, family=chosen, meta=meta)
