@@ -36,7 +36,11 @@ Two modes:
 In both modes connection changes, measurement reports and demand changes
 reach the BSs after a signalling delay of 0.25 (the model's lookahead), and
 links whose SNR fell below the threshold are released at the next step
-boundary (as mobile-env does at the start of a step).
+boundary (as mobile-env does at the start of a step).  Rates, utilities and
+rewards use what the BSs know at the end of the step; observations use the
+UE's own latest measurement.  With ``full_buffer=True`` UEs move at 0.75
+into each step, so this is exactly mobile-env's order: reward from the
+positions before the move, observation after it.
 
 Example:
     >>> from seer.envs import wireless_v0
@@ -128,6 +132,7 @@ class WirelessEnv(_common.ClosingParallelEnv):
         self.engine = engine
         self.workers = self._core.workers
         self._np_random = None
+        self._was_reset = False
         self.steps = 0
 
     # ---- spaces ----------------------------------------------------------------------
@@ -159,6 +164,7 @@ class WirelessEnv(_common.ClosingParallelEnv):
         obs = self._core.reset(seed, layout)
         self.agents = self.possible_agents[:]
         self.steps = 0
+        self._was_reset = True
         return dict(zip(self.agents, obs.copy())), {a: {} for a in self.agents}
 
     def step(self, actions):
@@ -196,6 +202,8 @@ class WirelessEnv(_common.ClosingParallelEnv):
         if self.render_mode is None:
             gymnasium.logger.warn("render() called without a render_mode; pass render_mode='rgb_array'")
             return None
+        if not self._was_reset:
+            raise RuntimeError("render() needs an episode: call reset() first")
         return render_frame(self.params, self._core.ue_positions, self._core.connections,
                             getattr(self._core, "util", np.zeros(self.num_ue)))
 
@@ -246,13 +254,10 @@ def render_frame(params: wm.WirelessParams, ue_xy: np.ndarray, conn: np.ndarray,
         rr = np.rint(r0[seg] + f * (r1 - r0)[seg]).astype(np.int64)
         cc = np.rint(c0[seg] + f * (c1 - c0)[seg]).astype(np.int64)
         img[rr, cc] = (40, 110, 220)
-    dy, dx = _disk(3)
-    for (rows, cols, color) in ((br, bc, None),):
-        q = 4
-        oy, ox = np.mgrid[-q:q + 1, -q:q + 1]
-        rr = np.clip(rows[:, None] + oy.ravel()[None, :], 0, h - 1)
-        cc = np.clip(cols[:, None] + ox.ravel()[None, :], 0, w - 1)
-        img[rr, cc] = 0
+    q = 4  # BSs: black 9 x 9 squares
+    oy, ox = np.mgrid[-q:q + 1, -q:q + 1]
+    img[np.clip(br[:, None] + oy.ravel()[None, :], 0, h - 1), np.clip(bc[:, None] + ox.ravel()[None, :], 0, w - 1)] = 0
+    dy, dx = _disk(4)
     a = np.clip((np.asarray(util, np.float64) + 1.0) / 2.0, 0.0, 1.0)
     colors = np.stack([255 * (1 - a), 200 * a, np.full_like(a, 40)], axis=1).astype(np.uint8)
     rr = np.clip(ur[:, None] + dy[None, :], 0, h - 1)

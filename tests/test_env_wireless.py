@@ -411,8 +411,13 @@ def test_render_rgb_array():
     env.close()
     none = wireless_v0.parallel_env(scenario="small", workers=1)
     none.reset(seed=0)
-    assert none.render() is None
+    with pytest.warns(UserWarning, match="render_mode"):
+        assert none.render() is None
     none.close()
+    early = wireless_v0.parallel_env(scenario="small", workers=1, render_mode="rgb_array")
+    with pytest.raises(RuntimeError, match="reset"):
+        early.render()
+    early.close()
 
 
 # ---- bad input ---------------------------------------------------------------------------------------
