@@ -1,0 +1,158 @@
+/* UAV swarm: native handlers.  The float operations below are written in
+ * the same order as the numpy reference (envs/_uav_reference.py) so that
+ * both give bit-identical results; the build uses -ffp-contract=off, so no
+ * multiply-add is fused behind our back. */
+#include "env_uav_swarm.h"
+
+#include <math.h>
+#include <string.h>
+
+/* (d2, id) ordering of broadcast recipients: nearer first, then lower id. */
+static inline int closer(double da, int32_t ia, double db, int32_t ib) {
+    return da < db || (da == db && ia < ib);
+}
+
+/* Neighbour-table ordering: newer tick first, then lower sender id. */
+static inline int better(int64_t ta, int32_t sa, int64_t tb, int32_t sb) {
+    return ta > tb || (ta == tb && sa < sb);
+}
+
+int seer_uav_tick(seer_ctx *ctx, const seer_event *ev) {
+    seer_uav *m = ctx->model;
+    const int32_t i = ev->entity;
+    if (!m->alive[i]) return 0; /* a lost UAV's clock stops */
+    const int64_t j = ev->payload;
+    double *p = m->pos + 3 * (int64_t)i;
+    double *v = m->vel + 3 * (int64_t)i;
+
+    /* 1. Broadcast the state at time j (before this period's integration). */
+    double *b = m->bcast + 6 * (int64_t)i;
+    b[0] = p[0], b[1] = p[1], b[2] = p[2];
+    b[3] = v[0], b[4] = v[1], b[5] = v[2];
+    m->bcast_tick[i] = j;
+
+    /* Recipients: live UAVs of the 27 grid cells around ours, within the
+     * radio range at the window start (snapshot positions), the
+     * max_recipients nearest of them by (d2, id). */
+    double best_d[SEER_UAV_MAX_RECIPIENTS];
+    int32_t best_c[SEER_UAV_MAX_RECIPIENTS];
+    const int32_t M = m->max_recipients;
+    int32_t nb = 0;
+    const int32_t *co = m->cell_of + 3 * (int64_t)i;
+    const int32_t nx = m->grid_nx, ny = m->grid_ny, nz = m->grid_nz;
+    for (int32_t z = co[2] - 1; z <= co[2] + 1; z++) {
+        if (z < 0 || z >= nz) continue;
+        for (int32_t y = co[1] - 1; y <= co[1] + 1; y++) {
+            if (y < 0 || y >= ny) continue;
+            for (int32_t x = co[0] - 1; x <= co[0] + 1; x++) {
+                if (x < 0 || x >= nx) continue;
+                const int64_t cell = ((int64_t)z * ny + y) * nx + x;
+                for (int32_t k = m->cell_start[cell]; k < m->cell_start[cell + 1]; k++) {
+                    const int32_t c = m->cell_items[k];
+                    if (c == i) continue;
+                    const double *q = m->snap_pos + 3 * (int64_t)c;
+                    const double dx = q[0] - p[0], dy = q[1] - p[1], dz = q[2] - p[2];
+                    const double d2 = dx * dx + dy * dy + dz * dz;
+                    if (!(d2 <= m->radius2)) continue;
+                    if (nb == M && !closer(d2, c, best_d[nb - 1], best_c[nb - 1])) continue;
+                    int32_t at = nb < M ? nb++ : M - 1;
+                    while (at > 0 && closer(d2, c, best_d[at - 1], best_c[at - 1])) {
+                        best_d[at] = best_d[at - 1];
+                        best_c[at] = best_c[at - 1];
+                        at--;
+                    }
+                    best_d[at] = d2;
+                    best_c[at] = c;
+                }
+            }
+        }
+    }
+    /* The broadcast delay is one tick; the lookahead is half a tick, so the
+     * rounding of (j + 1) * tick can never make it look too close. */
+    const double t_recv = (double)(j + 1) * m->tick;
+    for (int32_t k = 0; k < nb; k++) {
+        int rc = seer_emit(ctx, best_c[k], t_recv, SEER_UAV_RECV, j);
+        if (rc != 0) return rc;
+    }
+    m->sent[i] += nb;
+
+    /* 2. Integrate over one control period T with the commanded acceleration
+     * held: v' = v + a T, scaled back onto |v'| = v_max if faster; then
+     * p' = p + (v + v') T / 2 (exact for a constant a when not clipped). */
+    const double T = m->ctrl_dt[i];
+    const double h = 0.5 * T;
+    const double *a = m->acc + 3 * (int64_t)i;
+    double w0 = v[0] + a[0] * T;
+    double w1 = v[1] + a[1] * T;
+    double w2 = v[2] + a[2] * T;
+    const double s2 = w0 * w0 + w1 * w1 + w2 * w2;
+    if (s2 > m->v_max2) {
+        const double f = m->v_max / sqrt(s2);
+        w0 = w0 * f;
+        w1 = w1 * f;
+        w2 = w2 * f;
+    }
+    p[0] = p[0] + (v[0] + w0) * h;
+    p[1] = p[1] + (v[1] + w1) * h;
+    p[2] = p[2] + (v[2] + w2) * h;
+    v[0] = w0, v[1] = w1, v[2] = w2;
+    m->energy[i] = m->energy[i] + (a[0] * a[0] + a[1] * a[1] + a[2] * a[2]) * T;
+
+    /* 3. The UAV's next tick. */
+    const int64_t jn = j + m->period[i];
+    return seer_emit(ctx, i, (double)jn * m->tick, SEER_UAV_TICK, jn);
+}
+
+int seer_uav_recv(seer_ctx *ctx, const seer_event *ev) {
+    seer_uav *m = ctx->model;
+    const int32_t r = ev->entity, s = ev->source;
+    const int64_t j = ev->payload;
+    if (!m->alive[r]) return 0;
+    /* The sender broadcasts at most every second tick, so the snapshot of
+     * this window still holds the message sent at tick j. */
+    if (s < 0 || s >= m->num_uavs || m->snap_bcast_tick[s] != j) return 1;
+    m->received[r]++;
+    const double *msg = m->snap_bcast + 6 * (int64_t)s;
+
+    /* The table keeps the latest message of each sender, at most table_cap
+     * senders, preferring newer messages (then lower ids); slots stay sorted
+     * by sender id.  As a sender's ticks only grow, the resulting set does
+     * not depend on the order in which one window's messages arrive. */
+    const int32_t C = m->table_cap;
+    int32_t *src = m->nb_src + (int64_t)C * r;
+    int64_t *tk = m->nb_tick + (int64_t)C * r;
+    double *st = m->nb_state + (int64_t)6 * C * r;
+    int32_t n = m->nb_count[r];
+    int32_t k = 0;
+    while (k < n && src[k] < s) k++;
+    if (k < n && src[k] == s) {
+        if (j > tk[k]) {
+            tk[k] = j;
+            memcpy(st + 6 * (int64_t)k, msg, 6 * sizeof(double));
+        }
+        return 0;
+    }
+    if (n == C) {
+        int32_t w = 0;
+        for (int32_t q = 1; q < n; q++)
+            if (better(tk[w], src[w], tk[q], src[q])) w = q;
+        if (!better(j, s, tk[w], src[w])) return 0;
+        for (int32_t q = w; q < n - 1; q++) {
+            src[q] = src[q + 1];
+            tk[q] = tk[q + 1];
+            memcpy(st + 6 * (int64_t)q, st + 6 * (int64_t)(q + 1), 6 * sizeof(double));
+        }
+        n--;
+        if (w < k) k--;
+    }
+    for (int32_t q = n; q > k; q--) {
+        src[q] = src[q - 1];
+        tk[q] = tk[q - 1];
+        memcpy(st + 6 * (int64_t)q, st + 6 * (int64_t)(q - 1), 6 * sizeof(double));
+    }
+    src[k] = s;
+    tk[k] = j;
+    memcpy(st + 6 * (int64_t)k, msg, 6 * sizeof(double));
+    m->nb_count[r] = n + 1;
+    return 0;
+}

@@ -1,0 +1,515 @@
+"""The UAV swarm model (``seer.envs.uav_swarm_v0``) as a SEER model with
+native handlers, plus the parts both implementations share: configuration,
+initial state, the broadcast grid and the step-end readout.
+
+Time.  One *tick* is 0.01 s, the gcd of the UAV periods.  An event at tick
+``j`` has time ``j * 0.01`` (computed from the integer, in C and in Python
+alike, so equal ticks give equal floats and ``j < J`` iff
+``j * 0.01 < J * 0.01``).  Env step ``k`` covers ticks
+``[k m, (k + 1) m)`` with ``m = dt / 0.01``; its horizon is ``(k + 1) m * 0.01``.
+
+Event kinds (one entity per UAV; handlers in csrc/env_uav_swarm.c):
+
+``TICK`` (kind 0)
+    UAV ``i``'s own clock, every ``period[i]`` ticks (10, 5 or 2 ticks, i.e.
+    10, 20 or 50 Hz, by ``i % 3``), all starting at tick 0.  It (1)
+    broadcasts its state ``(p, v)`` at that time to the at most
+    ``max_recipients`` nearest live UAVs within ``radius`` (candidates from
+    the broadcast grid; distances from the window's snapshot positions), as
+    RECV events one tick (0.01 s) later; (2) integrates its dynamics over
+    one period; (3) schedules its next TICK.
+``RECV`` (kind 1)
+    A broadcast arrives: the receiver stores it in its neighbour table (the
+    latest message of each sender; at most ``table_cap`` senders, newer
+    messages first).  The message body is read from the sender's broadcast
+    row in the snapshot; the payload carries its tick as a check.
+Actions.  The action event of a step is the write of the commanded
+    accelerations into ``acc`` before ``runtime.step``: it happens at the
+    step's start time, before any of the step's events, which is exactly
+    where an external action event at that time would be ordered.
+
+Lookahead.  0.005 s, half the 0.01 s broadcast delay, so that the rounding
+of tick times (``(j + 1) * 0.01`` may be one ulp under ``j * 0.01 + 0.01``)
+can never make a one-tick delay look shorter than the lookahead.  Every
+window ``[T, T + 0.005)`` holds exactly the events of one tick.
+
+The broadcast grid (cell size ``radius + 2 v_max dt``) is rebuilt in numpy
+once per env step from the step-start positions.  A UAV moves at most
+``v_max dt`` in a step, so every pair within ``radius`` at any time of the
+step lies in neighbouring cells of that grid.  The reference does the same.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import numpy as np
+
+from seer._seer_c import ffi, lib
+from seer.model import EventKind, Model, Native
+
+TICK_S = 0.01                 # seconds per tick
+RATES_HZ = (10, 20, 50)       # UAV i runs at RATES_HZ[i % 3]
+PERIOD_TICKS = (10, 5, 2)     # the same, in ticks
+LOOKAHEAD_S = 0.5 * TICK_S    # see the module docstring
+BROADCAST_DELAY_TICKS = 1     # 0.01 s
+STEP_QUANTUM_TICKS = 10       # dt must be a multiple of 0.1 s (lcm of the periods)
+OBS_BOUND = 10.0              # observations are clipped to [-OBS_BOUND, OBS_BOUND]
+TARGET_SCALE = 20.0           # metres per unit of the target-relative observation
+
+TICK, RECV = lib.SEER_UAV_TICK, lib.SEER_UAV_RECV
+
+SCENARIOS = {"small": 8, "default": 32, "large": 256, "xlarge": 4096}
+
+
+@dataclasses.dataclass(frozen=True)
+class UavConfig:
+    """Every constant of the model.  Distances in m, times in s."""
+
+    num_uavs: int
+    dt: float = 0.1
+    k_neighbors: int = 6         # neighbours in the observation
+    table_cap: int = 24          # neighbour-table slots
+    max_recipients: int = 32     # a broadcast reaches at most this many UAVs
+    radius: float = 8.0          # radio / sensing range
+    v_max: float = 10.0
+    a_max: float = 5.0           # per axis: action in [-1, 1]^3 times a_max
+    d_col: float = 1.0           # closer than this: both UAVs are lost
+    d_safe: float = 3.0          # separation penalty inside this distance
+    goal_radius: float = 1.0
+    start_spacing: float = 8.0   # start lattice (jittered)
+    formation_spacing: float = 5.0
+    layers: int = 4              # lattice layers in z
+    pad: float = 16.0            # world margin around the start lattice
+    jitter: float = 1.5          # uniform start jitter per axis
+    # reward weights
+    w_progress: float = 1.0
+    w_energy: float = 0.01
+    w_separation: float = 1.0
+    c_collision: float = 10.0
+    c_out_of_bounds: float = 10.0
+    r_goal: float = 0.1
+
+    @property
+    def ticks_per_step(self) -> int:
+        return int(round(self.dt / TICK_S))
+
+    @property
+    def lattice_side(self) -> int:
+        return max(1, math.ceil(math.sqrt(math.ceil(self.num_uavs / self.layers))))
+
+    @property
+    def world_hi(self) -> np.ndarray:
+        """The world is the box [0, world_hi]; leaving it loses the UAV."""
+        n = self.lattice_side
+        return np.array([2 * self.pad + n * self.start_spacing] * 2
+                        + [2 * self.pad + self.layers * self.start_spacing])
+
+    @property
+    def cell(self) -> float:
+        return self.radius + 2.0 * self.v_max * self.dt
+
+    @property
+    def grid_dims(self) -> tuple[int, int, int]:
+        return tuple(max(1, math.ceil(float(h) / self.cell)) for h in self.world_hi)
+
+    @property
+    def max_age_ticks(self) -> int:
+        """Table entries older than this (the slowest period) are not observed."""
+        return max(PERIOD_TICKS)
+
+    @property
+    def obs_dim(self) -> int:
+        return 9 + 7 * self.k_neighbors
+
+
+
+def check_dt(dt) -> float:
+    """``dt`` must be a positive multiple of 0.1 s, so that every UAV's
+    control boundaries meet at each step end (observations then show every
+    UAV at the same time)."""
+    import numbers
+
+    q = STEP_QUANTUM_TICKS * TICK_S
+    ok = isinstance(dt, numbers.Real) and not isinstance(dt, bool) and math.isfinite(dt) and dt > 0
+    if ok:
+        m = round(dt / q)
+        ok = m >= 1 and abs(m * q - dt) <= 1e-9 * max(1.0, dt)
+    if not ok:
+        raise ValueError(f"dt={dt!r} is invalid: expected a positive multiple of {q} s (the least common "
+                         f"multiple of the UAV control periods 0.1, 0.05 and 0.02 s)")
+    return round(dt / q) * STEP_QUANTUM_TICKS * TICK_S
+
+
+def make_config(scenario="default", num_uavs=None, dt=0.1, k_neighbors=6) -> UavConfig:
+    """Validate the public arguments (errors name the argument and the value)."""
+    from seer.envs._common import check_int, check_scenario
+
+    n = check_scenario(scenario, SCENARIOS)
+    if num_uavs is not None:
+        n = check_int("num_uavs", num_uavs, 1, 1 << 20)
+    k = check_int("k_neighbors", k_neighbors, 1, UavConfig.table_cap)
+    return UavConfig(num_uavs=n, dt=check_dt(dt), k_neighbors=k)
+
+
+# ---- state --------------------------------------------------------------------------------
+
+def alloc_state(cfg: UavConfig) -> dict[str, np.ndarray]:
+    """The struct-of-arrays state (first axis: UAV), shared by both implementations."""
+    n, c = cfg.num_uavs, cfg.table_cap
+    st = {
+        "pos": np.zeros((n, 3)), "vel": np.zeros((n, 3)), "acc": np.zeros((n, 3)),
+        "target": np.zeros((n, 3)), "energy": np.zeros(n),
+        "alive": np.zeros(n, np.uint8),
+        "period": np.array([PERIOD_TICKS[i % 3] for i in range(n)], np.int32),
+        "bcast": np.zeros((n, 6)), "bcast_tick": np.zeros(n, np.int64),
+        "nb_src": np.zeros((n, c), np.int32), "nb_tick": np.zeros((n, c), np.int64),
+        "nb_state": np.zeros((n, c, 6)), "nb_count": np.zeros(n, np.int32),
+        "sent": np.zeros(n, np.int64), "received": np.zeros(n, np.int64),
+        "cell_of": np.zeros((n, 3), np.int32),
+    }
+    st["ctrl_dt"] = st["period"].astype(np.float64) * TICK_S
+    return st
+
+
+def initial_state(cfg: UavConfig, seed: int, st: dict[str, np.ndarray]) -> None:
+    """Write the initial state for ``seed`` into ``st`` (in place).
+
+    Starts: a random subset of a ``side x side x layers`` lattice of spacing
+    ``start_spacing`` with uniform jitter.  Targets: a random subset of the
+    same lattice shape with spacing ``formation_spacing``, centred in the
+    world (a formation the swarm has to fly into, crossing paths).
+    """
+    n, side, layers = cfg.num_uavs, cfg.lattice_side, cfg.layers
+    rng = np.random.default_rng(seed)
+    slots = side * side * layers
+
+    def lattice(idx):
+        return np.stack([idx % side, (idx // side) % side, idx // (side * side)], axis=1).astype(np.float64)
+
+    start = lattice(rng.permutation(slots)[:n])
+    goal = lattice(rng.permutation(slots)[:n])
+    jitter = rng.uniform(-cfg.jitter, cfg.jitter, (n, 3))
+    hi = cfg.world_hi
+    dims = np.array([side, side, layers], np.float64)
+    st["pos"][:] = cfg.pad + (start + 0.5) * cfg.start_spacing + jitter
+    st["target"][:] = hi / 2 + (goal - (dims - 1) / 2) * cfg.formation_spacing
+    st["vel"][:] = 0.0
+    st["acc"][:] = 0.0
+    st["energy"][:] = 0.0
+    st["alive"][:] = 1
+    st["bcast"][:] = 0.0
+    st["bcast_tick"][:] = -1
+    st["nb_src"][:] = -1
+    st["nb_tick"][:] = -1
+    st["nb_state"][:] = 0.0
+    st["nb_count"][:] = 0
+    st["sent"][:] = 0
+    st["received"][:] = 0
+    st["cell_of"][:] = 0
+
+
+def set_actions(cfg: UavConfig, st, live_idx: np.ndarray, actions: np.ndarray) -> None:
+    """Commanded acceleration of the live UAVs: action in [-1, 1]^3 times a_max."""
+    st["acc"][live_idx] = np.asarray(actions, np.float64) * cfg.a_max
+
+
+# ---- grids -------------------------------------------------------------------------------
+
+def _offsets(half: bool) -> np.ndarray:
+    offs = [(dz, dy, dx) for dz in (-1, 0, 1) for dy in (-1, 0, 1) for dx in (-1, 0, 1)]
+    if half:  # (0, 0, 0) first, then the 13 lexicographically greater offsets
+        offs = [o for o in offs if o >= (0, 0, 0)]
+    return np.array(offs, np.int64)
+
+
+_HALF, _FULL = _offsets(True), _offsets(False)
+
+
+def neighbour_pairs(cells: np.ndarray, dims, *, half: bool) -> tuple[np.ndarray, np.ndarray]:
+    """Pairs ``(a, b)`` of rows of ``cells`` (n x 3 integer cell coordinates
+    x y z, each in ``[0, dims)``) whose cells differ by at most one along
+    every axis, through a dense cell table: O(n + cells).
+
+    ``half``: each unordered pair once.  Otherwise every ordered pair with
+    a != b.  The order of the pairs is a pure function of ``cells``.
+    """
+    n = len(cells)
+    if n == 0:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    pd = np.asarray(dims, np.int64) + 2  # an empty cell on each side: offsets never wrap
+    key = ((cells[:, 2].astype(np.int64) + 1) * pd[1] + (cells[:, 1] + 1)) * pd[0] + (cells[:, 0] + 1)
+    order = np.argsort(key, kind="stable")
+    ks = key[order]
+    start = np.zeros(int(pd.prod()) + 1, np.int64)
+    np.cumsum(np.bincount(key, minlength=len(start) - 1), out=start[1:])
+    offs = _HALF if half else _FULL
+    lin = (offs[:, 0] * pd[1] + offs[:, 1]) * pd[0] + offs[:, 2]
+    nk = ks[:, None] + lin[None, :]
+    lo = start[nk]
+    hi = start[nk + 1]
+    if half:  # same cell: only the entries after this one
+        lo[:, 0] = np.arange(1, n + 1)
+    cnt = np.maximum(hi - lo, 0).ravel()
+    total = int(cnt.sum())
+    rows = np.repeat(np.arange(n * len(offs)) // len(offs), cnt)
+    first = np.repeat(lo.ravel() - (np.cumsum(cnt) - cnt), cnt)
+    a, b = order[rows], order[first + np.arange(total)]
+    if not half:
+        keep = a != b
+        a, b = a[keep], b[keep]
+    return a, b
+
+
+def close_pairs(pos: np.ndarray, idx: np.ndarray, radius: float, hi: np.ndarray):
+    """Unordered pairs of UAVs ``idx`` closer than ``radius``: (a, b, distance).
+    Cells of size ``radius`` over the box [0, hi] (clamped: a clamped cell
+    only adds candidates, it never separates two close UAVs)."""
+    p = pos[idx]
+    dims = np.maximum(np.ceil(hi / radius).astype(np.int64), 1)
+    cells = np.clip(np.floor(p / radius).astype(np.int64), 0, dims - 1)
+    a, b = neighbour_pairs(cells, dims, half=True)
+    d = p[b] - p[a]
+    d2 = d[:, 0] * d[:, 0] + d[:, 1] * d[:, 1] + d[:, 2] * d[:, 2]
+    keep = d2 < radius * radius
+    return idx[a[keep]], idx[b[keep]], np.sqrt(d2[keep])
+
+
+class BroadcastGrid:
+    """The per-step broadcast grid: cell size ``radius + 2 v_max dt`` over the
+    world box, a CSR list of the live UAVs of each cell (dense cell index
+    ``(z * ny + y) * nx + x``).  Arrays keep their addresses (C holds them)."""
+
+    def __init__(self, cfg: UavConfig, cell_of: np.ndarray):
+        self.cfg = cfg
+        self.dims = np.array(cfg.grid_dims, np.int64)
+        self.cell_of = cell_of
+        self.cell_start = np.zeros(int(np.prod(self.dims)) + 1, np.int32)
+        self.cell_items = np.zeros(cfg.num_uavs, np.int32)
+        self.num_live = 0
+
+    def build(self, pos: np.ndarray, alive: np.ndarray) -> None:
+        nx, ny, nz = self.dims
+        c = np.floor(pos / self.cfg.cell).astype(np.int64)
+        np.clip(c, 0, self.dims - 1, out=c)
+        self.cell_of[:] = c
+        live = np.flatnonzero(alive)
+        cl = c[live]
+        key = (cl[:, 2] * ny + cl[:, 1]) * nx + cl[:, 0]
+        order = np.argsort(key, kind="stable")
+        self.cell_items[: len(live)] = live[order]
+        self.cell_items[len(live):] = -1
+        self.cell_start[0] = 0
+        np.cumsum(np.bincount(key, minlength=len(self.cell_start) - 1), out=self.cell_start[1:])
+        self.num_live = len(live)
+
+
+# ---- the step-end readout -------------------------------------------------------------------
+
+def target_distance(pos: np.ndarray, target: np.ndarray) -> np.ndarray:
+    d = target - pos
+    return np.sqrt(d[:, 0] * d[:, 0] + d[:, 1] * d[:, 1] + d[:, 2] * d[:, 2])
+
+
+class Readout:
+    """Observations, rewards and losses at a step end, from the state arrays.
+
+    Both implementations call this same numpy code, so their comparison
+    isolates what differs: how the state evolves inside a step.
+
+    Observation of UAV i (float32, each entry clipped to [-10, 10]):
+
+    - ``(p_i - c) / h`` (c, h: centre and half-size of the world box),
+      ``v_i / v_max``, ``(g_i - p_i) / 20 m`` (g_i: its target);
+    - for each of its ``k`` nearest table neighbours (by distance from p_i
+      to the neighbour's reported position; entries older than 0.1 s are
+      ignored; ties go to the lower sender id), ``(p_j - p_i) / radius``,
+      ``(v_j - v_i) / (2 v_max)`` and 1; zeros for missing neighbours.
+
+    Reward of UAV i for the step (documented in uav_swarm_v0).
+    """
+
+    def __init__(self, cfg: UavConfig):
+        self.cfg = cfg
+        n = cfg.num_uavs
+        self.centre = cfg.world_hi / 2
+        self.half = cfg.world_hi / 2
+        self.hi = cfg.world_hi
+        self.slot = np.arange(cfg.table_cap)
+        self.prev_dist = np.zeros(n)
+
+    def start(self, st) -> np.ndarray:
+        """Observations after reset; remembers the target distances."""
+        self.prev_dist[:] = target_distance(st["pos"], st["target"])
+        return self.observe(st, 0)
+
+    def observe(self, st, J: int) -> np.ndarray:
+        cfg = self.cfg
+        n, k = cfg.num_uavs, cfg.k_neighbors
+        pos, vel = st["pos"], st["vel"]
+        obs = np.zeros((n, cfg.obs_dim), np.float32)
+        obs[:, 0:3] = (pos - self.centre) / self.half
+        obs[:, 3:6] = vel / cfg.v_max
+        obs[:, 6:9] = (st["target"] - pos) / TARGET_SCALE
+        # The fresh table entries, in (row, slot) order, i.e. by sender id.
+        valid = (self.slot < st["nb_count"][:, None]) & (st["nb_tick"] >= J - cfg.max_age_ticks)
+        row, col = np.nonzero(valid)
+        if len(row):
+            e = np.take(st["nb_state"].reshape(-1, 6), row * cfg.table_cap + col, axis=0)
+            rel = e[:, 0:3] - pos[row]
+            d2 = rel[:, 0] * rel[:, 0] + rel[:, 1] * rel[:, 1] + rel[:, 2] * rel[:, 2]
+            # Nearest first within each row.  Sorting row * 1024 + min(d2, 1023)
+            # keeps the rows apart; a stable sort (timsort, fast here as the
+            # rows come sorted) leaves ties, i.e. distances within about
+            # 1e-9 m^2 of each other, in sender-id order.
+            o = np.argsort(row * 1024.0 + np.minimum(d2, 1023.0), kind="stable")
+            row = row[o]
+            rank = np.arange(len(row)) - np.searchsorted(row, row, "left")
+            keep = rank < k
+            o, row, rank = o[keep], row[keep], rank[keep]
+            feat = np.empty((len(o), 7))
+            feat[:, 0:3] = rel[o] / cfg.radius
+            feat[:, 3:6] = (e[o, 3:6] - vel[row]) / (2.0 * cfg.v_max)
+            feat[:, 6] = 1.0
+            nbr = np.zeros((n, k, 7), np.float32)
+            nbr[row, rank] = feat
+            obs[:, 9:] = nbr.reshape(n, 7 * k)
+        np.clip(obs, -OBS_BOUND, OBS_BOUND, out=obs)
+        return obs
+
+    def step(self, st, J: int):
+        """(obs, reward, collided, out_of_bounds) after a step; ``st["alive"]``
+        still holds the UAVs that were alive during it (the caller retires the
+        lost ones)."""
+        cfg = self.cfg
+        n = cfg.num_uavs
+        pos = st["pos"]
+        live = st["alive"].astype(bool)
+        dist = target_distance(pos, st["target"])
+        progress = self.prev_dist - dist
+        sep = np.zeros(n)
+        collided = np.zeros(n, bool)
+        li = np.flatnonzero(live)
+        if len(li) > 1:
+            a, b, d = close_pairs(pos, li, cfg.d_safe, self.hi)
+            pen = (cfg.d_safe - d) / cfg.d_safe
+            sep = np.bincount(a, pen, n) + np.bincount(b, pen, n)
+            hit = d < cfg.d_col
+            collided[a[hit]] = True
+            collided[b[hit]] = True
+        oob = ((pos < 0.0) | (pos > self.hi)).any(axis=1) & live
+        reward = (cfg.w_progress * progress - cfg.w_energy * st["energy"] - cfg.w_separation * sep
+                  - cfg.c_collision * collided - cfg.c_out_of_bounds * oob + cfg.r_goal * (dist < cfg.goal_radius))
+        self.prev_dist[:] = dist
+        return self.observe(st, J), reward, collided, oob
+
+
+# ---- the SEER model -------------------------------------------------------------------------
+
+class UavModel(Model):
+    """The swarm as a SEER model: one entity per UAV, native TICK and RECV handlers."""
+
+    def __init__(self, cfg: UavConfig):
+        self.cfg = cfg
+        n = cfg.num_uavs
+        if cfg.max_recipients > lib.SEER_UAV_MAX_RECIPIENTS or cfg.table_cap > lib.SEER_UAV_MAX_TABLE:
+            raise ValueError("max_recipients / table_cap exceed the C buffers")
+        self.num_entities = n
+        self.lookahead = LOOKAHEAD_S
+        self.kinds = [EventKind("tick", Native("seer_uav_tick")), EventKind("recv", Native("seer_uav_recv"))]
+        self.state = alloc_state(cfg)
+        # Read across UAVs: positions (radio range) and broadcasts (messages).
+        self.shared_state = ("pos", "bcast", "bcast_tick")
+        snap = self.snapshot_targets()
+        self.grid = BroadcastGrid(cfg, self.state["cell_of"])
+        st = self.state
+        c = ffi.new("seer_uav *")
+        keep = []  # the cdata that keep the buffers referenced
+
+        def ptr(ctype, arr):
+            assert arr.flags.c_contiguous
+            p = ffi.cast(ctype, ffi.from_buffer(arr))
+            keep.append(p)
+            return p
+
+        c.num_uavs = n
+        c.table_cap = cfg.table_cap
+        c.max_recipients = cfg.max_recipients
+        c.grid_nx, c.grid_ny, c.grid_nz = (int(d) for d in cfg.grid_dims)
+        c.tick = TICK_S
+        c.radius2 = cfg.radius * cfg.radius
+        c.v_max = cfg.v_max
+        c.v_max2 = cfg.v_max * cfg.v_max
+        c.pos = ptr("double *", st["pos"])
+        c.vel = ptr("double *", st["vel"])
+        c.acc = ptr("double *", st["acc"])
+        c.ctrl_dt = ptr("double *", st["ctrl_dt"])
+        c.period = ptr("int32_t *", st["period"])
+        c.alive = ptr("uint8_t *", st["alive"])
+        c.energy = ptr("double *", st["energy"])
+        c.bcast = ptr("double *", st["bcast"])
+        c.bcast_tick = ptr("int64_t *", st["bcast_tick"])
+        c.nb_src = ptr("int32_t *", st["nb_src"])
+        c.nb_tick = ptr("int64_t *", st["nb_tick"])
+        c.nb_state = ptr("double *", st["nb_state"])
+        c.nb_count = ptr("int32_t *", st["nb_count"])
+        c.sent = ptr("int64_t *", st["sent"])
+        c.received = ptr("int64_t *", st["received"])
+        c.snap_pos = ptr("double *", snap["pos"])
+        c.snap_bcast = ptr("double *", snap["bcast"])
+        c.snap_bcast_tick = ptr("int64_t *", snap["bcast_tick"])
+        c.cell_of = ptr("int32_t *", self.grid.cell_of)
+        c.cell_start = ptr("int32_t *", self.grid.cell_start)
+        c.cell_items = ptr("int32_t *", self.grid.cell_items)
+        self._keep = keep
+        self.native_model = c
+
+    def queue_capacity(self) -> int:
+        """Events that can be pending at once: a TICK per UAV plus the
+        messages of two consecutive ticks (at most max_recipients per sender
+        each), plus slack for the workers' node caches."""
+        n = self.cfg.num_uavs
+        return n * (2 * self.cfg.max_recipients + 2) + 8192
+
+    def reset(self, runtime, seed: int) -> None:
+        initial_state(self.cfg, seed, self.state)
+        n = self.cfg.num_uavs
+        runtime.schedule(np.arange(n, dtype=np.int32), np.zeros(n), np.full(n, TICK, np.int32),
+                         np.zeros(n, np.int64))
+
+    def prepare_step(self) -> None:
+        """Before each env step: rebuild the broadcast grid, zero the energy."""
+        self.grid.build(self.state["pos"], self.state["alive"])
+        self.state["energy"][:] = 0.0
+
+
+class SeerSim:
+    """The swarm run by SEER: ``reset(seed)``, then per step write the
+    actions (``set_actions``) and call ``advance()``."""
+
+    name = "seer"
+
+    def __init__(self, cfg: UavConfig, workers="auto", *, trace: bool = False):
+        from seer.runtime import Runtime
+
+        self.cfg = cfg
+        self.model = UavModel(cfg)
+        self.state = self.model.state
+        self.runtime = Runtime(self.model, workers=workers, capacity=self.model.queue_capacity(), trace=trace)
+        self.workers = self.runtime.workers
+        self.J = 0
+        self.last_events = 0
+
+    def reset(self, seed: int) -> None:
+        self.runtime.reset(seed)
+        self.J = 0
+
+    def advance(self) -> None:
+        self.model.prepare_step()
+        j1 = self.J + self.cfg.ticks_per_step
+        self.last_events = self.runtime.step(j1 * TICK_S).events
+        self.J = j1
+
+    def close(self) -> None:
+        self.runtime.close()

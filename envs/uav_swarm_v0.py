@@ -1,0 +1,265 @@
+"""UAV swarm control on SEER's event-driven runtime.
+
+``N`` UAVs fly from a jittered start lattice into a formation (each UAV has
+its own target slot) without colliding.  Each UAV runs on its own clock:
+UAV ``i`` controls and senses at ``(10, 20, 50)[i % 3]`` Hz; every control
+tick it broadcasts its position and velocity to the UAVs in radio range,
+which receive the message 0.01 s later.  SEER runs each UAV's events at its
+own times (see ``envs/_uav_model.py`` for the event kinds); a time-stepped
+numpy reference of the same model is in ``envs/_uav_reference.py``.
+
+Dynamics (double integrator, per UAV, over one control period ``T`` of its
+own clock, with the commanded acceleration ``a = a_max * action`` held)::
+
+    v' = v + a T                       a in [-a_max, a_max]^3, a_max = 5 m/s^2
+    v' = v' * v_max / |v'|   if |v'| > v_max = 10 m/s
+    p' = p + (v + v') T / 2
+
+Sensing.  A broadcast reaches the (at most 32) nearest live UAVs within
+``radius = 8 m``, found through a spatial grid (O(N) per step, not O(N^2)).
+A receiver keeps the latest message of each sender in a 24-slot table.
+Its observation shows the ``k`` (default 6) nearest table entries.
+
+Observation (float32 Box, ``9 + 7 k`` entries, each clipped to [-10, 10]):
+own position relative to the world centre over the half-size of the world,
+own velocity over ``v_max``, target minus position over 20 m; then per
+neighbour (nearest first, zeros when fewer): relative position over the
+radius, relative velocity over ``2 v_max``, 1.
+
+Reward of UAV i for a step (all terms over the step)::
+
+    r = (d_prev - d)                          progress to the target (m)
+        - 0.01 * sum |a|^2 T                  energy (control effort)
+        - sum_j (3 - d_ij) / 3  over d_ij < 3 m   separation
+        - 10 * collided - 10 * out_of_bounds
+        + 0.1 * (d < 1 m)                     at the target
+
+Losses.  Two UAVs closer than 1 m at a step end collide; a UAV outside the
+world box is out of bounds.  Either loses the UAV: it is terminated and
+leaves ``agents``.  All agents are truncated after ``max_cycles`` steps.
+
+Arguments of :func:`parallel_env` and :func:`env`:
+
+- ``scenario``: ``"small"`` (8 UAVs), ``"default"`` (32), ``"large"`` (256),
+  ``"xlarge"`` (4096); ``num_uavs`` overrides the count.
+- ``max_cycles`` (default 500), ``dt`` (step length, a multiple of 0.1 s),
+  ``k_neighbors`` (default 6), ``render_mode`` (None or ``"rgb_array"``),
+  ``workers`` (``"auto"`` or an integer: SEER's pool size).
+- ``backend``: ``"seer"`` (default) or ``"reference"`` (the time-stepped
+  numpy implementation, same numbers; for tests and benchmarks).
+"""
+
+from __future__ import annotations
+
+import gymnasium
+import numpy as np
+
+from seer.envs import _uav_model as M
+from seer.envs._common import (
+    ClosingParallelEnv,
+    check_int,
+    check_render_mode,
+    check_workers,
+    make_aec,
+    seed_from,
+    validate_actions,
+)
+
+__all__ = ["parallel_env", "env", "raw_env", "UavSwarmEnv", "SCENARIOS"]
+
+SCENARIOS = dict(M.SCENARIOS)
+BACKENDS = ("seer", "reference")
+
+
+class UavSwarmEnv(ClosingParallelEnv):
+    """The PettingZoo ParallelEnv (see the module docstring)."""
+
+    metadata = {"render_modes": ["rgb_array"], "name": "uav_swarm_v0", "is_parallelizable": True,
+                "render_fps": 10}
+
+    def __init__(self, scenario="default", num_uavs=None, max_cycles=500, render_mode=None, dt=0.1,
+                 workers="auto", k_neighbors=6, backend="seer"):
+        cfg = M.make_config(scenario, num_uavs, dt, k_neighbors)
+        self.max_cycles = check_int("max_cycles", max_cycles, 1)
+        self.render_mode = check_render_mode(render_mode, self.metadata["render_modes"])
+        workers = check_workers(workers)
+        if backend not in BACKENDS:
+            raise ValueError(f"backend={backend!r} is unknown: expected one of {list(BACKENDS)}")
+        self.cfg = cfg
+        self.scenario = scenario
+        self._closed = False
+        n = cfg.num_uavs
+        self.possible_agents = [f"uav_{i}" for i in range(n)]
+        self._index = {a: i for i, a in enumerate(self.possible_agents)}
+        self._obs_spaces: dict[str, gymnasium.spaces.Box] = {}
+        self._act_spaces: dict[str, gymnasium.spaces.Box] = {}
+        if backend == "seer":
+            self._sim = M.SeerSim(cfg, workers=workers)
+            self._runtime = self._sim.runtime
+        else:
+            from seer.envs._uav_reference import ReferenceSim
+
+            self._sim = ReferenceSim(cfg)
+        self.backend = backend
+        self.workers = self._sim.workers
+        self.state_arrays = self._sim.state
+        self._readout = M.Readout(cfg)
+        self.agents: list[str] = []
+        self._live = np.zeros(0, np.int64)
+        self._obs = None
+        self._steps = 0
+
+    # ---- spaces ------------------------------------------------------------------------------
+
+    def observation_space(self, agent):
+        space = self._obs_spaces.get(agent)
+        if space is None:
+            self._check_agent(agent)
+            space = gymnasium.spaces.Box(-M.OBS_BOUND, M.OBS_BOUND, (self.cfg.obs_dim,), np.float32)
+            self._obs_spaces[agent] = space
+        return space
+
+    def action_space(self, agent):
+        space = self._act_spaces.get(agent)
+        if space is None:
+            self._check_agent(agent)
+            space = gymnasium.spaces.Box(-1.0, 1.0, (3,), np.float32)
+            self._act_spaces[agent] = space
+        return space
+
+    def _check_agent(self, agent):
+        if agent not in self._index:
+            raise ValueError(f"agent {agent!r} is unknown: expected one of uav_0 ... uav_{self.cfg.num_uavs - 1}")
+
+    # ---- episode -----------------------------------------------------------------------------
+
+    def reset(self, seed=None, options=None):
+        self._check_open()
+        seed = seed_from(seed, getattr(self, "_np_random", None))
+        self._np_random = np.random.default_rng(seed)
+        self._sim.reset(seed)
+        self._obs = self._readout.start(self._sim.state)
+        self._live = np.arange(self.cfg.num_uavs)
+        self.agents = self.possible_agents[:]
+        self._steps = 0
+        obs = dict(zip(self.agents, self._obs))
+        return obs, {a: {} for a in self.agents}
+
+    def step(self, actions):
+        self._check_open()
+        if not self.agents:
+            raise RuntimeError("step() called with no live agents: call reset() first")
+        act = self._actions_array(actions)
+        sim, st = self._sim, self._sim.state
+        live = self._live
+        M.set_actions(self.cfg, st, live, act)
+        sim.advance()
+        obs, reward, collided, oob = self._readout.step(st, sim.J)
+        self._obs = obs
+        self._steps += 1
+        lost = (collided | oob)[live]
+        agents = self.agents
+        term = dict(zip(agents, lost.tolist()))
+        trunc_all = self._steps >= self.max_cycles
+        trunc = dict.fromkeys(agents, trunc_all)
+        rew = dict(zip(agents, reward[live].tolist()))
+        obs_d = dict(zip(agents, obs[live]))
+        infos = {a: {} for a in agents}
+        if lost.any():
+            st["alive"][live[lost]] = 0
+        if trunc_all:
+            self.agents = []
+            self._live = live[:0]
+        elif lost.any():
+            keep = ~lost
+            self._live = live[keep]
+            self.agents = [a for a, k in zip(agents, keep.tolist()) if k]
+        return obs_d, rew, term, trunc, infos
+
+    def _actions_array(self, actions) -> np.ndarray:
+        """The live agents' actions as an (n, 3) array; any problem goes to
+        validate_actions, whose error names the agent and the value."""
+        agents = self.agents
+        if type(actions) is dict and len(actions) == len(agents):
+            try:
+                arr = np.array([actions[a] for a in agents], dtype=np.float64)
+            except (KeyError, ValueError, TypeError):
+                arr = None
+            if (arr is not None and arr.shape == (len(agents), 3) and np.isfinite(arr).all()
+                    and arr.min() >= -1.0 and arr.max() <= 1.0):
+                return arr
+        validate_actions(actions, agents, self.action_space)
+        # validate_actions found nothing wrong with the values themselves
+        return np.array([np.asarray(actions[a], np.float64) for a in agents])
+
+    # ---- rendering ---------------------------------------------------------------------------
+
+    def render(self):
+        if self.render_mode is None:
+            gymnasium.logger.warn("render() called without render_mode; pass render_mode='rgb_array'")
+            return None
+        return render_frame(self.cfg, self._sim.state, self._sim.J)
+
+    # ---- lifecycle ---------------------------------------------------------------------------
+
+    def _check_open(self):
+        if self._closed:
+            raise RuntimeError("this uav_swarm_v0 env is closed")
+
+    def close(self):
+        sim = getattr(self, "_sim", None)
+        if sim is not None and not self._closed:
+            self._closed = True
+            sim.close()
+
+    def __repr__(self):
+        return "uav_swarm_v0"
+
+
+def render_frame(cfg, st, J, size: int = 512) -> np.ndarray:
+    """Top-down (x, y) view: neighbour links (to the UAVs a UAV currently
+    observes) in grey, targets as dim dots, UAVs as dots coloured by clock
+    rate (10 Hz red, 20 Hz green, 50 Hz blue).  numpy only."""
+    hi = cfg.world_hi
+    scale = (size - 1) / max(hi[0], hi[1])
+    h, w = int(hi[1] * scale) + 1, int(hi[0] * scale) + 1
+    img = np.full((h, w, 3), 255, np.uint8)
+
+    def to_px(p):
+        x = np.clip(np.rint(p[..., 0] * scale), 0, w - 1).astype(np.int64)
+        y = np.clip(np.rint((hi[1] - p[..., 1]) * scale), 0, h - 1).astype(np.int64)
+        return y, x
+
+    alive = st["alive"].astype(bool)
+    pos = st["pos"]
+    # links to the observed neighbours (fresh table entries)
+    slot = np.arange(cfg.table_cap)
+    valid = (slot < st["nb_count"][:, None]) & (st["nb_tick"] >= J - cfg.max_age_ticks) & alive[:, None]
+    r, c = np.nonzero(valid)
+    if len(r):
+        a, b = pos[r], st["nb_state"][r, c, 0:3]
+        t = np.linspace(0.0, 1.0, 24)[None, :, None]
+        y, x = to_px(a[:, None, :] * (1 - t) + b[:, None, :] * t)
+        img[y, x] = (170, 170, 170)
+    ty, tx = to_px(st["target"][alive])
+    img[ty, tx] = (120, 120, 120)
+    colours = np.array([(220, 40, 40), (40, 170, 40), (40, 60, 220)], np.uint8)
+    y, x = to_px(pos[alive])
+    col = colours[np.flatnonzero(alive) % 3]
+    for dy in (-1, 0, 1):
+        for dx in (-1, 0, 1):
+            img[np.clip(y + dy, 0, h - 1), np.clip(x + dx, 0, w - 1)] = col
+    return img
+
+
+raw_env = UavSwarmEnv
+
+
+def parallel_env(**kwargs) -> UavSwarmEnv:
+    """The PettingZoo ParallelEnv (arguments: see the module docstring)."""
+    return UavSwarmEnv(**kwargs)
+
+
+def env(**kwargs):
+    """The AEC version (PettingZoo's parallel_to_aec plus order enforcing)."""
+    return make_aec(UavSwarmEnv, **kwargs)
