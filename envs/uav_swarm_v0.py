@@ -15,6 +15,14 @@ own clock, with the commanded acceleration ``a = a_max * action`` held)::
     v' = v' * v_max / |v'|   if |v'| > v_max = 10 m/s
     p' = p + (v + v') T / 2
 
+Events (one SEER entity per UAV; times are multiples of a 0.01 s tick):
+``TICK`` at the UAV's own rate broadcasts its state, integrates one control
+period and reschedules itself; ``RECV`` delivers a neighbour's broadcast
+0.01 s after it was sent (the model's lookahead is 0.005 s, so every
+message is later than the lookahead).  The step's action event is the
+write of the commanded accelerations before ``runtime.step(t + dt)``; the
+observations and rewards are read in numpy after the step has drained.
+
 Sensing.  A broadcast reaches the (at most 32) nearest live UAVs within
 ``radius = 8 m``, found through a spatial grid (O(N) per step, not O(N^2)).
 A receiver keeps the latest message of each sender in a 24-slot table.

@@ -328,6 +328,15 @@ def test_render_rgb_array_frame():
     quiet.close()
 
 
+def test_pettingzoo_render_test_rgb_array_through_aec():
+    from pettingzoo.test import render_test
+
+    # render_test first builds a "human" env only to read metadata; this env
+    # renders rgb_array only, so that probe gets render_mode=None.
+    render_test(lambda render_mode=None: U.env(
+        scenario="small", workers=1, render_mode=None if render_mode == "human" else render_mode))
+
+
 # ---- bad input ------------------------------------------------------------------------------------
 
 @pytest.fixture
