@@ -15,6 +15,7 @@ from seer.queue import EVENT_DTYPE, EventQueue
 from seer.model import EventKind, Model, Native
 from seer.runtime import Runtime, StepStats
 from seer.trace import Trace
+from seer.wrap import wrap
 
 __version__ = "0.1.0"
 
@@ -36,4 +37,5 @@ __all__ = [
     "QueueFullError",
     "SeerError",
     "WorkerError",
+    "wrap",
 ]

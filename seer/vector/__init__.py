@@ -1,0 +1,144 @@
+"""`seer.vector`: a Gymnasium VectorEnv over copies of a PettingZoo env.
+
+>>> import seer.vector
+>>> from mpe2 import simple_spread_v3
+>>> envs = seer.vector.make(lambda: simple_spread_v3.parallel_env(N=3), 8, backend="process", workers=2)
+>>> obs, infos = envs.reset(seed=0)          # obs: (24, 18), one row per agent slot
+>>> obs, rew, term, trunc, infos = envs.step(envs.action_space.sample())
+>>> envs.close()
+
+**Rows.**  As in SuperSuit's and PufferLib's multi-agent vectorization, the
+vector env's ``num_envs`` counts *rows*, one per agent slot:
+``num_envs = num_copies * agents_per_copy`` where ``num_copies`` is the
+``num_envs`` argument of :func:`make` (how many env copies run) and
+``agents_per_copy`` the largest ``len(possible_agents)`` of a copy.  Row
+``c * agents_per_copy + j`` is agent ``possible_agents[j]`` of copy ``c``
+(``row_agents`` / ``row_copy`` map rows back).  ``infos["mask"]`` says which
+rows carry a live agent's data (see :class:`SeerVectorEnv`).
+
+**Backends.**  ``"thread"``: the copies are the entities of a SEER model run
+by :class:`seer.Runtime`'s worker pool (for envs that release the GIL, such
+as SEER's own).  ``"process"``: the copies live in worker processes; rows
+live in shared memory and each step is coordinated through flags in it (no
+pipes; see ``seer/vector/_process.py``).  Copy ``c`` is reset with seed
+``seed + c`` for any worker count, so results are identical across worker
+counts and backends.
+"""
+
+from __future__ import annotations
+
+import numbers
+import os
+import types
+from typing import Any, Callable
+
+from gymnasium.vector import AutoresetMode
+
+from seer.vector._env import EnvCopyError, SeerVectorEnv
+from seer.vector._layout import SpaceMismatchError
+
+__all__ = ["make", "SeerVectorEnv", "EnvCopyError", "SpaceMismatchError", "AutoresetMode", "BACKENDS"]
+
+BACKENDS = ("thread", "process")
+
+
+def _cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:
+        return os.cpu_count() or 1
+
+
+def make(env_fn: Callable[[], Any], num_envs: int, backend: str = "thread", workers: int | str = "auto",
+         autoreset_mode: AutoresetMode | str = AutoresetMode.NEXT_STEP, *, pad: bool = False,
+         restart_failed: bool = False, copy: bool = True, validate_actions: bool = True,
+         context: str | None = None, inline: bool = False, **options) -> SeerVectorEnv:
+    """A :class:`SeerVectorEnv` over ``num_envs`` copies of ``env_fn()``.
+
+    Args:
+        env_fn: Makes one copy: a PettingZoo ParallelEnv, or an AECEnv
+            (converted with ``aec_to_parallel``).  A module with a
+            ``parallel_env`` factory (e.g. ``seer.envs.uav_swarm_v0``) also
+            works.  The process backend pickles it with cloudpickle.
+        num_envs: Number of env *copies*.  The result's ``num_envs`` counts
+            rows (copies x agent slots); ``num_copies`` keeps this count.
+        backend: ``"thread"`` or ``"process"``.
+        workers: ``"auto"`` (the usable cores, at most ``num_envs``) or an
+            integer: threads of the runtime's pool, or processes stepping
+            copies (with ``inline=True`` the calling process counts as one).
+        autoreset_mode: ``NEXT_STEP`` (default), ``SAME_STEP`` (the final
+            observation and info go to ``infos["final_obs"]`` /
+            ``infos["final_info"]``) or ``DISABLED``.  A copy autoresets when
+            all its agents are gone.
+        pad: Let agents with different spaces share rows: Box spaces are
+            padded with zeros to the largest shape (flattened first if their
+            ranks differ), Discrete spaces to the largest ``n`` (an action
+            beyond an agent's own ``n`` means action 0, as in SuperSuit).
+            Without it, different spaces raise :class:`SpaceMismatchError`.
+        restart_failed: A copy whose ``step`` raises (or whose worker process
+            dies) is recreated with ``env_fn`` and its episode cut
+            (``truncated`` for its live agents, ``infos["restarted"]``), with
+            a warning, instead of raising (RLlib's
+            ``restart_failed_sub_environments``).
+        copy: Return copies of the observation buffer (False: the live
+            buffer, overwritten by the next step).
+        validate_actions: Check the live rows' actions against their spaces
+            (an error names the row, copy, agent and value).
+        context: Process backend: ``"forkserver"`` (default where available)
+            or ``"spawn"``; never ``fork`` (unsafe next to threads).
+        inline: Process backend: the calling process steps a share of the
+            copies too (like worker 0 of SEER's thread pool), so ``workers``
+            processes use ``workers`` cores; without it ``workers`` child
+            processes do all the stepping while the caller waits.
+        **options: Process backend tuning: ``yield_s`` (how long a waiter
+            spins with sched_yield before sleeping), ``cmd_bytes`` /
+            ``msg_bytes`` (shared areas for payloads and infos),
+            ``startup_timeout``.
+    """
+    if isinstance(env_fn, types.ModuleType):
+        if not hasattr(env_fn, "parallel_env"):
+            raise TypeError(f"module {env_fn.__name__} has no parallel_env factory")
+        env_fn = env_fn.parallel_env
+    if not callable(env_fn):
+        raise TypeError(f"env_fn must be callable (returning a PettingZoo env), got {env_fn!r}")
+    if not isinstance(num_envs, numbers.Integral) or isinstance(num_envs, bool) or num_envs < 1:
+        raise ValueError(f"num_envs={num_envs!r} is invalid: expected an integer >= 1 (the number of env copies)")
+    num_envs = int(num_envs)
+    if workers == "auto":
+        workers = min(_cores(), num_envs)
+    elif not isinstance(workers, numbers.Integral) or isinstance(workers, bool) or not 1 <= workers <= 1024:
+        raise ValueError(f'workers={workers!r} is invalid: expected "auto" or an integer in [1, 1024]')
+    workers = int(workers)
+    if isinstance(autoreset_mode, str):
+        try:
+            autoreset_mode = AutoresetMode(autoreset_mode)
+        except ValueError:
+            try:
+                autoreset_mode = AutoresetMode[autoreset_mode.upper()]
+            except KeyError:
+                raise ValueError(f"autoreset_mode={autoreset_mode!r} is invalid: expected one of "
+                                 f"{[m.name for m in AutoresetMode]}") from None
+    if not isinstance(autoreset_mode, AutoresetMode):
+        raise ValueError(f"autoreset_mode={autoreset_mode!r} is invalid: expected a gymnasium AutoresetMode")
+    common = dict(pad=bool(pad), autoreset=autoreset_mode, restart=bool(restart_failed))
+    if backend == "thread":
+        if options or context is not None or inline:
+            extra = sorted(options) + (["context"] if context is not None else []) + (["inline"] if inline else [])
+            raise TypeError(f"options {extra} are for the process backend only")
+        from seer.vector._thread import ThreadBackend
+
+        impl = ThreadBackend(env_fn, num_envs, workers, **common)
+    elif backend == "process":
+        from seer.vector._process import ProcessBackend
+
+        impl = ProcessBackend(env_fn, num_envs, workers, context=context, inline=inline, **common, **options)
+    elif backend == "ray":
+        raise NotImplementedError('backend="ray" is not implemented yet: use "thread" or "process"')
+    else:
+        raise ValueError(f"backend={backend!r} is unknown: expected one of {list(BACKENDS)}")
+    try:
+        return SeerVectorEnv(impl, autoreset_mode, copy=copy, validate_actions=validate_actions,
+                             env_name=impl.specs[0].metadata.get("name") or getattr(env_fn, "__module__", None))
+    except BaseException:
+        impl.close()
+        raise

@@ -1,0 +1,416 @@
+"""`SeerVectorEnv`: the Gymnasium VectorEnv over copies of a PettingZoo env."""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any
+
+import numpy as np
+from gymnasium import spaces
+from gymnasium.error import AlreadyPendingCallError, NoAsyncCallError
+from gymnasium.vector import AutoresetMode, VectorEnv
+from gymnasium.vector.utils import batch_space
+
+from seer.errors import ClosedError, HandlerError, WorkerError
+from seer.vector._layout import row_bounds
+
+
+class EnvCopyError(HandlerError):
+    """An env copy raised.  ``copy`` is its index, ``worker`` where it ran,
+    ``traceback`` the worker's traceback text, ``errors`` every failing copy
+    of the op as ``(copy, traceback)``."""
+
+    def __init__(self, message, *, copy, worker, traceback, errors):
+        super().__init__(message, entity=copy)
+        self.copy = copy
+        self.worker = worker
+        self.traceback = traceback
+        self.errors = errors
+
+
+class SeerVectorEnv(VectorEnv):
+    """A :class:`gymnasium.vector.VectorEnv` whose rows are the agent slots of
+    ``num_copies`` copies of a PettingZoo env.
+
+    Rows: ``num_envs = num_copies * agents_per_copy``; row ``c * A + j`` is
+    agent ``j`` (in ``possible_agents`` order) of copy ``c``.  Every row has
+    the same ``single_observation_space`` / ``single_action_space``; agents
+    with other spaces need ``pad=True`` (see :func:`seer.vector.make`).
+
+    Masks, in ``infos`` (each with its ``_key`` mask, all True):
+
+    - ``infos["mask"]``: the row's agent acted in this step, so its reward,
+      termination, truncation and observation are real.  False for padded
+      slots (a copy with fewer agents), agents that left earlier, and every
+      row of a copy that is being autoreset in this step (NEXT_STEP mode: its
+      action was ignored).  From :meth:`reset`: the rows of live agents.
+    - ``infos["alive"]``: the row's agent is live after the step, so its
+      action will be used at the next step.
+
+    Rows that are not live read zero observations and rewards and
+    ``terminated = truncated = False``; an agent's termination is reported
+    once, in the step it happens.  A copy is autoreset when all its agents
+    are gone (``env.agents`` is empty).  Copies also have
+    ``infos["restarted"]`` (per row) after a restart (``restart_failed``).
+
+    :meth:`call`, :meth:`get_attr`, :meth:`set_attr` and :meth:`render`
+    address copies: they take and return one value per copy.
+    """
+
+    def __init__(self, backend, autoreset_mode: AutoresetMode, *, copy: bool = True, validate_actions: bool = True,
+                 env_name: str | None = None):
+        self._backend = backend
+        L = backend.layout
+        self._layout = L
+        self.num_copies = L.num_copies
+        self.agents_per_copy = L.slots
+        self.num_envs = L.rows
+        self.single_observation_space = L.obs_space
+        self.single_action_space = L.act_space
+        self.observation_space = batch_space(L.obs_space, self.num_envs)
+        self.action_space = batch_space(L.act_space, self.num_envs)
+        self.autoreset_mode = autoreset_mode
+        specs = backend.specs
+        self.metadata = dict(specs[0].metadata)
+        self.metadata["autoreset_mode"] = autoreset_mode
+        self.render_mode = specs[0].render_mode
+        self.row_agents = [a for agents in L.agents for a in agents + [None] * (L.slots - len(agents))]
+        self.row_copy = np.repeat(np.arange(self.num_copies), self.agents_per_copy)
+        self.copy = copy
+        self.validate_actions = validate_actions
+        self._bounds = row_bounds(L, specs)
+        self._name = env_name or self.metadata.get("name") or "env"
+        self._b = backend.bufs
+        self._alive = np.zeros(self.num_envs, bool)
+        self._ended = np.zeros(self.num_copies, bool)
+        self._failed: dict[int, str] = {}
+        self._reset_done = False
+        self._waiting = False
+        self.closed = False
+
+    # ---- properties --------------------------------------------------------------------------
+
+    @property
+    def backend(self) -> str:
+        return self._backend.name
+
+    @property
+    def workers(self) -> int:
+        return self._backend.num_workers
+
+    @property
+    def restarts(self) -> list[int]:
+        """How often each copy was restarted (``restart_failed=True``)."""
+        return self._backend.restarts()
+
+    def worker_pids(self) -> list[int]:
+        """Process ids of the worker processes (process backend; [] for threads)."""
+        f = getattr(self._backend, "worker_pids", None)
+        return f() if f else []
+
+    def rows_of(self, copy: int) -> slice:
+        """The rows of one copy."""
+        return slice(copy * self.agents_per_copy, (copy + 1) * self.agents_per_copy)
+
+    # ---- reset -------------------------------------------------------------------------------
+
+    def _after_worker_error(self) -> None:
+        """A worker died and the backend closed itself: so are we."""
+        self._waiting = False
+        if self._backend.closed:
+            self.closed = True
+
+    def _check_open(self) -> None:
+        if self.closed:
+            broken = getattr(self._backend, "broken", None)
+            raise ClosedError("this vector env is closed" + (f" ({broken})" if broken else ""))
+
+    def reset(self, *, seed: int | list | None = None, options: dict[str, Any] | None = None):
+        """Reset every copy (or those in ``options["reset_mask"]``, a bool
+        array over rows: a copy resets if any of its rows is True).
+
+        ``seed``: None (each copy seeds itself), an int (copy ``c`` gets
+        ``seed + c``), or a list of ``num_copies`` (or ``num_envs``: one per
+        row, equal within a copy) ints or Nones.
+        """
+        self._check_open()
+        if self._waiting:
+            raise AlreadyPendingCallError("reset() while a step is pending: call step_wait() first", "step")
+        C, A, R = self.num_copies, self.agents_per_copy, self.num_envs
+        options = dict(options) if options else {}
+        mask = options.pop("reset_mask", None)
+        if mask is None:
+            sel = np.ones(C, bool)
+        else:
+            if not isinstance(mask, np.ndarray) or mask.dtype != np.bool_ or mask.shape != (R,):
+                raise ValueError(
+                    f"options['reset_mask'] must be a bool numpy array of shape ({R},) (one per row), got "
+                    f"{type(mask).__name__} {getattr(mask, 'dtype', '')} {getattr(mask, 'shape', '')}"
+                )
+            if not mask.any():
+                raise ValueError("options['reset_mask'] must contain at least one True value")
+            if not self._reset_done:
+                raise ValueError("the first reset() must reset every copy: call it without reset_mask")
+            sel = mask.reshape(C, A).any(axis=1)
+        seeds = self._seeds(seed)
+        if isinstance(seed, int) and not isinstance(seed, bool):
+            super().reset(seed=seed)
+        b = self._b
+        b["select"][:] = sel
+        b["seeded"][:] = [s is not None for s in seeds]
+        b["seeds"][:] = [0 if s is None else s for s in seeds]
+        try:
+            msgs = self._backend.reset(options or None)
+        except WorkerError:
+            self._after_worker_error()
+            raise
+        errors = [(m[1], m[2]) for m in msgs if m[0] == "error"]
+        for c in np.flatnonzero(sel):
+            self._failed.pop(int(c), None)
+        self._ended[sel] = False
+        if errors:
+            for c, tb in errors:
+                self._failed[c] = "its reset raised"
+            raise self._copy_error("reset", errors)
+        self._reset_done = True
+        self._alive = b["alive"].copy()
+        infos = self._infos(msgs)
+        infos["mask"] = self._alive.copy()
+        infos["_mask"] = np.ones(R, bool)
+        infos["alive"] = self._alive.copy()
+        infos["_alive"] = np.ones(R, bool)
+        return self._out(b["obs"]), infos
+
+    def _seeds(self, seed) -> list:
+        C, A, R = self.num_copies, self.agents_per_copy, self.num_envs
+
+        def check(s):
+            if s is None:
+                return None
+            if not isinstance(s, (int, np.integer)) or isinstance(s, bool) or s < 0:
+                raise ValueError(f"seed {s!r} is invalid: expected None or a non-negative integer")
+            return int(s)
+
+        if seed is None:
+            return [None] * C
+        if isinstance(seed, (int, np.integer)) and not isinstance(seed, bool):
+            return [check(seed) + c for c in range(C)]
+        seed = list(seed)
+        if len(seed) == C:
+            return [check(s) for s in seed]
+        if len(seed) == R:
+            out = []
+            for c in range(C):
+                row = {check(s) for s in seed[c * A:(c + 1) * A]}
+                if len(row) > 1:
+                    raise ValueError(f"seeds of copy {c}'s rows differ ({sorted(row, key=str)}): a copy has one seed")
+                out.append(row.pop())
+            return out
+        raise ValueError(f"seed list has {len(seed)} entries: expected num_copies={C} (one per copy) or "
+                         f"num_envs={R} (one per row)")
+
+    # ---- step --------------------------------------------------------------------------------
+
+    def step(self, actions):
+        """Step every copy: ``actions`` has one row per agent slot."""
+        self.step_async(actions)
+        return self.step_wait()
+
+    def step_async(self, actions) -> None:
+        self._check_open()
+        if self._waiting:
+            raise AlreadyPendingCallError("step_async() while a step is pending: call step_wait() first", "step")
+        if not self._reset_done:
+            raise RuntimeError("step() before reset(): call reset() first")
+        if self._failed:
+            c = min(self._failed)
+            raise RuntimeError(
+                f"env copies {sorted(self._failed)} failed ({self._failed[c]}); call reset() (or reset them with "
+                f"options={{'reset_mask': mask}}) before stepping again"
+            )
+        if self.autoreset_mode == AutoresetMode.DISABLED and self._ended.any():
+            raise RuntimeError(
+                f"env copies {np.flatnonzero(self._ended).tolist()} ended and autoreset_mode is DISABLED: reset "
+                f"them with options={{'reset_mask': mask}} before stepping"
+            )
+        self._b["act"][...] = self._check_actions(actions)
+        self._backend.step_async()
+        self._waiting = True
+
+    def step_wait(self, timeout: float | None = None):
+        """Finish :meth:`step_async`.  ``timeout`` (seconds; process backend)
+        raises ``multiprocessing.TimeoutError`` and leaves the step pending."""
+        self._check_open()
+        if not self._waiting:
+            raise NoAsyncCallError("step_wait() without step_async()", "step")
+        try:
+            msgs = self._backend.step_wait(timeout)
+        except WorkerError:
+            self._after_worker_error()
+            raise
+        self._waiting = False
+        b = self._b
+        errors = [(m[1], m[2]) for m in msgs if m[0] == "error"]
+        for m in msgs:
+            if m[0] == "restart":
+                warnings.warn(f"seer.vector: env copy {m[1]} failed and was restarted:\n{m[2]}", RuntimeWarning,
+                              stacklevel=2)
+        self._alive = b["alive"].copy()
+        self._ended = b["ended"].copy()
+        if errors:
+            for c, _ in errors:
+                self._failed[c] = "its step raised"
+            raise self._copy_error("step", errors)
+        infos = self._infos(msgs)
+        R = self.num_envs
+        infos["mask"] = b["mask"].copy()
+        infos["_mask"] = np.ones(R, bool)
+        infos["alive"] = self._alive.copy()
+        infos["_alive"] = np.ones(R, bool)
+        if b["restarted"].any():
+            infos["restarted"] = np.repeat(b["restarted"], self.agents_per_copy)
+            infos["_restarted"] = np.ones(R, bool)
+        return (self._out(b["obs"]), b["rew"].copy(), b["term"].copy(), b["trunc"].copy(), infos)
+
+    def _out(self, arr: np.ndarray) -> np.ndarray:
+        return arr.copy() if self.copy else arr
+
+    def _infos(self, msgs) -> dict:
+        infos: dict = {}
+        finals: dict[int, dict] = {}
+        for m in msgs:
+            if m[0] == "info":
+                self._add_info(infos, m[2], m[1])
+            elif m[0] == "final_info":
+                finals[m[1]] = m[2]
+        if self._layout.same_step:
+            b = self._b
+            for r in np.flatnonzero(b["final_mask"]).tolist():
+                self._add_info(infos, {"final_obs": b["final_obs"][r].copy(), "final_info": finals.get(r, {})}, r)
+        return infos
+
+    def _copy_error(self, op: str, errors) -> EnvCopyError:
+        errors = sorted(errors, key=lambda e: e[0])
+        c, tb = errors[0]
+        A = self.agents_per_copy
+        worker = self._backend.worker_of(c)
+        others = f" (copies {[e[0] for e in errors]} failed)" if len(errors) > 1 else ""
+        last = tb.strip().splitlines()[-1] if tb.strip() else "?"
+        msg = (f"env copy {c} (rows {c * A}..{c * A + A - 1}) raised in {op}, in {worker}: {last}{others}\n"
+               f"--- traceback from {worker} ---\n{tb.rstrip()}\n--- end of traceback ---")
+        if op in ("step", "reset"):
+            msg += ("\nReset the failed copies (reset(), or options={'reset_mask': ...}) to go on, or pass "
+                    "restart_failed=True to seer.vector.make to restart them automatically.")
+        return EnvCopyError(msg, copy=c, worker=worker, traceback=tb, errors=errors)
+
+    # ---- actions -----------------------------------------------------------------------------
+
+    def _check_actions(self, actions) -> np.ndarray:
+        space = self.single_action_space
+        a = np.asarray(actions)
+        want = self.action_space.shape
+        if a.shape != want:
+            raise ValueError(
+                f"actions has shape {a.shape}: expected {want}, one row per agent slot "
+                f"({self.num_copies} copies x {self.agents_per_copy} agents{' x ' + str(space.shape) if space.shape else ''})"
+            )
+        discrete = isinstance(space, (spaces.Discrete, spaces.MultiDiscrete, spaces.MultiBinary))
+        if discrete and a.dtype.kind not in "iub":
+            raise ValueError(f"actions have dtype {a.dtype}: {space} needs integer actions")
+        if not discrete and a.dtype.kind not in "fiu":
+            raise ValueError(f"actions have dtype {a.dtype}: expected a real dtype for {space}")
+        if not self.validate_actions:
+            return a
+        live = self._alive
+        if not live.any():
+            return a
+        v = a[live]
+        if isinstance(space, spaces.Box):
+            low, high = self._bounds
+            bad = ~np.isfinite(v) | (v < low[live]) | (v > high[live])
+        elif isinstance(space, spaces.Discrete):
+            bad = (v < space.start) | (v >= space.start + space.n)
+        elif isinstance(space, spaces.MultiDiscrete):
+            bad = (v < space.start) | (v >= space.start + space.nvec)
+        else:
+            bad = (v != 0) & (v != 1)
+        if bad.ndim > 1:
+            bad = bad.reshape(len(v), -1).any(axis=1)
+        if bad.any():
+            i = int(np.flatnonzero(bad)[0])
+            r = int(np.flatnonzero(live)[i])
+            c = r // self.agents_per_copy
+            val = a[r]
+            if isinstance(space, spaces.Box):
+                lo, hi = self._bounds
+                expect = f"finite values in [{lo[r].min()}, {hi[r].max()}]"
+            elif isinstance(space, spaces.Discrete):
+                expect = f"an integer in [{space.start}, {space.start + space.n - 1}]"
+            else:
+                expect = f"a value in {space}"
+            raise ValueError(
+                f"action of row {r} (copy {c}, agent {self.row_agents[r]!r}) is "
+                f"{np.asarray(val).tolist()!r}: expected {expect} "
+                f"({int(bad.sum())} live rows are bad)"
+            )
+        return a
+
+    # ---- copies ------------------------------------------------------------------------------
+
+    def _call(self, kind, name, args=(), kwargs=None, values=None) -> tuple:
+        self._check_open()
+        if self._waiting:
+            raise AlreadyPendingCallError(f"{kind}() while a step is pending: call step_wait() first", "step")
+        try:
+            results, errors = self._backend.call(kind, name, args, kwargs or {}, values)
+        except WorkerError:
+            self._after_worker_error()
+            raise
+        errors = [(m[1], m[2]) for m in errors if m[0] == "error"]
+        if errors:
+            raise self._copy_error(f"{kind}({name!r})", errors)
+        return tuple(results)
+
+    def call(self, name: str, *args, **kwargs) -> tuple:
+        """Call method ``name`` of every copy (or read it, if not callable)."""
+        return self._call("call", name, args, kwargs)
+
+    def get_attr(self, name: str) -> tuple:
+        """Attribute ``name`` of every copy."""
+        return self._call("get_attr", name)
+
+    def set_attr(self, name: str, values) -> None:
+        """Set attribute ``name`` of each copy: ``values`` is a list/tuple of
+        ``num_copies`` values, or one value for all."""
+        if isinstance(values, (list, tuple)):
+            if len(values) != self.num_copies:
+                raise ValueError(f"set_attr got {len(values)} values: expected num_copies={self.num_copies} "
+                                 f"(one per copy) or a single value")
+            values = list(values)
+        else:
+            values = [values] * self.num_copies
+        self._call("set_attr", name, values=values)
+
+    def render(self) -> tuple:
+        """Each copy's ``render()``."""
+        return self._call("render", "render")
+
+    def close_extras(self, **kwargs) -> None:
+        self._backend.close(**kwargs) if kwargs else self._backend.close()
+
+    def __enter__(self) -> "SeerVectorEnv":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def __del__(self):
+        try:
+            if not self.closed:
+                self.close()
+        except Exception:
+            pass
+
+    def __repr__(self) -> str:
+        return (f"SeerVectorEnv({self._name}, num_copies={self.num_copies}, agents_per_copy={self.agents_per_copy}, "
+                f"num_envs={self.num_envs}, backend={self.backend!r}, workers={self.workers})")

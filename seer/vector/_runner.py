@@ -1,0 +1,323 @@
+"""Steps and resets env copies into the row buffers.
+
+The same code runs in the thread backend (one runner over every copy, called
+from SEER's worker pool) and in each worker process of the process backend
+(one runner over that worker's copies).  A runner never raises for a copy's
+failure: it records a message (``("error", copy, traceback)`` or, with
+``restart``, ``("restart", copy, traceback)``) for the caller.
+"""
+
+from __future__ import annotations
+
+import traceback
+from typing import Any, Callable
+
+import numpy as np
+from gymnasium import spaces
+from gymnasium.vector import AutoresetMode
+
+from seer.vector._layout import CopySpec, Layout, describe_copy
+
+STEP, RESET, CALL, CLOSE = 1, 2, 3, 4
+_NO_SEED = object()
+
+
+def make_parallel(env_fn: Callable[[], Any]):
+    """``env_fn()`` as a PettingZoo ParallelEnv (AEC envs go through
+    ``pettingzoo.utils.aec_to_parallel``)."""
+    from pettingzoo import AECEnv
+    from pettingzoo.utils.conversions import aec_to_parallel
+
+    env = env_fn()
+    if isinstance(env, AECEnv):
+        env = aec_to_parallel(env)
+    for attr in ("possible_agents", "reset", "step", "observation_space", "action_space"):
+        if not hasattr(env, attr):
+            raise TypeError(
+                f"env_fn() returned {type(env).__name__}, which lacks {attr!r}: expected a PettingZoo ParallelEnv "
+                f"or AECEnv"
+            )
+    return env
+
+
+def same_spaces(a: CopySpec, b: CopySpec) -> bool:
+    return (a.possible_agents == b.possible_agents and all(x == y for x, y in zip(a.obs_spaces, b.obs_spaces))
+            and all(x == y for x, y in zip(a.act_spaces, b.act_spaces)))
+
+
+class CopyRunner:
+    """Runs ops on some copies, writing rows of ``bufs`` (see Layout.fields)."""
+
+    def __init__(self, layout: Layout, bufs: dict[str, np.ndarray], envs: dict[int, Any],
+                 specs: dict[int, CopySpec], autoreset: AutoresetMode, env_fn=None, restart: bool = False):
+        self.L = layout
+        self.b = bufs
+        self.envs = envs
+        self.specs = specs
+        self.autoreset = autoreset
+        self.env_fn = env_fn
+        self.restart = restart
+        A = layout.slots
+        self.A = A
+        self.slot = {c: {a: j for j, a in enumerate(layout.agents[c])} for c in envs}
+        # copies with A agents: rows of all agents in order (the fast path)
+        self.names = {c: list(layout.agents[c]) if len(layout.agents[c]) == A else None for c in envs}
+        self.plain = layout.obs_pads is None
+        self.pending: dict[int, Any] = {}  # copy -> seed of its due NEXT_STEP reset
+        self.last_seed: dict[int, int | None] = dict.fromkeys(envs)
+        self.restarts: dict[int, int] = dict.fromkeys(envs, 0)
+        self.discrete = isinstance(layout.act_space, spaces.Discrete)
+        self.msgs: list = []
+
+    # ---- writing rows ------------------------------------------------------------------------
+
+    def _write_obs(self, c: int, obs_d: dict, out: np.ndarray) -> list[int]:
+        base, slot = c * self.A, self.slot[c]
+        rows = out[base:base + self.A]
+        if len(obs_d) < self.A:
+            rows[...] = 0
+        if not obs_d:
+            return []
+        idx = [slot[a] for a in obs_d]
+        pads = self.L.obs_pads
+        if pads is None:
+            rows[idx] = list(obs_d.values())
+        else:
+            rows[...] = 0
+            pc = pads[c]
+            for j, o in zip(idx, obs_d.values()):
+                p = pc[j]
+                if p.region is None:
+                    rows[j] = o
+                else:
+                    rows[j][p.region] = np.asarray(o).reshape(-1) if p.flat else o
+        return idx
+
+    def _write_alive(self, c: int, env) -> None:
+        base, slot = c * self.A, self.slot[c]
+        alive = self.b["alive"][base:base + self.A]
+        alive[:] = False
+        agents = env.agents
+        if agents:
+            alive[[slot[a] for a in agents]] = True
+
+    def _infos(self, c: int, info_d, key: str = "info") -> None:
+        if not info_d:
+            return
+        base, slot = c * self.A, self.slot[c]
+        for agent, d in info_d.items():
+            if d and agent in slot:
+                self.msgs.append((key, base + slot[agent], d))
+
+    def _clear(self, c: int) -> slice:
+        b, base = self.b, c * self.A
+        sl = slice(base, base + self.A)
+        b["rew"][sl] = 0.0
+        b["term"][sl] = False
+        b["trunc"][sl] = False
+        b["mask"][sl] = False
+        if self.L.same_step:
+            b["final_mask"][sl] = False
+        b["ended"][c] = False
+        b["restarted"][c] = False
+        return sl
+
+    # ---- actions -----------------------------------------------------------------------------
+
+    def _actions(self, c: int, agents, full: bool = False) -> dict:
+        base, slot = c * self.A, self.slot[c]
+        block = self.b["act"][base:base + self.A]
+        pads = self.L.act_pads
+        if self.discrete:
+            vals = block.tolist()
+            if pads is None:
+                if full:
+                    return dict(zip(agents, vals))
+                return {a: vals[slot[a]] for a in agents}
+            out = {}
+            for a in agents:
+                j = slot[a]
+                p, v = pads[c][j], vals[j]
+                out[a] = v if v - p.start < p.n else p.start  # padded values mean action 0 (as in SuperSuit)
+            return out
+        block = block.copy()  # the env may keep the arrays it gets
+        if pads is None or pads[c][0].region is None:
+            if full:
+                return dict(zip(agents, block))
+            return {a: block[slot[a]] for a in agents}
+        out = {}
+        for a in agents:
+            j = slot[a]
+            p = pads[c][j]
+            v = block[j][p.region]
+            out[a] = v.reshape(p.shape) if p.flat else v
+        return out
+
+    # ---- ops ---------------------------------------------------------------------------------
+
+    def step(self, c: int) -> None:
+        b, A = self.b, self.A
+        env = self.envs[c]
+        alive_before = None
+        try:
+            if c in self.pending:  # NEXT_STEP autoreset: this step only resets
+                seed = self.pending.pop(c)
+                self._clear(c)
+                obs_d, info_d = env.reset(seed=seed)
+                self._write_obs(c, obs_d, b["obs"])
+                self._write_alive(c, env)
+                self._infos(c, info_d)
+                return
+            agents = list(env.agents)
+            base = c * A
+            sl = slice(base, base + A)
+            names = self.names[c]
+            if not agents:
+                self._clear(c)
+                b["obs"][sl] = 0
+                b["ended"][c] = True
+                if self.autoreset == AutoresetMode.NEXT_STEP:
+                    self.pending[c] = None
+                return
+            alive_before = b["alive"][sl].copy()
+            acts = self._actions(c, agents, agents == names)
+            obs_d, rew_d, term_d, trunc_d, info_d = env.step(acts)
+            if (self.plain and agents == names and list(obs_d) == names and list(rew_d) == names
+                    and list(term_d) == names and list(trunc_d) == names):
+                # every row acted, and the dicts are in row order: one slice write each
+                b["obs"][sl] = list(obs_d.values())
+                b["rew"][sl] = list(rew_d.values())
+                b["term"][sl] = list(term_d.values())
+                b["trunc"][sl] = list(trunc_d.values())
+                b["mask"][sl] = True
+                b["ended"][c] = False
+                b["restarted"][c] = False
+                if self.L.same_step:
+                    b["final_mask"][sl] = False
+            else:
+                self._clear(c)
+                slot = self.slot[c]
+                self._write_obs(c, obs_d, b["obs"])
+                if rew_d:
+                    b["rew"][[base + slot[a] for a in rew_d]] = list(rew_d.values())
+                if term_d:
+                    b["term"][[base + slot[a] for a in term_d]] = list(term_d.values())
+                if trunc_d:
+                    b["trunc"][[base + slot[a] for a in trunc_d]] = list(trunc_d.values())
+                b["mask"][[base + slot[a] for a in agents]] = True
+            now = env.agents
+            if now == names:
+                b["alive"][sl] = True
+            else:
+                self._write_alive(c, env)
+            if now:
+                self._infos(c, info_d)
+                return
+            b["ended"][c] = True
+            if self.autoreset == AutoresetMode.NEXT_STEP:
+                self.pending[c] = None
+                self._infos(c, info_d)
+            elif self.autoreset == AutoresetMode.SAME_STEP:
+                b["final_obs"][sl] = b["obs"][sl]
+                fm = b["final_mask"][sl]
+                slot = self.slot[c]
+                fm[[slot[a] for a in obs_d]] = True
+                self._infos(c, info_d, "final_info")
+                obs2, info2 = env.reset()
+                self._write_obs(c, obs2, b["obs"])
+                self._write_alive(c, env)
+                self._infos(c, info2)
+            else:
+                self._infos(c, info_d)
+        except Exception:
+            self._failed(c, traceback.format_exc(), alive_before)
+
+    def reset(self, c: int, seed, options) -> None:
+        b = self.b
+        try:
+            self.pending.pop(c, None)
+            self._clear(c)
+            obs_d, info_d = self.envs[c].reset(seed=seed, options=options)
+            self.last_seed[c] = seed
+            self._write_obs(c, obs_d, b["obs"])
+            self._write_alive(c, self.envs[c])
+            self._infos(c, info_d)
+        except Exception:
+            self.msgs.append(("error", c, traceback.format_exc()))
+
+    def call(self, c: int, kind: str, name: str, args, kwargs):
+        env = self.envs[c]
+        try:
+            if kind == "set_attr":
+                setattr(env, name, args)
+                return None
+            if kind == "render":
+                return env.render()
+            try:
+                attr = getattr(env, name)
+            except AttributeError:  # wrappers (aec_to_parallel, ...) may not forward it
+                inner = getattr(env, "unwrapped", env)
+                if inner is env:
+                    raise
+                attr = getattr(inner, name)
+            if kind == "call" and callable(attr):
+                return attr(*args, **kwargs)
+            return attr
+        except Exception:
+            self.msgs.append(("error", c, traceback.format_exc()))
+            return None
+
+    def close(self) -> None:
+        for env in self.envs.values():
+            try:
+                env.close()
+            except Exception:
+                pass
+
+    # ---- failures ----------------------------------------------------------------------------
+
+    def restart_seed(self, c: int):
+        s = self.last_seed.get(c)
+        return None if s is None else int(s) + self.L.num_copies * self.restarts[c]
+
+    def _failed(self, c: int, tb: str, alive_before) -> None:
+        if not self.restart:
+            self.msgs.append(("error", c, tb))
+            return
+        try:
+            old = self.envs.pop(c)
+            try:
+                old.close()
+            except Exception:
+                pass
+            env = make_parallel(self.env_fn)
+            spec = describe_copy(env)
+            if not same_spaces(spec, self.specs[c]):
+                raise ValueError(f"the restarted copy {c} has other agents or spaces than the original")
+            self.envs[c] = env
+            self.restarts[c] += 1
+            self.restarted(c, alive_before)
+            self.msgs.append(("restart", c, tb))
+        except Exception:
+            self.msgs.append(("error", c, tb + "\nRestarting the copy failed too:\n" + traceback.format_exc()))
+
+    def restarted(self, c: int, alive_before) -> None:
+        """Rows of a copy whose env was just recreated: the episode is cut
+        (truncated for the agents that were live), and the copy resets as at
+        an episode end in the current autoreset mode."""
+        b = self.b
+        sl = self._clear(c)
+        b["obs"][sl] = 0
+        b["alive"][sl] = False
+        if alive_before is not None:
+            b["trunc"][sl] = alive_before
+        b["ended"][c] = True
+        b["restarted"][c] = True
+        seed = self.restart_seed(c)
+        if self.autoreset == AutoresetMode.NEXT_STEP:
+            self.pending[c] = seed
+        elif self.autoreset == AutoresetMode.SAME_STEP:
+            obs_d, info_d = self.envs[c].reset(seed=seed)
+            self._write_obs(c, obs_d, b["obs"])
+            self._write_alive(c, self.envs[c])
+            self._infos(c, info_d)

@@ -1,0 +1,209 @@
+"""`seer.wrap(env)`: a PettingZoo ParallelEnv run through SEER.
+
+What "through SEER" means depends on the env:
+
+- SEER's own envs (``seer.envs.uav_swarm_v0``, ``seer.envs.wireless_v0``)
+  already run every agent's work as events on SEER's runtime; ``wrap``
+  returns an env that delegates to them unchanged.
+- A foreign env (any other ParallelEnv, or an AECEnv, converted with
+  ``aec_to_parallel``) is a black box whose ``step`` does all agents' work in
+  one Python call, so SEER cannot split it into per-agent events.  ``wrap``
+  makes it the single entity of a SEER model: each ``step`` validates the
+  actions the way SEER's envs do (every live agent, no unknown or dead agent,
+  shape, dtype, bounds, NaN; the error names the agent and the value), then
+  runs the env's ``step`` as one event on a :class:`seer.Runtime`.  That buys
+  the runtime's error reporting (a failure is a :class:`seer.HandlerError`
+  naming the step and carrying the env's traceback) and its tracing
+  (``trace=True``: per-step timings in :attr:`SeerParallelEnv.trace`), not
+  speed: one entity keeps one worker busy whatever ``workers`` says.  For
+  parallelism over copies of a foreign env use :func:`seer.vector.make`.
+"""
+
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+from pettingzoo import AECEnv, ParallelEnv
+
+from seer.model import EventKind, Model
+from seer.runtime import Runtime
+
+__all__ = ["wrap", "SeerParallelEnv"]
+
+
+def _is_builtin(env) -> bool:
+    return type(env).__module__.startswith("seer.envs.") and getattr(env, "_runtime", None) is not None
+
+
+class _StepModel(Model):
+    """One entity (the env); one kind (``env_step``)."""
+
+    lookahead = 1.0
+    shared_state = ()
+
+    def __init__(self, owner: "SeerParallelEnv"):
+        self.num_entities = 1
+        self.state = {"steps": np.zeros(1, np.int64)}
+        self.kinds = [EventKind("env_step", self._step, batched=False)]
+        self._owner = owner
+
+    def reset(self, runtime, seed):
+        pass
+
+    def _step(self, ctx, event):
+        o = self._owner
+        o._result = o.env.step(o._actions)
+        ctx.state["steps"][0] += 1
+
+
+class SeerParallelEnv(ParallelEnv):
+    """The env returned by :func:`wrap` (see the module docstring)."""
+
+    def __init__(self, env, workers="auto", *, validate: bool = True, trace: bool = False):
+        if isinstance(env, AECEnv):
+            from pettingzoo.utils.conversions import aec_to_parallel
+
+            env = aec_to_parallel(env)
+        if not isinstance(env, ParallelEnv) and not all(
+                hasattr(env, a) for a in ("possible_agents", "reset", "step", "action_space")):
+            raise TypeError(f"seer.wrap expects a PettingZoo ParallelEnv or AECEnv, got {type(env).__name__}")
+        if workers != "auto" and (not isinstance(workers, numbers.Integral) or isinstance(workers, bool)
+                                  or not 1 <= workers <= 1024):
+            raise ValueError(f'workers={workers!r} is invalid: expected "auto" or an integer in [1, 1024]')
+        self.env = env
+        self.builtin = _is_builtin(env)
+        self.validate = validate
+        self.metadata = dict(getattr(env, "metadata", {}) or {})
+        self.render_mode = getattr(env, "render_mode", None)
+        self._closed = False
+        if self.builtin:
+            have = getattr(env, "workers", None)
+            if workers != "auto" and have is not None and workers != have:
+                raise ValueError(
+                    f"workers={workers} differs from the env's own pool ({have} workers): SEER's envs size their "
+                    f"pool when built; build it with workers={workers} instead"
+                )
+            self.runtime = env._runtime
+            self.workers = have
+            return
+        self.workers = 1 if workers == "auto" else int(workers)
+        self._model = _StepModel(self)
+        self.runtime = Runtime(self._model, workers=self.workers, trace=trace)
+        self._k = 0
+        self._actions = None
+        self._result = None
+
+    # ---- ParallelEnv API -------------------------------------------------------------------------
+
+    @property
+    def possible_agents(self):
+        return self.env.possible_agents
+
+    @property
+    def agents(self):
+        return self.env.agents
+
+    @property
+    def num_agents(self):
+        return len(self.env.agents)
+
+    @property
+    def max_num_agents(self):
+        return len(self.env.possible_agents)
+
+    def observation_space(self, agent):
+        return self.env.observation_space(agent)
+
+    def action_space(self, agent):
+        return self.env.action_space(agent)
+
+    @property
+    def observation_spaces(self):
+        return {a: self.env.observation_space(a) for a in self.env.possible_agents}
+
+    @property
+    def action_spaces(self):
+        return {a: self.env.action_space(a) for a in self.env.possible_agents}
+
+    def reset(self, seed=None, options=None):
+        self._check_open()
+        return self.env.reset(seed=seed, options=options)
+
+    def step(self, actions):
+        self._check_open()
+        if self.builtin:
+            return self.env.step(actions)
+        if self.validate:
+            from seer.envs._common import validate_actions
+
+            validate_actions(actions, self.env.agents, self.env.action_space)
+        rt = self.runtime
+        if rt._needs_reset:  # the last step failed; the runtime's own state is clean
+            rt.reset(rt.seed)
+            self._k = 0
+        self._actions = actions
+        k = self._k
+        rt.schedule(np.zeros(1, np.int32), np.array([float(k)]), np.zeros(1, np.int32))
+        try:
+            rt.step(float(k + 1))
+        finally:
+            self._actions = None
+        self._k = k + 1
+        out, self._result = self._result, None
+        return out
+
+    def render(self):
+        return self.env.render()
+
+    def state(self):
+        return self.env.state()
+
+    @property
+    def unwrapped(self):
+        return self.env.unwrapped if hasattr(self.env, "unwrapped") else self.env
+
+    @property
+    def trace(self):
+        """The runtime's trace (``trace=True``): one event per step."""
+        return self.runtime.trace
+
+    def _check_open(self):
+        if self._closed:
+            from seer.errors import ClosedError
+
+            raise ClosedError("this wrapped env is closed")
+
+    def close(self):
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            self.env.close()
+        finally:
+            if not self.builtin:
+                self.runtime.close()
+
+    def __getattr__(self, name):
+        if name.startswith("_") or name in ("env", "runtime", "builtin"):
+            raise AttributeError(name)
+        return getattr(self.env, name)
+
+    def __repr__(self):
+        return f"seer.wrap({self.env!r}, workers={self.workers})"
+
+
+def wrap(env, workers="auto", *, validate: bool = True, trace: bool = False) -> SeerParallelEnv:
+    """A PettingZoo ParallelEnv that runs ``env`` through SEER.
+
+    Args:
+        env: A ParallelEnv (or AECEnv).  SEER's own envs are delegated to;
+            any other env becomes the one entity of a SEER model (see the
+            module docstring for what that does and does not give).
+        workers: Pool size of the runtime for a foreign env (``"auto"``: 1,
+            as one entity keeps one worker busy); for SEER's envs it must be
+            ``"auto"`` or the pool size they were built with.
+        validate: Check every step's actions before the env sees them.
+        trace: Record the runtime's trace (foreign envs).
+    """
+    return SeerParallelEnv(env, workers, validate=validate, trace=trace)
