@@ -2,8 +2,8 @@
 reference of the same model, at every scenario size.
 
 What is timed: ``ParallelEnv.step(actions)`` (action checks, the step, the
-readout and PettingZoo's dicts), for the SEER backend with workers 1, 2 and
-"auto", and for the reference backend (``backend="reference"``, the same env
+readout and PettingZoo's dicts), for the SEER engine with workers 1, 2 and
+"auto", and for the reference engine (``engine="reference"``, the same env
 class around the time-stepped simulator).  Actions are prepared outside the
 timer by a hover policy (hold the start position, damp the velocity, add
 noise), which keeps the swarm and its workload stationary.
@@ -93,10 +93,10 @@ class HoverPolicy:
         return dict(zip(env.agents, act))
 
 
-def time_env(scenario, backend, workers, steps, warmup, seed=0):
+def time_env(scenario, engine, workers, steps, warmup, seed=0):
     from seer.envs import uav_swarm_v0
 
-    env = uav_swarm_v0.parallel_env(scenario=scenario, backend=backend, workers=workers,
+    env = uav_swarm_v0.parallel_env(scenario=scenario, engine=engine, workers=workers,
                                     max_cycles=steps + warmup + 10)
     env.reset(seed=seed)
     policy = HoverPolicy(env, seed)
@@ -111,7 +111,7 @@ def time_env(scenario, backend, workers, steps, warmup, seed=0):
             lat[k - warmup] = (t1 - t0) / 1e6
             events += env._sim.last_events
     row = {
-        "scenario": scenario, "num_uavs": env.cfg.num_uavs, "backend": backend,
+        "scenario": scenario, "num_uavs": env.cfg.num_uavs, "engine": engine,
         "workers": workers, "workers_used": env.workers, "steps": steps,
         "mean_ms": float(lat.mean()), "p50_ms": float(np.percentile(lat, 50)),
         "p99_ms": float(np.percentile(lat, 99)), "steps_per_s": float(1e3 / lat.mean()),
@@ -187,33 +187,33 @@ def main(argv=None):
         ref_steps, seer_steps = STEPS[sc]
         if args.quick:
             ref_steps, seer_steps = max(5, ref_steps // 10), max(10, seer_steps // 10)
-        for backend, workers, steps in [("reference", 1, ref_steps), ("seer", 1, seer_steps),
+        for engine, workers, steps in [("reference", 1, ref_steps), ("seer", 1, seer_steps),
                                         ("seer", 2, seer_steps), ("seer", "auto", seer_steps)]:
-            row = time_env(sc, backend, workers, steps, WARMUP[sc])
+            row = time_env(sc, engine, workers, steps, WARMUP[sc])
             rows.append(row)
-            print(f"{sc:8s} {backend:9s} workers={str(workers):4s}(used {row['workers_used']}) "
+            print(f"{sc:8s} {engine:9s} workers={str(workers):4s}(used {row['workers_used']}) "
                   f"mean {row['mean_ms']:8.3f} ms  p50 {row['p50_ms']:8.3f}  p99 {row['p99_ms']:8.3f}  "
                   f"{row['steps_per_s']:9.1f} steps/s  live {row['live_at_end']}", flush=True)
-    ref = {r["scenario"]: r for r in rows if r["backend"] == "reference"}
+    ref = {r["scenario"]: r for r in rows if r["engine"] == "reference"}
     for r in rows:
         r["speedup_vs_reference"] = ref[r["scenario"]]["mean_ms"] / r["mean_ms"]
     targets = {}
     best = {}
     for r in rows:
-        if r["backend"] == "seer":
+        if r["engine"] == "seer":
             key = r["scenario"]
             if key not in best or r["mean_ms"] < best[key]["mean_ms"]:
                 best[key] = r
     if "large" in best:
         targets["large_speedup_best"] = best["large"]["speedup_vs_reference"]
         targets["large_speedup_by_workers"] = {str(r["workers"]): r["speedup_vs_reference"] for r in rows
-                                               if r["backend"] == "seer" and r["scenario"] == "large"}
+                                               if r["engine"] == "seer" and r["scenario"] == "large"}
         targets["large_speedup_ok"] = targets["large_speedup_best"] >= 2.0
     if "large" in best and "xlarge" in best:
         by_w = {}
         for w in (1, 2, "auto"):
-            lg = [r for r in rows if r["backend"] == "seer" and r["scenario"] == "large" and r["workers"] == w]
-            xl = [r for r in rows if r["backend"] == "seer" and r["scenario"] == "xlarge" and r["workers"] == w]
+            lg = [r for r in rows if r["engine"] == "seer" and r["scenario"] == "large" and r["workers"] == w]
+            xl = [r for r in rows if r["engine"] == "seer" and r["scenario"] == "xlarge" and r["workers"] == w]
             if lg and xl:
                 by_w[str(w)] = xl[0]["mean_ms"] / lg[0]["mean_ms"]
         targets["xlarge_over_large_step_cost"] = by_w
@@ -256,18 +256,18 @@ def markdown(res) -> str:
         f"at end {tuple(round(x, 2) for x in m['loadavg_at_end'])}",
         "",
         "Timed: `ParallelEnv.step(actions)` per call (action checks, the step, the step-end readout and "
-        "PettingZoo's dicts), dt = 0.1 s. Reference: the same env class with `backend=\"reference\"` "
+        "PettingZoo's dicts), dt = 0.1 s. Reference: the same env class with `engine=\"reference\"` "
         "(a global 0.01 s tick, vectorized numpy). Policy (outside the timer): "
         f"{res['policy'].strip()} Events/step: mean over the timed steps of TICK + RECV events "
         "(for the reference: due UAV updates + message deliveries, the same work items).",
         "",
-        "| scenario | UAVs | backend | workers (used) | steps | mean ms | p50 ms | p99 ms | steps/s | "
+        "| scenario | UAVs | engine | workers (used) | steps | mean ms | p50 ms | p99 ms | steps/s | "
         "UAV-steps/s | vs reference | events/step |",
         "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in res["rows"]:
         out.append(
-            f"| {r['scenario']} | {r['num_uavs']} | {r['backend']} | {r['workers']} ({r['workers_used']}) | "
+            f"| {r['scenario']} | {r['num_uavs']} | {r['engine']} | {r['workers']} ({r['workers_used']}) | "
             f"{r['steps']} | {r['mean_ms']:.3f} | {r['p50_ms']:.3f} | {r['p99_ms']:.3f} | {r['steps_per_s']:.1f} | "
             f"{r['uav_steps_per_s']:.0f} | {r['speedup_vs_reference']:.2f}x | {r['events_per_step']:.0f} |")
     t = res["targets"]

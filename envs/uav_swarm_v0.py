@@ -53,7 +53,7 @@ Arguments of :func:`parallel_env` and :func:`env`:
 - ``max_cycles`` (default 500), ``dt`` (step length, a multiple of 0.1 s),
   ``k_neighbors`` (default 6), ``render_mode`` (None or ``"rgb_array"``),
   ``workers`` (``"auto"`` or an integer: SEER's pool size).
-- ``backend``: ``"seer"`` (default) or ``"reference"`` (the time-stepped
+- ``engine``: ``"seer"`` (default) or ``"reference"`` (the time-stepped
   numpy implementation, same numbers; for tests and benchmarks).
 """
 
@@ -76,7 +76,7 @@ from seer.envs._common import (
 __all__ = ["parallel_env", "env", "raw_env", "UavSwarmEnv", "SCENARIOS"]
 
 SCENARIOS = dict(M.SCENARIOS)
-BACKENDS = ("seer", "reference")
+ENGINES = ("seer", "reference")
 
 
 class UavSwarmEnv(ClosingParallelEnv):
@@ -86,13 +86,13 @@ class UavSwarmEnv(ClosingParallelEnv):
                 "render_fps": 10}
 
     def __init__(self, scenario="default", num_uavs=None, max_cycles=500, render_mode=None, dt=0.1,
-                 workers="auto", k_neighbors=6, backend="seer"):
+                 workers="auto", k_neighbors=6, engine="seer"):
         cfg = M.make_config(scenario, num_uavs, dt, k_neighbors)
         self.max_cycles = check_int("max_cycles", max_cycles, 1)
         self.render_mode = check_render_mode(render_mode, self.metadata["render_modes"])
         workers = check_workers(workers)
-        if backend not in BACKENDS:
-            raise ValueError(f"backend={backend!r} is unknown: expected one of {list(BACKENDS)}")
+        if engine not in ENGINES:
+            raise ValueError(f"engine={engine!r} is unknown: expected one of {list(ENGINES)}")
         self.cfg = cfg
         self.scenario = scenario
         self._closed = False
@@ -101,14 +101,14 @@ class UavSwarmEnv(ClosingParallelEnv):
         self._index = {a: i for i, a in enumerate(self.possible_agents)}
         self._obs_spaces: dict[str, gymnasium.spaces.Box] = {}
         self._act_spaces: dict[str, gymnasium.spaces.Box] = {}
-        if backend == "seer":
+        if engine == "seer":
             self._sim = M.SeerSim(cfg, workers=workers)
             self._runtime = self._sim.runtime
         else:
             from seer.envs._uav_reference import ReferenceSim
 
             self._sim = ReferenceSim(cfg)
-        self.backend = backend
+        self.engine = engine
         self.workers = self._sim.workers
         self.state_arrays = self._sim.state
         self._readout = M.Readout(cfg)

@@ -40,7 +40,7 @@ def run_pair(steps, workers, seed, **kwargs):
     """Step the SEER env and the reference with the same actions; compare
     every return, bit for bit, and the whole state at the end."""
     a = U.parallel_env(workers=workers, max_cycles=steps, **kwargs)
-    b = U.parallel_env(backend="reference", max_cycles=steps, **kwargs)
+    b = U.parallel_env(engine="reference", max_cycles=steps, **kwargs)
     try:
         oa, _ = a.reset(seed=seed)
         ob, _ = b.reset(seed=seed)
@@ -400,7 +400,7 @@ def test_wrong_shape_missing_and_unknown_agents(small_env):
     ({"workers": "many"}, "workers='many'"),
     ({"render_mode": "human"}, "render_mode='human'"),
     ({"k_neighbors": 100}, "k_neighbors=100"),
-    ({"backend": "gpu"}, "backend='gpu'"),
+    ({"engine": "gpu"}, "engine='gpu'"),
 ])
 def test_bad_arguments_name_argument_and_value(kwargs, match):
     with pytest.raises(ValueError, match=match.replace("(", r"\(").replace(".", r"\.")):
