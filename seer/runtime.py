@@ -234,7 +234,7 @@ class Runtime:
         if workers == "auto":
             from seer.stpa import select_workers_for_model
 
-            workers = select_workers_for_model(model)
+            workers = select_workers_for_model(model, capacity=capacity)
         if not isinstance(workers, numbers.Integral) or isinstance(workers, bool) or not 1 <= workers <= 1024:
             raise ValueError(f'workers={workers!r} is invalid: expected "auto" or an integer in [1, 1024]')
         if capacity is None:

@@ -310,89 +310,163 @@ class ProbeResult(dict):
     error: str | None = None
 
 
-def probe(model, *, capacity: int | None = None, budget_s: float = 0.05, max_events: int = 100_000,
+def probe(model, *, capacity: int | None = None, budget_s: float = 0.04, max_events: int = 100_000,
           max_steps: int = 64, step_length: float | None = None, seed: int = 0,
-          trace_capacity: int = 1 << 16) -> ProbeResult:
-    """Run a few steps of ``model`` on a traced one-worker runtime; return its features.
+          trace_capacity: int = 1 << 16, compare_workers: int | None = 2) -> ProbeResult:
+    """Run a few steps of ``model`` on traced runtimes; return its features.
 
-    The step length is ``step_length``, else the model's ``step_length``
-    attribute when it has one, else the lookahead (or 1.0), doubled while a
-    step takes under a millisecond.  A model with a ``prepare_step()``
-    method (the built-in envs' per-step hook) has it called before each
-    step.  The probe stops after ``budget_s`` seconds of stepping,
-    ``max_events`` events or ``max_steps`` steps; the first step counts as
-    warm-up for the trace features when there are more.
+    First on one worker: the step length is ``step_length``, else the
+    model's ``step_length`` attribute when it has one, else the lookahead
+    (or 1.0), doubled while a step takes under a millisecond; the steps up
+    to that point are warm-up, then steps of that length run until
+    ``budget_s`` seconds, ``max_events`` events or ``max_steps`` steps.
+    Then, when ``compare_workers`` (default 2) is set and this process may
+    use that many cores, the same steps run again on a pool of that size
+    (the events are the same for every pool size): the ratio of the total
+    step times is ``probe2_speedup``, and that trace gives the pool's idle
+    share, claim contention (empty polls) and load imbalance.
 
-    The model is left stepped: build the real runtime afterwards (its
-    constructor resets the model), as ``workers="auto"`` does.
+    A model with a ``prepare_step()`` method (the built-in envs' per-step
+    hook) has it called before each step.  The model is left stepped:
+    build the real runtime afterwards (its constructor resets the model),
+    as ``workers="auto"`` does.
     """
     from seer.errors import SeerError
-    from seer.runtime import Runtime
 
     feats = ProbeResult(static_workload_features(model))
-    kinds = list(model.kinds)
-    native_kinds = [k.native for k in kinds]
+    native_kinds = [k.native for k in model.kinds]
     sl = step_length if step_length is not None else getattr(model, "step_length", None)
     adaptive = sl is None
     if adaptive:
         L = float(model.lookahead)
         sl = L if math.isfinite(L) and L > 0 else 1.0
-    sl = float(sl)
-    prepare = getattr(model, "prepare_step", None)
     if capacity is None:
         qc = getattr(model, "queue_capacity", None)
         capacity = int(qc()) if callable(qc) else max(1 << 16, 128 * model.num_entities)
-    steps: list[tuple[float, int, int]] = []
-    handled = 0
-    first_window = -1
+    opts = dict(capacity=capacity, seed=seed, trace_capacity=trace_capacity)
     try:
-        rt = Runtime(model, workers=1, trace=True, trace_capacity=trace_capacity, capacity=capacity, seed=seed)
+        one = _run_probe(model, 1, float(sl), adaptive, budget_s, max_events, max_steps, **opts)
     except (SeerError, MemoryError, ValueError) as exc:
         feats.ok, feats.error = False, f"{type(exc).__name__}: {exc}"
         return feats
-    try:
-        pending0 = len(rt.queue)
-        t_begin = time.perf_counter()
-        while len(rt.queue) and len(steps) < max_steps:
-            if callable(prepare):
-                prepare()
-            t0 = time.perf_counter()
-            st = rt.step(rt.now + sl)
-            el = time.perf_counter() - t0
-            steps.append((el, st.events, st.windows))
-            handled += st.events
-            if len(steps) == 1:
-                w = rt.trace.windows
-                first_window = int(w["window"].max()) if len(w) else -1
-            if time.perf_counter() - t_begin >= budget_s or handled >= max_events:
-                break
-            if adaptive and el < 1e-3 and sl < 1e6:
-                sl *= 2.0
-        pending1 = len(rt.queue)
-        trace = rt.trace
-        fanout, cross_share = _pending_fanout(rt.queue, pending1)
-    except (SeerError, MemoryError) as exc:
-        feats.ok, feats.error = False, f"{type(exc).__name__}: {exc}"
-        return feats
-    finally:
-        rt.close()
-    later = steps[1:] if len(steps) > 1 else steps
-    feats.update(trace_features(trace, native_kinds, skip_windows_upto=first_window if len(steps) > 1 else -1))
+    steps = one["steps"]
+    measured = [s for s in steps if s[4]]
+    feats.update(trace_features(one["trace"], native_kinds, skip_windows_upto=one["warm_window"]))
     feats.update(
-        events_per_step=float(np.mean([s[1] for s in later])) if later else 0.0,
-        windows_per_step=float(np.mean([s[2] for s in later])) if later else 0.0,
-        step_ms=float(np.mean([s[0] for s in later]) * 1e3) if later else 0.0,
-        probe_step_length=sl,
+        events_per_step=float(np.mean([s[2] for s in measured])) if measured else 0.0,
+        windows_per_step=float(np.mean([s[3] for s in measured])) if measured else 0.0,
+        step_ms=float(np.mean([s[1] for s in measured]) * 1e3) if measured else 0.0,
+        probe_step_length=float(measured[-1][5]) if measured else float(sl),
         probe_steps=float(len(steps)),
         # Events created per handled event (to itself or others): handled + growth of the queue.
-        emitted_per_event=float((handled + pending1 - pending0) / handled) if handled else 0.0,
-        fanout=fanout,
-        cross_share=cross_share,
-        trace_dropped=float(trace.dropped),
+        emitted_per_event=float((one["handled"] + one["pending1"] - one["pending0"]) / one["handled"])
+        if one["handled"] else 0.0,
+        fanout=one["fanout"],
+        cross_share=one["cross_share"],
+        trace_dropped=float(one["trace"].dropped),
     )
-    if handled == 0:
+    if one["handled"] == 0:
         feats.ok, feats.error = False, "the model handled no events during the probe"
+        return feats
+    feats.update(probe2_speedup=1.0, probe2_idle_share=0.0, probe2_empty_polls_per_window=0.0,
+                 probe2_imbalance=1.0, probe2_workers=1.0)
+    usable = len(_usable_cpus(None))
+    if compare_workers and compare_workers > 1 and usable >= compare_workers:
+        try:
+            two = _run_probe(model, int(compare_workers), float(sl), False, budget_s, max_events, max_steps,
+                             horizons=[(s[0], s[4]) for s in steps], **opts)
+        except (SeerError, MemoryError, ValueError) as exc:
+            feats.ok, feats.error = False, f"{type(exc).__name__}: {exc}"
+            return feats
+        # Throughput ratio over the measured steps (not a median of per-step
+        # ratios: steps may alternate between heavy and empty ones).
+        pairs = [(a[1], b[1]) for a, b in zip(steps, two["steps"]) if a[4]] or \
+            [(a[1], b[1]) for a, b in zip(steps, two["steps"])]
+        t1, t2_sum = sum(p[0] for p in pairs), sum(p[1] for p in pairs)
+        t2 = trace_features(two["trace"], native_kinds, skip_windows_upto=two["warm_window"])
+        feats.update(
+            probe2_speedup=float(t1 / t2_sum) if t2_sum > 0 else 1.0,
+            probe2_idle_share=t2["overhead_share"],
+            probe2_empty_polls_per_window=t2["empty_polls_per_window"],
+            probe2_imbalance=_imbalance(two["trace"], two["warm_window"]),
+            probe2_workers=float(compare_workers),
+        )
     return feats
+
+
+def _imbalance(trace, skip_windows_upto: int) -> float:
+    """Mean over windows of the busiest worker's busy time over the mean worker's."""
+    win = trace.windows
+    if skip_windows_upto >= 0 and len(win) and (win["window"] > skip_windows_upto).any():
+        win = win[win["window"] > skip_windows_upto]
+    if not len(win):
+        return 1.0
+    _, inv = np.unique(win["window"].astype(np.int64), return_inverse=True)
+    inv = inv.reshape(-1)
+    busy = win["busy_ns"].astype(np.float64)
+    n = inv.max() + 1
+    mx = np.zeros(n)
+    np.maximum.at(mx, inv, busy)
+    mean = np.bincount(inv, weights=busy, minlength=n) / np.maximum(np.bincount(inv, minlength=n), 1)
+    ok = mean > 0
+    return float((mx[ok] / mean[ok]).mean()) if ok.any() else 1.0
+
+
+def _run_probe(model, workers: int, sl: float, adaptive: bool, budget_s: float, max_events: int, max_steps: int,
+               *, capacity: int, seed: int, trace_capacity: int, horizons=None) -> dict:
+    """Step a traced runtime: adaptively (``horizons`` None) or replaying
+    ``horizons`` [(horizon, measured)].  Steps are (horizon, seconds,
+    events, windows, measured, step length)."""
+    from seer.runtime import Runtime
+
+    prepare = getattr(model, "prepare_step", None)
+    rt = Runtime(model, workers=workers, trace=True, trace_capacity=trace_capacity, capacity=capacity, seed=seed)
+    steps: list[tuple] = []
+    handled = 0
+    warm_window = -1
+    try:
+        pending0 = len(rt.queue)
+
+        def one(h, measured):
+            nonlocal handled, warm_window
+            if callable(prepare):
+                prepare()
+            length = h - rt.now
+            t0 = time.perf_counter()
+            st = rt.step(h)
+            el = time.perf_counter() - t0
+            steps.append((h, el, st.events, st.windows, measured, length))
+            handled += st.events
+            if not measured:
+                w = rt.trace.windows
+                warm_window = int(w["window"].max()) if len(w) else warm_window
+            return el
+
+        if horizons is not None:
+            for h, measured in horizons:
+                one(h, measured)
+        else:
+            t_begin = time.perf_counter()
+            warm = True
+            while len(rt.queue) and len(steps) < max_steps:
+                el = one(rt.now + sl, not warm)
+                if warm:
+                    if adaptive and el < 1e-3 and sl < 1e6:
+                        sl *= 2.0
+                    else:
+                        warm = False
+                if time.perf_counter() - t_begin >= budget_s or handled >= max_events:
+                    break
+            if not any(s[4] for s in steps):  # no time left after warm-up: measure what ran
+                steps = [s[:4] + (True,) + s[5:] for s in steps]
+                warm_window = -1
+        pending1 = len(rt.queue)
+        trace = rt.trace
+        fanout, cross_share = _pending_fanout(rt.queue, pending1) if horizons is None else (0.0, 0.0)
+    finally:
+        rt.close()
+    return {"steps": steps, "trace": trace, "handled": handled, "pending0": pending0, "pending1": pending1,
+            "fanout": fanout, "cross_share": cross_share, "warm_window": warm_window}
 
 
 def _pending_fanout(queue, pending: int, limit: int = 1 << 16) -> tuple[float, float]:

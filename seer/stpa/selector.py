@@ -12,7 +12,8 @@ A file whose format, version or schema differs from this code's is
 The estimator predicts, for a workload's features and a candidate pool size
 ``w``, the log parallel efficiency ``log(speedup(w) / min(w, cores))`` where
 ``speedup(w)`` is steps/s at ``w`` over steps/s at one worker.  The score of
-``w`` is then ``prediction + log(min(w, cores))``, the predicted log speedup,
+``w`` is then ``prediction + log(min(w, cores))``, the predicted log speedup
+(0 for one worker, the reference, which the estimator is not asked about),
 and the choice is the smallest ``w`` whose score is within ``tolerance`` of
 the best (ties go to fewer threads).
 
@@ -57,7 +58,8 @@ WORKLOAD_SCHEMA = [
     "log_entities", "kinds", "native_kind_share", "native_event_share", "gil_share", "python_share",
     "log_events_per_window", "log_busy_us_per_window", "busy_cv", "log_idle_us_per_window", "overhead_share",
     "log_cost_us", "cost_cv", "log_active_entities", "log_parallelism", "log_events_per_entity_window",
-    "fanout", "empty_polls_per_window",
+    "fanout", "cross_share", "empty_polls_per_window", "log_step_us", "log_windows_per_step",
+    "log_probe2_speedup", "probe2_idle_share", "probe2_empty_polls", "probe2_imbalance",
 ]
 CANDIDATE_SCHEMA = ["workers", "workers_per_core", "oversubscription", "log_work_per_worker",
                     "log_parallelism_per_worker", "log_entities_per_worker"]
@@ -107,7 +109,14 @@ def derived_features(raw: Mapping[str, Any]) -> dict[str, float]:
         "log_parallelism": math.log(max(g("parallelism", 1.0), 1.0)),
         "log_events_per_entity_window": _log1p(g("events_per_entity_window", 1.0)),
         "fanout": g("fanout"),
+        "cross_share": g("cross_share"),
         "empty_polls_per_window": _log1p(g("empty_polls_per_window")),
+        "log_step_us": _log1p(g("step_ms") * 1e3),
+        "log_windows_per_step": _log1p(g("windows_per_step", 1.0)),
+        "log_probe2_speedup": math.log(min(max(g("probe2_speedup", 1.0), 1e-3), 1e3)),
+        "probe2_idle_share": g("probe2_idle_share"),
+        "probe2_empty_polls": _log1p(g("probe2_empty_polls_per_window")),
+        "probe2_imbalance": g("probe2_imbalance", 1.0),
     }
 
 
@@ -144,9 +153,12 @@ class StpaModel:
         """Predicted log speedup over one worker, per candidate pool size."""
         cores = int(cores if cores is not None else raw.get("usable_cores", 1))
         cands = list(candidates) if candidates is not None else candidate_sizes(cores)
-        X = feature_matrix(raw, cands, cores)
-        pred = np.asarray(self.estimator.predict(X), np.float64).reshape(-1)
-        return {int(w): float(p + math.log(min(w, cores))) for w, p in zip(cands, pred)}
+        out = {int(w): 0.0 for w in cands if int(w) == 1}  # the reference: log speedup 0 by definition
+        rest = [int(w) for w in cands if int(w) != 1]
+        if rest:
+            pred = np.asarray(self.estimator.predict(feature_matrix(raw, rest, cores)), np.float64).reshape(-1)
+            out.update({w: float(p + math.log(min(w, cores))) for w, p in zip(rest, pred)})
+        return dict(sorted(out.items()))
 
     def choose(self, raw: Mapping[str, Any], candidates=None, cores: int | None = None,
                tolerance: float = 0.01) -> int:

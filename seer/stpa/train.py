@@ -168,6 +168,16 @@ FAMILIES = {
 }
 
 
+def _fit(family: str, X: np.ndarray, y: np.ndarray):
+    est = make_estimator(family)
+    if family == "knn":  # fewer rows than neighbours on tiny datasets
+        est.set_params(kneighborsregressor__n_neighbors=max(1, min(7, len(y))))
+    if family == "gbr" and len(y) < 20:  # a subsample of a handful of rows may be empty
+        est.set_params(subsample=1.0)
+    est.fit(X, y)
+    return est
+
+
 def decision_scores(table: Table, pred: np.ndarray, rows: np.ndarray | None = None) -> dict:
     """How good the choices from predictions ``pred`` are, per workload:
     mean and min fraction of the best measured throughput, next to the
@@ -195,20 +205,24 @@ def decision_scores(table: Table, pred: np.ndarray, rows: np.ndarray | None = No
 
 def compare_families(table: Table, families=("gbr", "rf", "ridge", "knn"), n_splits: int = 5) -> dict:
     """Grouped cross-validation (folds of whole workloads) of each family:
-    RMSE and R^2 of the target, and the quality of the resulting choices."""
+    RMSE and R^2 of the target (pool sizes > 1), and the quality of the
+    resulting choices."""
     from sklearn.model_selection import GroupKFold
 
     n_groups = len(np.unique(table.groups))
     k = max(2, min(n_splits, n_groups))
+    multi = table.workers != 1  # one worker is the reference: its target is 0 by definition
     out = {}
     for fam in families:
         pred = np.zeros_like(table.y)
         for tr, te in GroupKFold(n_splits=k).split(table.X, table.y, table.groups):
-            est = make_estimator(fam)
-            est.fit(table.X[tr], table.y[tr])
-            pred[te] = est.predict(table.X[te])
-        resid = pred - table.y
-        var = float(np.var(table.y))
+            tr = tr[multi[tr]]
+            te = te[multi[te]]
+            if len(tr) and len(te):
+                pred[te] = _fit(fam, table.X[tr], table.y[tr]).predict(table.X[te])
+        resid = (pred - table.y)[multi]
+        table_y = table.y[multi]
+        var = float(np.var(table_y))
         res = {"rmse": float(np.sqrt(np.mean(resid ** 2))),
                "r2": float(1.0 - np.mean(resid ** 2) / var) if var > 0 else float("nan")}
         res.update(decision_scores(table, pred))
@@ -221,9 +235,8 @@ def pick_family(comparison: dict) -> str:
 
 
 def fit(table: Table, family: str) -> object:
-    est = make_estimator(family)
-    est.fit(table.X, table.y)
-    return est
+    multi = table.workers != 1
+    return _fit(family, table.X[multi], table.y[multi])
 
 
 def train(rows: list[dict], families=("gbr", "rf", "ridge", "knn"), n_splits: int = 5,

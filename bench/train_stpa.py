@@ -1,0 +1,89 @@
+"""Train the STPA model that ships in ``seer/data/`` and record its evaluation.
+
+    python bench/train_stpa.py                 # sweep, train, evaluate; replace the shipped files
+    python bench/train_stpa.py --append        # add a new sweep to the shipped dataset, retrain, evaluate
+    python bench/train_stpa.py --from-dataset  # retrain from the shipped dataset only, then evaluate
+    python bench/train_stpa.py --no-evaluate
+
+Writes:
+
+* ``seer/data/stpa_dataset.jsonl.gz``: every measurement (one JSON line per
+  workload and pool size, with the workload's features);
+* ``seer/data/stpa_model.joblib`` and ``seer/data/stpa_model.json`` (what it
+  was trained on, the model families compared on held-out workloads);
+* ``bench/results/stpa_eval.json`` and ``.md``: the choices on held-out
+  workloads (other random draws, env sizes not trained on) against the best
+  pool size measured in the same run, and the fixed rules.
+
+The sweep is the one ``seer tune`` runs (:mod:`seer.stpa.tune`), larger.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+from seer.stpa import selector as S
+from seer.stpa import tune
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--workloads", type=int, default=None, help="synthetic training workloads (default: tune's full)")
+    ap.add_argument("--eval-workloads", type=int, default=None, help="synthetic held-out workloads")
+    ap.add_argument("--reps", type=int, default=None, help="repetitions per measurement (best kept)")
+    ap.add_argument("--seed", type=int, default=1, help="workload sampler seed")
+    ap.add_argument("--append", action="store_true", help="add to the shipped dataset instead of replacing it")
+    ap.add_argument("--from-dataset", action="store_true", help="no sweep: retrain on the shipped dataset")
+    ap.add_argument("--no-evaluate", action="store_true")
+    ap.add_argument("--no-envs", action="store_true")
+    ap.add_argument("--data-dir", type=Path, default=ROOT / "seer" / "data")
+    ap.add_argument("--results", type=Path, default=ROOT / "bench" / "results" / "stpa_eval")
+    ap.add_argument("--no-progress", action="store_true")
+    args = ap.parse_args(argv)
+
+    data = args.data_dir
+    data.mkdir(parents=True, exist_ok=True)
+    shipped_ds = data / S.SHIPPED_DATASET_FILENAME
+    model_path = data / S.MODEL_FILENAME
+    with tempfile.TemporaryDirectory(prefix="seer-train-") as tmp:
+        work_ds = Path(tmp) / "dataset.jsonl"
+        if (args.append or args.from_dataset) and shipped_ds.is_file():
+            with gzip.open(shipped_ds, "rt") as src, open(work_ds, "w") as dst:
+                shutil.copyfileobj(src, dst)
+        result = tune.run_tune(
+            quick=False, cache=Path(tmp), do_sweep=not args.from_dataset, do_train=True,
+            do_evaluate=not args.no_evaluate, n_train=args.workloads, n_eval=args.eval_workloads, reps=args.reps,
+            seed=args.seed, envs=not args.no_envs, include_shipped=False, progress=not args.no_progress,
+            dataset_path=work_ds, model_path=model_path)
+        with open(work_ds, "rb") as src, gzip.open(shipped_ds, "wb", compresslevel=9) as dst:
+            shutil.copyfileobj(src, dst)
+    # The model's sidecar names the shipped dataset, not the temporary copy.
+    result["model"]["meta"]["datasets"] = [f"seer/data/{S.SHIPPED_DATASET_FILENAME}"]
+    model = S.load_model(model_path)
+    model.meta["datasets"] = result["model"]["meta"]["datasets"]
+    S.save_model(model, model_path)
+    tune.write_sidecar(model, model_path)
+    result["dataset"] = f"seer/data/{S.SHIPPED_DATASET_FILENAME}"
+    result["model_path"] = f"seer/data/{S.MODEL_FILENAME}"
+    if "evaluation" in result:
+        result["evaluation"]["model"] = result["model_path"]
+    tune.print_summary(result)
+    command = "python bench/train_stpa.py " + " ".join(sys.argv[1:] if argv is None else argv)
+    if not args.no_evaluate:
+        args.results.parent.mkdir(parents=True, exist_ok=True)
+        tune.write_json({**result, "command": command}, args.results.with_suffix(".json"))
+        md = tune.render_markdown(result, command, title="STPA: shipped model, held-out evaluation")
+        args.results.with_suffix(".md").write_text(md)
+        print(f"wrote {args.results.with_suffix('.json')} and .md")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
