@@ -4,6 +4,7 @@
     python bench/train_stpa.py --append        # add a new sweep to the shipped dataset, retrain, evaluate
     python bench/train_stpa.py --from-dataset  # retrain from the shipped dataset only, then evaluate
     python bench/train_stpa.py --no-evaluate
+    python bench/train_stpa.py --render-only   # rewrite the .md from the recorded .json
 
 Writes:
 
@@ -32,6 +33,26 @@ from seer.stpa import tune
 
 ROOT = Path(__file__).resolve().parent.parent
 
+NOTES = [
+    "Measured on one shared 2-core VM while other engineers ran builds and tests on it: the load average "
+    "(above) was often near or above 2, so every number carries scheduling noise. Each steps/s is the best of "
+    "`reps` runs, pool sizes interleaved in a rotated order, and the oracle of a held-out workload is measured "
+    "in the same run, right after the probe that made the choice.",
+    "Held-out workloads are other random draws of the synthetic generator (another seed) and env sizes that "
+    "are not in the training set (uav_swarm_v0 default/large; wireless_v0 medium/xlarge vs. uav 8/96/512 UAVs, "
+    "wireless small/large/xlarge-200 in training).",
+    "No 16-core machine was available in this session: the shipped model has seen only 2 usable cores "
+    "(pool sizes 1..4). On other machines `seer tune` (or `--quick`) measures the machine and saves a model "
+    "that workers=\"auto\" prefers to the shipped one.",
+    "The grouped cross-validation rows (model families) score choices on the training sweep's own "
+    "measurements, in folds of whole workloads. Their minimum is far below the held-out run's: among the 206 "
+    "workloads are some whose measurements a load spike hit (e.g. a native workload of 84k-iteration events at "
+    "0.92x on 2 workers but 1.86x on 4, a Python one at 1.70x on 3 workers), where no choice from features can "
+    "be right, and small native workloads with ~50 us steps where 2 workers win by 1.2-1.4x and the probe, "
+    "itself noisy at that scale, says otherwise (fractions 0.6-0.9). The held-out minimum (one run) would "
+    "miss 0.85 whenever such a workload lands in the held-out draw.",
+]
+
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -46,7 +67,17 @@ def main(argv=None) -> int:
     ap.add_argument("--data-dir", type=Path, default=ROOT / "seer" / "data")
     ap.add_argument("--results", type=Path, default=ROOT / "bench" / "results" / "stpa_eval")
     ap.add_argument("--no-progress", action="store_true")
+    ap.add_argument("--render-only", action="store_true", help="rewrite the .md from the recorded .json")
     args = ap.parse_args(argv)
+    if args.render_only:
+        import json
+
+        result = json.loads(args.results.with_suffix(".json").read_text())
+        md = tune.render_markdown(result, result["command"], title="STPA: shipped model, held-out evaluation",
+                                  notes=NOTES)
+        args.results.with_suffix(".md").write_text(md)
+        print(f"wrote {args.results.with_suffix('.md')}")
+        return 0
 
     data = args.data_dir
     data.mkdir(parents=True, exist_ok=True)
@@ -79,7 +110,7 @@ def main(argv=None) -> int:
     if not args.no_evaluate:
         args.results.parent.mkdir(parents=True, exist_ok=True)
         tune.write_json({**result, "command": command}, args.results.with_suffix(".json"))
-        md = tune.render_markdown(result, command, title="STPA: shipped model, held-out evaluation")
+        md = tune.render_markdown(result, command, title="STPA: shipped model, held-out evaluation", notes=NOTES)
         args.results.with_suffix(".md").write_text(md)
         print(f"wrote {args.results.with_suffix('.json')} and .md")
     return 0

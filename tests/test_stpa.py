@@ -406,3 +406,28 @@ def test_the_model_loads_lazily():
     """)
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0 and "ok" in out.stdout, out.stderr
+
+
+def test_an_unreadable_shipped_model_is_refitted_from_the_shipped_dataset(tmp_path, monkeypatch):
+    bad = tmp_path / "stpa_model.joblib"
+    bad.write_bytes(b"written by another scikit-learn")
+    ds = tmp_path / "stpa_dataset.jsonl.gz"
+    import gzip
+
+    with gzip.open(ds, "wt") as f:
+        for row in fake_rows(8):
+            f.write(json.dumps(row) + "\n")
+    monkeypatch.setenv("SEER_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(S, "model_search_path", lambda: [("shipped default", bad)])
+    monkeypatch.setattr(S, "shipped_model_path", lambda: bad)
+    monkeypatch.setattr(S, "shipped_dataset_path", lambda: ds)
+    S.clear_cache()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", S.StpaFallbackWarning)
+        m, reasons = S.active_model()
+    assert m is not None and "refitted" in reasons[0]
+    assert list((tmp_path / "cache").glob("stpa_default-*.joblib"))  # cached for the next process
+    S.clear_cache()
+    m2, _ = S.active_model()
+    assert m2.scores(fake_rows(1)[0]["features"]) == m.scores(fake_rows(1)[0]["features"])
+    S.clear_cache()

@@ -22,7 +22,9 @@ Lookup order of the model ``workers="auto"`` uses: the path in
 (``$SEER_CACHE_DIR``, else ``platformdirs.user_cache_dir("seer")``, which
 honours ``$XDG_CACHE_HOME``); the default model shipped in ``seer/data/``.
 A file that exists but cannot be used is skipped with a warning
-(:class:`StpaFallbackWarning`) naming why; when none can be used the
+(:class:`StpaFallbackWarning`) naming why, except the shipped model, which
+is refitted from the shipped dataset when its pickle does not load (another
+scikit-learn) and cached in the cache directory; when none can be used the
 documented :func:`heuristic_workers` decides, with a warning.  Models load
 lazily: ``joblib`` and scikit-learn are imported only when ``"auto"`` is used.
 """
@@ -302,10 +304,63 @@ def active_model(warn: bool = True) -> tuple[StpaModel | None, list[str]]:
         try:
             return _load_cached(path), reasons
         except (IncompatibleModelError, OSError) as exc:
+            if label == "shipped default":
+                # Most often a pickle from another scikit-learn: refit the
+                # shipped model's family on the shipped dataset instead.
+                m = _retrained_shipped()
+                if m is not None:
+                    reasons.append(f"{label} model: {exc}; refitted from {shipped_dataset_path().name}")
+                    return m, reasons
             reasons.append(f"{label} model: {exc}")
             if warn:
                 warnings.warn(f"STPA: skipping the {label} model: {exc}", StpaFallbackWarning, stacklevel=3)
     return None, reasons
+
+
+def _retrained_shipped() -> StpaModel | None:
+    """The shipped model refitted from the shipped dataset with this
+    scikit-learn (cached in the cache directory, keyed by versions)."""
+    import json
+
+    ds = shipped_dataset_path()
+    if not ds.is_file():
+        return None
+    with _lock:
+        key = ("retrained", str(ds), ds.stat().st_mtime, 0)
+        hit = _loaded.get(key)
+        if hit is not None:
+            return hit if isinstance(hit, StpaModel) else None
+        try:
+            import sklearn
+
+            from seer import __version__
+
+            side = shipped_model_path().with_suffix(".json")
+            family = "gbr"
+            if side.is_file():
+                family = str(json.loads(side.read_text()).get("family", "gbr"))
+            cached = cache_dir() / f"stpa_default-seer{__version__}-sklearn{sklearn.__version__}-{family}.joblib"
+            model = None
+            if cached.is_file() and cached.stat().st_mtime >= ds.stat().st_mtime:
+                try:
+                    model = load_model(cached)
+                except (IncompatibleModelError, OSError):
+                    model = None
+            if model is None:
+                from seer.stpa.train import load_rows, train
+
+                model = train(load_rows(ds), families=(family,), family=family)
+                model.meta["refitted_from"] = str(ds)
+                try:
+                    save_model(model, cached)
+                    model.path = str(cached)
+                except OSError:
+                    model.path = f"{ds} (refitted in memory)"
+        except Exception:  # the dataset is unusable too: the heuristic decides
+            _loaded[key] = "failed"
+            return None
+        _loaded[key] = model
+        return model
 
 
 # ---- the heuristic --------------------------------------------------------------------------

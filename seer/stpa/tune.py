@@ -242,7 +242,7 @@ def evaluation_tables(ev: dict) -> str:
     return "\n".join(lines)
 
 
-def render_markdown(result: dict, command: str, title: str = "STPA evaluation") -> str:
+def render_markdown(result: dict, command: str, title: str = "STPA evaluation", notes=()) -> str:
     m = result["machine"]
     ev = result.get("evaluation")
     parts = [f"# {title}", "", f"Command: `{command}`", "",
@@ -264,6 +264,8 @@ def render_markdown(result: dict, command: str, title: str = "STPA evaluation") 
                   f"Targets: mean >= 0.95: {'met' if t['mean_ge_0.95'] else 'MISSED'}; "
                   f"min >= 0.85: {'met' if t['min_ge_0.85'] else 'MISSED'}; better than both fixed rules: "
                   f"{'met' if t['beats_fixed_rules'] else 'MISSED'}.", "", evaluation_tables(ev), ""]
+    if notes:
+        parts += ["## Notes", ""] + [f"- {n}" for n in notes] + [""]
     return "\n".join(parts)
 
 
