@@ -333,7 +333,8 @@ def main(args) -> int:
     from rich.console import Console
     from rich.progress import Progress
 
-    console = Console()
+    # Wide enough for the table when writing to a file or a CI log.
+    console = Console() if sys.stdout.isatty() else Console(width=170)
     with Progress(console=console, transient=True) as bar:
         task = bar.add_task("seer bench", total=len(plan(args.quick)))
         doc = run(args.quick, lambda label: bar.update(task, advance=1, description=f"seer bench: done {label}"))
