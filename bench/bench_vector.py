@@ -19,9 +19,11 @@ SuperSuit resets within the step, so its every row counts.
 Candidates on mpe2's simple_spread_v3 (N=3, max_cycles=25; 8 copies = 24 agents):
 
 - ``sequential``: a Python loop over 8 ParallelEnvs (dict actions, reset when done).
-- ``seer_process``: ``seer.vector.make(..., backend="process", workers=2)``
-  (2 worker processes; the caller waits), and ``seer_process_inline``
-  (``inline=True``: the caller steps a share, 1 worker process).
+- ``seer_process``: ``seer.vector.make(..., backend="process", workers=2,
+  inline=False)`` (2 worker processes; the caller waits), and
+  ``seer_process_inline`` (``inline=True``: the caller steps a share, 1
+  worker process; what ``inline="auto"``, the default, picks when
+  ``workers`` covers the usable cores, as here).
 - ``seer_thread``: the thread backend, workers=2 (for reference: mpe2 is pure
   Python, so threads cannot help).
 - ``supersuit``: ``concat_vec_envs_v1(pettingzoo_env_to_vec_env_v1(env), 8,
@@ -181,13 +183,42 @@ class GymAsync:
         self.venv.close()
 
 
+def _spin(seconds, q):
+    n, t0 = 0, time.perf_counter()
+    while time.perf_counter() - t0 < seconds:
+        n += 1
+    q.put(n)
+
+
+def parallel_capacity(seconds: float = 0.2) -> float:
+    """How many cores two busy processes get right now, relative to one (2.0
+    on an idle 2-core machine; less while other jobs run)."""
+    import multiprocessing as mp
+
+    ctx = mp.get_context("forkserver")
+    q = ctx.Queue()
+    p = ctx.Process(target=_spin, args=(seconds, q))
+    p.start()
+    one = q.get()
+    p.join()
+    ps = [ctx.Process(target=_spin, args=(seconds, q)) for _ in range(2)]
+    for p in ps:
+        p.start()
+    two = q.get() + q.get()
+    for p in ps:
+        p.join()
+    return two / max(one, 1)
+
+
 def measure(cands: dict, rounds: int, seconds: float, warmup: float) -> dict:
     for c in cands.values():  # warm-up
         t0 = time.perf_counter()
         while time.perf_counter() - t0 < warmup:
             c.step()
     scores = {k: [] for k in cands}
+    capacity = []
     for r in range(rounds):
+        capacity.append(parallel_capacity())
         for k, c in cands.items():
             n, t0 = 0, time.perf_counter()
             while True:
@@ -196,8 +227,11 @@ def measure(cands: dict, rounds: int, seconds: float, warmup: float) -> dict:
                 if dt >= seconds:
                     break
             scores[k].append(n / dt)
-        print(f"  round {r + 1}/{rounds}: " + ", ".join(f"{k} {v[-1]:,.0f}" for k, v in scores.items()), flush=True)
-    return {k: {"best": max(v), "median": float(np.median(v)), "rounds": v} for k, v in scores.items()}
+        print(f"  round {r + 1}/{rounds} (capacity {capacity[-1]:.2f}): "
+              + ", ".join(f"{k} {v[-1]:,.0f}" for k, v in scores.items()), flush=True)
+    out = {k: {"best": max(v), "median": float(np.median(v)), "rounds": v} for k, v in scores.items()}
+    out["_capacity"] = capacity
+    return out
 
 
 # ---- sections ----------------------------------------------------------------------------------
@@ -207,7 +241,7 @@ def bench_spread(args) -> dict:
     copies = 8
     cands = {}
     cands["sequential"] = Sequential(spread_env, copies)
-    cands["seer_process"] = SeerVec(spread_env, copies, backend="process", workers=2)
+    cands["seer_process"] = SeerVec(spread_env, copies, backend="process", workers=2, inline=False)
     cands["seer_process_inline"] = SeerVec(spread_env, copies, backend="process", workers=2, inline=True)
     cands["seer_thread"] = SeerVec(spread_env, copies, backend="thread", workers=2)
     try:
@@ -220,13 +254,14 @@ def bench_spread(args) -> dict:
     finally:
         for c in cands.values():
             c.close()
+    capacity = res.pop("_capacity")
     seq = res["sequential"]["best"]
     seer_best = max(res["seer_process"]["best"], res["seer_process_inline"]["best"])
     others = {k: res[k]["best"] for k in ("supersuit", "gymnasium_async") if k in res}
     best_other = max(others.values())
     return {
         "env": "mpe2 simple_spread_v3", "env_kwargs": SPREAD, "copies": copies, "agents": 3 * copies,
-        "agent_steps_per_s": res,
+        "agent_steps_per_s": res, "capacity_per_round": capacity,
         "seer_process_vs_sequential": res["seer_process"]["best"] / seq,
         "seer_process_inline_vs_sequential": res["seer_process_inline"]["best"] / seq,
         "seer_best_vs_sequential": seer_best / seq,
@@ -234,6 +269,33 @@ def bench_spread(args) -> dict:
         "best_other": max(others, key=others.get),
         "targets": {"vs_sequential": 1.7, "vs_best_other": 1.3},
     }
+
+
+def gil_free_fraction(scenario: str, steps: int = 200) -> float | None:
+    """Share of a uav_swarm_v0 step spent in its runtime's C step (GIL
+    released): bounds what threads can gain (Amdahl)."""
+    try:
+        env = uav_env(scenario)
+        env.reset(seed=0)
+        sim, orig, spent = env._sim, env._sim.advance, [0.0]
+
+        def timed():
+            t = time.perf_counter()
+            orig()
+            spent[0] += time.perf_counter() - t
+
+        sim.advance = timed
+        rng = np.random.default_rng(0)
+        t0 = time.perf_counter()
+        for _ in range(steps):
+            env.step({a: rng.uniform(-1, 1, 3).astype(np.float32) for a in env.agents})
+            if not env.agents:
+                env.reset()
+        frac = spent[0] / (time.perf_counter() - t0)
+        env.close()
+        return frac
+    except Exception:  # private attributes of the env: best effort
+        return None
 
 
 def bench_uav(args) -> dict:
@@ -248,14 +310,17 @@ def bench_uav(args) -> dict:
             "sequential": Sequential(fn, copies),
             "thread_w1": SeerVec(fn, copies, backend="thread", workers=1),
             "thread_w2": SeerVec(fn, copies, backend="thread", workers=2),
-            "process_w2": SeerVec(fn, copies, backend="process", workers=2),
+            "process_w2": SeerVec(fn, copies, backend="process", workers=2),  # inline="auto"
         }
         try:
             res = measure(cands, args.rounds, args.seconds, args.warmup)
         finally:
             for c in cands.values():
                 c.close()
-        out[scenario] = {"copies": copies, "agent_steps_per_s": res,
+        capacity = res.pop("_capacity")
+        f = gil_free_fraction(scenario)
+        out[scenario] = {"copies": copies, "agent_steps_per_s": res, "capacity_per_round": capacity, "gil_free_fraction": f,
+                         "amdahl_bound_2_threads": None if f is None else 1.0 / ((1 - f) + f / 2),
                          "thread_w2_vs_w1": res["thread_w2"]["best"] / res["thread_w1"]["best"],
                          "process_w2_vs_thread_w1": res["process_w2"]["best"] / res["thread_w1"]["best"]}
     out["target_thread_w2_vs_w1"] = 1.7
@@ -272,7 +337,7 @@ def rss_kib(pid: int) -> int:
 
 def bench_memory(args) -> dict:
     steps, every = args.memory_steps, max(1, args.memory_steps // 20)
-    cand = SeerVec(spread_env, 8, backend="process", workers=2)
+    cand = SeerVec(spread_env, 8, backend="process", workers=2, inline=False)
     pids = [os.getpid()] + cand.pids()
     samples = []
     t0 = time.perf_counter()
@@ -291,6 +356,28 @@ def bench_memory(args) -> dict:
             "agent_steps": steps * 24, "seconds": wall, "pids": ["parent"] + [f"worker {i}" for i in range(len(pids) - 1)],
             "samples": samples,
             "growth_kib_after_first_sample": [b - a for a, b in zip(base, last)]}
+
+
+def bench_ppo(args) -> dict:
+    """The longer PPO run that shows the return rising (examples/ppo_uav.py)."""
+    import importlib.util
+
+    path = os.path.join(os.path.dirname(HERE), "examples", "ppo_uav.py")
+    spec = importlib.util.spec_from_file_location("ppo_uav_example", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    argv = ["--iterations", str(args.ppo_iterations)]
+    t0 = time.perf_counter()
+    out = mod.main(argv)
+    h = out["history"]
+    rets = [r["episode_return"] for r in h if r["episode_return"] is not None]
+    k = max(1, len(rets) // 5)
+    return {"command": "python examples/ppo_uav.py " + " ".join(argv), "env": out["env"], "seconds": time.perf_counter() - t0,
+            "agent_steps": h[-1]["agent_steps"],
+            "return_first_iteration": rets[0], "return_first_fifth": float(np.mean(rets[:k])),
+            "return_last_fifth": float(np.mean(rets[-k:])),
+            "curve": [{"iteration": r["iteration"], "agent_steps": r["agent_steps"], "episode_return": r["episode_return"]}
+                      for r in h if r["iteration"] % max(1, len(h) // 15) == 0 or r["iteration"] == 1]}
 
 
 # ---- report ------------------------------------------------------------------------------------
@@ -327,20 +414,30 @@ def machine() -> dict:
 def markdown(res: dict) -> str:
     m = res["machine"]
     L = ["# seer.vector benchmark", "",
-         f"Command: `{res['command']}`", "",
+         "Command (everything): `python bench/bench_vector.py`; each section below names the command that "
+         "produced it (`--only SECTION` reruns one section and merges it in).", "",
          f"Machine: {m['cpu']}, {m['cores']} cores ({m['usable_cores']} usable), {m['memory']} RAM, Linux "
-         f"{m['kernel']}, Python {m['python']}; " + ", ".join(f"{k} {v}" for k, v in m["packages"].items()) + ".",
-         f"Load average at start {tuple(round(x, 2) for x in m['loadavg_at_start'])}, at end "
-         f"{tuple(round(x, 2) for x in res['loadavg_at_end'])} (the machine is shared: other processes ran too).",
+         f"{m['kernel']}, Python {m['python']}; " + ", ".join(f"{k} {v}" for k, v in m["packages"].items()) + ". "
+         "The machine is shared with other jobs; each section records its load average, and the timed sections "
+         "measure the cores actually available before each round.",
          "", f"Method: {res['method']}", ""]
+
+    def run_line(sec):
+        r = sec.get("run")
+        if not r:
+            return []
+        return [f"`{r['command']}` at {r['started']}; load average {tuple(round(x, 2) for x in r['loadavg_start'])} "
+                f"-> {tuple(round(x, 2) for x in r['loadavg_end'])}.", ""]
     s = res.get("spread")
     if s:
-        L += ["## simple_spread_v3 (N=3), 8 copies = 24 agents, agent-steps/s", "",
+        L += ["## simple_spread_v3 (N=3), 8 copies = 24 agents, agent-steps/s", ""] + run_line(s) + [
               "| candidate | best | median | x sequential |", "| --- | ---: | ---: | ---: |"]
         seq = s["agent_steps_per_s"]["sequential"]["best"]
         for k, v in s["agent_steps_per_s"].items():
             L.append(f"| {k} | {v['best']:,.0f} | {v['median']:,.0f} | {v['best'] / seq:.2f} |")
-        L += ["", f"- SEER process backend vs sequential: {s['seer_process_vs_sequential']:.2f}x "
+        L += ["", "- cores available per round (two busy processes vs one, measured before each round): "
+              + ", ".join(f"{c:.2f}" for c in s["capacity_per_round"]),
+              f"- SEER process backend vs sequential: {s['seer_process_vs_sequential']:.2f}x "
                   f"(inline: {s['seer_process_inline_vs_sequential']:.2f}x); target 1.7x",
               f"- best SEER vs best other ({s['best_other']}): {s['seer_best_vs_best_other']:.2f}x; target 1.3x", ""]
     u = res.get("uav")
@@ -348,26 +445,42 @@ def markdown(res: dict) -> str:
         if "skipped" in u:
             L += ["## uav_swarm_v0", "", u["skipped"], ""]
         else:
+            L += ["## uav_swarm_v0 (thread backend scaling)", ""] + run_line(u)
             for sc in ("default", "small"):
                 if sc not in u:
                     continue
                 d = u[sc]
-                L += [f"## uav_swarm_v0 scenario {sc!r}, {d['copies']} copies, agent-steps/s", "",
+                L += [f"### scenario {sc!r}, {d['copies']} copies, agent-steps/s", "",
                       "| candidate | best | median |", "| --- | ---: | ---: |"]
                 for k, v in d["agent_steps_per_s"].items():
                     L.append(f"| {k} | {v['best']:,.0f} | {v['median']:,.0f} |")
-                L += ["", f"- thread backend workers=2 vs workers=1: {d['thread_w2_vs_w1']:.2f}x (target 1.7x)",
-                      f"- process backend workers=2 vs thread workers=1: {d['process_w2_vs_thread_w1']:.2f}x", ""]
+                L += ["", "- cores available per round: " + ", ".join(f"{c:.2f}" for c in d["capacity_per_round"]),
+                      f"- thread backend workers=2 vs workers=1: {d['thread_w2_vs_w1']:.2f}x (target 1.7x)"]
+                if d.get("gil_free_fraction") is not None:
+                    L += [f"- share of a single env's step spent in SEER's C step (GIL released): "
+                          f"{d['gil_free_fraction']:.0%}; the rest holds the GIL, so 2 threads can gain at most "
+                          f"{d['amdahl_bound_2_threads']:.2f}x (Amdahl)"]
+                L += [f"- process backend workers=2 vs thread workers=1: {d['process_w2_vs_thread_w1']:.2f}x", ""]
     mem = res.get("memory")
     if mem:
         L += [f"## Resident memory over {mem['vector_steps']:,} vector steps ({mem['agent_steps']:,} agent-steps), "
-              f"process backend, 8 copies, 2 workers", "",
+              f"process backend, 8 copies, 2 workers", ""] + run_line(mem) + [
               "| step | " + " | ".join(mem["pids"]) + " |", "| ---: | " + " | ".join(["---:"] * len(mem["pids"])) + " |"]
         for smp in mem["samples"]:
             L.append(f"| {smp['step']:,} | " + " | ".join(f"{x / 1024:.1f} MiB" for x in smp["rss_kib"]) + " |")
         L += ["", "Growth from the second sample to the last (KiB): "
               + ", ".join(f"{p} {g:+d}" for p, g in zip(mem["pids"], mem["growth_kib_after_first_sample"]))
               + f"; {mem['seconds']:.0f} s.", ""]
+    ppo = res.get("ppo")
+    if ppo:
+        L += ["## PPO on uav_swarm_v0 (examples/ppo_uav.py)", ""] + run_line(ppo) + [
+              f"`{ppo['command']}`: {ppo['env']}; {ppo['agent_steps']:,} agent-steps in {ppo['seconds']:.0f} s.",
+              f"Mean episode return (per agent, RecordEpisodeStatistics): first iteration {ppo['return_first_iteration']:.2f}, "
+              f"first fifth of the run {ppo['return_first_fifth']:.2f}, last fifth {ppo['return_last_fifth']:.2f}.", "",
+              "| iteration | agent-steps | episode return |", "| ---: | ---: | ---: |"]
+        for r in ppo["curve"]:
+            L.append(f"| {r['iteration']} | {r['agent_steps']:,} | {r['episode_return']:.2f} |")
+        L.append("")
     return "\n".join(L)
 
 
@@ -377,12 +490,14 @@ def main(argv=None):
     p.add_argument("--seconds", type=float, default=2.0, help="length of one timed round per candidate")
     p.add_argument("--warmup", type=float, default=0.5)
     p.add_argument("--memory-steps", type=int, default=100_000)
-    p.add_argument("--only", choices=["spread", "uav", "memory"], action="append")
+    p.add_argument("--ppo-iterations", type=int, default=150)
+    p.add_argument("--only", choices=list(SECTIONS), action="append",
+                   help="run these sections and merge them into an existing vector.json")
     p.add_argument("--quick", action="store_true", help="1 round of 0.3 s, 2,000 memory steps, no files")
     p.add_argument("--out", default=None, help="results folder (default bench/results unless --quick)")
     args = p.parse_args(argv)
     if args.quick:
-        args.rounds, args.seconds, args.warmup, args.memory_steps = 1, 0.3, 0.1, 2000
+        args.rounds, args.seconds, args.warmup, args.memory_steps, args.ppo_iterations = 1, 0.3, 0.1, 2000, 2
     out_dir = args.out or (None if args.quick else os.path.join(HERE, "results"))
     try:
         from threadpoolctl import threadpool_limits
@@ -390,29 +505,40 @@ def main(argv=None):
         threadpool_limits(1)
     except ImportError:
         pass
-    sections = args.only or ["spread", "uav", "memory"]
-    res = {"command": "python " + " ".join([os.path.relpath(__file__, os.path.dirname(HERE))] + (argv or sys.argv[1:])),
-           "method": __doc__.split("Method.  ", 1)[1].split("\n\n")[0].replace("\n", " "),
-           "machine": machine()}
-    if "spread" in sections:
-        print("simple_spread_v3, 8 copies:", flush=True)
-        res["spread"] = bench_spread(args)
-    if "uav" in sections:
-        print("uav_swarm_v0:", flush=True)
-        res["uav"] = bench_uav(args)
-    if "memory" in sections:
-        print(f"memory over {args.memory_steps:,} steps:", flush=True)
-        res["memory"] = bench_memory(args)
-    res["loadavg_at_end"] = os.getloadavg()
+    command = "python " + " ".join([os.path.relpath(__file__, os.path.dirname(HERE))]
+                                   + list(argv if argv is not None else sys.argv[1:]))
+    res = {}
+    path = os.path.join(out_dir, "vector.json") if out_dir else None
+    if args.only and path and os.path.exists(path):
+        with open(path) as f:
+            res = json.load(f)
+    res["method"] = __doc__.split("Method.  ", 1)[1].split("\n\n")[0].replace("\n", " ")
+    res["machine"] = machine()
+    for name in args.only or list(SECTIONS):
+        title, fn = SECTIONS[name]
+        print(f"{title}:", flush=True)
+        started = time.strftime("%Y-%m-%d %H:%M:%S")
+        load0 = os.getloadavg()
+        res[name] = fn(args)
+        res[name]["run"] = {"command": command, "started": started, "loadavg_start": load0,
+                            "loadavg_end": os.getloadavg()}
     md = markdown(res)
     print(md)
     if out_dir:
         os.makedirs(out_dir, exist_ok=True)
-        with open(os.path.join(out_dir, "vector.json"), "w") as f:
+        with open(path, "w") as f:
             json.dump(res, f, indent=1)
         with open(os.path.join(out_dir, "vector.md"), "w") as f:
             f.write(md + "\n")
     return res
+
+
+SECTIONS = {
+    "spread": ("simple_spread_v3, 8 copies", bench_spread),
+    "uav": ("uav_swarm_v0", bench_uav),
+    "memory": ("memory", bench_memory),
+    "ppo": ("PPO", bench_ppo),
+}
 
 
 if __name__ == "__main__":

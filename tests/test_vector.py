@@ -399,9 +399,11 @@ def test_call_get_attr_set_attr_render():
 
 def test_step_async_and_wait_with_timeout():
     fn = functools.partial(ToyEnv, sleep=0.3)
-    with seer.vector.make(fn, 2, backend="process", workers=2) as envs:
+    with seer.vector.make(fn, 2, backend="process", workers=2, inline=False) as envs:
         envs.reset(seed=0)
+        t0 = time.monotonic()
         envs.step_async(np.zeros(6, np.int64))
+        assert time.monotonic() - t0 < 0.2  # returns at once
         with pytest.raises(gymnasium.error.AlreadyPendingCallError):
             envs.step_async(np.zeros(6, np.int64))
         with pytest.raises(multiprocessing.TimeoutError):
@@ -410,6 +412,13 @@ def test_step_async_and_wait_with_timeout():
         assert (obs[:, 1] == 1).all()
         with pytest.raises(gymnasium.error.NoAsyncCallError):
             envs.step_wait()
+    with seer.vector.make(fn, 2, backend="process", workers=2, inline=True) as envs:
+        envs.reset(seed=0)
+        t0 = time.monotonic()
+        envs.step_async(np.zeros(6, np.int64))
+        assert time.monotonic() - t0 < 0.2  # the caller's share runs in step_wait
+        obs, *_ = envs.step_wait(timeout=10)
+        assert (obs[:, 1] == 1).all()
     with seer.vector.make(toy, 2) as envs:
         envs.reset(seed=0)
         envs.step_async(np.zeros(6, np.int64))

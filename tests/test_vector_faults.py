@@ -46,7 +46,8 @@ def assert_clean(pids, name):
 
 @pytest.mark.parametrize("backend", ["thread", "process"])
 def test_copy_raising_reports_its_index_and_traceback(backend):
-    envs = seer.vector.make(toy, 4, backend=backend, workers=2)
+    kw = {"inline": False} if backend == "process" else {}
+    envs = seer.vector.make(toy, 4, backend=backend, workers=2, **kw)
     pids = envs.worker_pids()
     name = shm_name(envs) if backend == "process" else None
     try:
@@ -95,13 +96,16 @@ def test_restart_failed_copy_goes_on(backend):
         assert (obs[3:6, 1] == 1).all()
 
 
-def test_killed_worker_is_named_within_a_second_and_nothing_hangs():
-    envs = seer.vector.make(toy, 4, backend="process", workers=2)
+@pytest.mark.parametrize("inline", [False, True])
+def test_killed_worker_is_named_within_a_second_and_nothing_hangs(inline):
+    envs = seer.vector.make(toy, 4, backend="process", workers=2, inline=inline)
     pids, name = envs.worker_pids(), shm_name(envs)
+    assert len(pids) == (1 if inline else 2)
     envs.reset(seed=0)
     envs.step(A)
     victim = envs.get_attr("pid")[2]
-    assert victim == pids[1]
+    assert victim == pids[-1]
+    assert (envs.get_attr("pid")[0] == os.getpid()) == inline
     os.kill(victim, signal.SIGKILL)
     t0 = time.monotonic()
     with pytest.raises(WorkerError) as info:
@@ -118,7 +122,7 @@ def test_killed_worker_is_named_within_a_second_and_nothing_hangs():
 
 
 def test_killed_worker_is_restarted_with_restart_failed():
-    envs = seer.vector.make(toy, 4, backend="process", workers=2, restart_failed=True)
+    envs = seer.vector.make(toy, 4, backend="process", workers=2, restart_failed=True, inline=False)
     pids, name = envs.worker_pids(), shm_name(envs)
     try:
         envs.reset(seed=0)
@@ -161,7 +165,9 @@ def test_failing_env_fn_reports_the_worker_traceback():
         raise OSError("no such simulator")
 
     with pytest.raises(WorkerError, match="no such simulator"):
-        seer.vector.make(broken, 2, backend="process", workers=2)
+        seer.vector.make(broken, 2, backend="process", workers=2, inline=False)
+    with pytest.raises(OSError, match="no such simulator"):  # the caller's own share fails first
+        seer.vector.make(broken, 2, backend="process", workers=2, inline=True)
     with pytest.raises(OSError, match="no such simulator"):
         seer.vector.make(broken, 2, backend="thread")
 

@@ -52,7 +52,7 @@ def _cores() -> int:
 def make(env_fn: Callable[[], Any], num_envs: int, backend: str = "thread", workers: int | str = "auto",
          autoreset_mode: AutoresetMode | str = AutoresetMode.NEXT_STEP, *, pad: bool = False,
          restart_failed: bool = False, copy: bool = True, validate_actions: bool = True,
-         context: str | None = None, inline: bool = False, **options) -> SeerVectorEnv:
+         context: str | None = None, inline: bool | str = "auto", **options) -> SeerVectorEnv:
     """A :class:`SeerVectorEnv` over ``num_envs`` copies of ``env_fn()``.
 
     Args:
@@ -65,7 +65,7 @@ def make(env_fn: Callable[[], Any], num_envs: int, backend: str = "thread", work
         backend: ``"thread"`` or ``"process"``.
         workers: ``"auto"`` (the usable cores, at most ``num_envs``) or an
             integer: threads of the runtime's pool, or processes stepping
-            copies (with ``inline=True`` the calling process counts as one).
+            copies (with ``inline`` the calling process counts as one).
         autoreset_mode: ``NEXT_STEP`` (default), ``SAME_STEP`` (the final
             observation and info go to ``infos["final_obs"]`` /
             ``infos["final_info"]``) or ``DISABLED``.  A copy autoresets when
@@ -89,7 +89,13 @@ def make(env_fn: Callable[[], Any], num_envs: int, backend: str = "thread", work
         inline: Process backend: the calling process steps a share of the
             copies too (like worker 0 of SEER's thread pool), so ``workers``
             processes use ``workers`` cores; without it ``workers`` child
-            processes do all the stepping while the caller waits.
+            processes do all the stepping while the caller waits (spinning
+            with ``sched_yield``: on a machine with no spare core it takes
+            turns with the workers).  ``"auto"`` (default): inline when
+            ``workers`` is at least the number of usable cores and above 1.
+            Inline copies share the caller's fate (a copy that crashes the
+            interpreter takes the caller along); ``inline=False`` isolates
+            every copy.
         **options: Process backend tuning: ``yield_s`` (how long a waiter
             spins with sched_yield before sleeping), ``cmd_bytes`` /
             ``msg_bytes`` (shared areas for payloads and infos),
@@ -122,8 +128,9 @@ def make(env_fn: Callable[[], Any], num_envs: int, backend: str = "thread", work
         raise ValueError(f"autoreset_mode={autoreset_mode!r} is invalid: expected a gymnasium AutoresetMode")
     common = dict(pad=bool(pad), autoreset=autoreset_mode, restart=bool(restart_failed))
     if backend == "thread":
-        if options or context is not None or inline:
-            extra = sorted(options) + (["context"] if context is not None else []) + (["inline"] if inline else [])
+        if options or context is not None or inline not in ("auto", False):
+            extra = sorted(options) + (["context"] if context is not None else []) + \
+                (["inline"] if inline not in ("auto", False) else [])
             raise TypeError(f"options {extra} are for the process backend only")
         from seer.vector._thread import ThreadBackend
 
@@ -131,6 +138,10 @@ def make(env_fn: Callable[[], Any], num_envs: int, backend: str = "thread", work
     elif backend == "process":
         from seer.vector._process import ProcessBackend
 
+        if inline == "auto":
+            inline = 1 < workers and min(workers, num_envs) >= _cores()
+        elif not isinstance(inline, bool):
+            raise ValueError(f'inline={inline!r} is invalid: expected "auto", True or False')
         impl = ProcessBackend(env_fn, num_envs, workers, context=context, inline=inline, **common, **options)
     elif backend == "ray":
         raise NotImplementedError('backend="ray" is not implemented yet: use "thread" or "process"')

@@ -99,6 +99,11 @@ class SeerVectorEnv(VectorEnv):
         return self._backend.num_workers
 
     @property
+    def inline(self) -> bool | None:
+        """Process backend: whether the calling process steps a share of the copies."""
+        return getattr(self._backend, "inline", None)
+
+    @property
     def restarts(self) -> list[int]:
         """How often each copy was restarted (``restart_failed=True``)."""
         return self._backend.restarts()
@@ -413,4 +418,5 @@ class SeerVectorEnv(VectorEnv):
 
     def __repr__(self) -> str:
         return (f"SeerVectorEnv({self._name}, num_copies={self.num_copies}, agents_per_copy={self.agents_per_copy}, "
-                f"num_envs={self.num_envs}, backend={self.backend!r}, workers={self.workers})")
+                f"num_envs={self.num_envs}, backend={self.backend!r}, workers={self.workers}"
+                f"{', inline=True' if self.inline else ''})")

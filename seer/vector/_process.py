@@ -20,9 +20,16 @@ is visible to whoever sees the flag because x86-64 keeps stores in order
 (TSO).  On other architectures a process-shared lock is taken and released
 around each flag (a full barrier).  Waiting spins with ``sched_yield`` for
 ``yield_s`` (SEER's machines are small: a yielding waiter hands its core to
-whoever needs it), then sleeps with exponential backoff up to 1 ms.  The
+whoever needs it), then sleeps with exponential backoff up to 1 ms (5 ms
+once idle for 0.1 s, e.g. while a learner updates); a parent that expects a
+wait of milliseconds first sleeps through 60% of the usual wait.  The
 parent polls the workers' process sentinels while it waits (a dead worker is
 seen within milliseconds); workers check that the parent lives.
+
+With ``inline`` the calling process is worker 0: it publishes the op, steps
+its own share in ``step_wait`` and then waits for the others, so ``workers``
+processes keep ``workers`` cores busy and nobody waits on a core someone
+else needs (on the 2-core machine this is worth ~15%: see bench/results).
 
 Work assignment is static: copy ``c`` lives in one worker for its whole life
 (contiguous chunks of ``num_copies / workers``) because a PettingZoo env's
@@ -44,7 +51,6 @@ import os
 import pickle
 import platform
 import signal
-import sys
 import time
 import traceback
 import weakref
@@ -54,7 +60,7 @@ import numpy as np
 
 from seer.errors import ClosedError, WorkerError
 from seer.vector._layout import Layout, build_layout, describe_copy
-from seer.vector._runner import CALL, CLOSE, RESET, STEP, CopyRunner, make_parallel, same_spaces
+from seer.vector._runner import CALL, CLOSE, RESET, STEP, CopyRunner, make_parallel
 
 _X86 = platform.machine().lower() in ("x86_64", "amd64", "i386", "i686", "x86")
 
@@ -155,7 +161,7 @@ def _wait_gen(ctl, last: int, parent_pid: int, yield_s: float, parent_sentinel=N
             os.sched_yield()
             continue
         time.sleep(dt)
-        dt = min(dt * 2, 1e-3)
+        dt = min(dt * 2, 1e-3 if now - t0 < 0.1 else 5e-3)  # long idle (a learner update): wake less often
         if now > check:
             check = now + 0.2
             if _parent_gone(parent_sentinel, parent_pid):
@@ -337,6 +343,8 @@ class ProcessBackend:
         self._runner_box = [None]
         self._finalizer = weakref.finalize(self, _cleanup, self.procs, self._shared_box, self._runner_box)
         self.gen = 0
+        self._expect: dict[int, float] = {}
+        self._first_sleep, self._parent_yield_s, self._parent_sleep_cap = 0.6, self.yield_s, 1e-3
         self.closed = False
         self.broken: str | None = None
         self._pending_op = None
@@ -489,6 +497,12 @@ class ProcessBackend:
         next_check = t0 + 0.002
         dt = 20e-6
         restarted: set[int] = set()
+        # Long waits (a step that takes the workers milliseconds) first sleep
+        # through most of the time they usually take, so that this process
+        # does not take turns with them on the cores while it waits.
+        expect = self._expect.get(op, 0.0)
+        if expect > 4e-4 and (timeout is None or timeout > expect):
+            time.sleep(min(self._first_sleep * expect, 0.02))  # short enough to notice a dead worker at once
         while True:
             pending = [w for w in pending if ctl[lines[w] + DONE] != gen]
             if not pending:
@@ -504,11 +518,13 @@ class ProcessBackend:
             if timeout is not None and now - t0 > timeout:
                 raise mp.TimeoutError(f"the vector env's {OP_NAMES.get(op, 'op')} step has timed out after "
                                       f"{timeout} s (workers {pending} still busy); call step_wait again or close()")
-            if now - t0 < self.yield_s:
+            if now - t0 < self._parent_yield_s:
                 os.sched_yield()
             else:
                 time.sleep(dt)
-                dt = min(dt * 2, 1e-3)
+                dt = min(dt * 2, self._parent_sleep_cap)
+        took = time.perf_counter() - t0
+        self._expect[op] = took if op not in self._expect else 0.8 * self._expect[op] + 0.2 * took
         self._fence()
         msgs = {}
         for w, p in self.child.items():
@@ -605,10 +621,14 @@ class ProcessBackend:
         self._check()
         self._alive_before = self.bufs["alive"].copy()
         self._publish(STEP)
-        self._own = self._run_inline(STEP)
+        self._own = None
         self._pending_op = STEP
 
     def step_wait(self, timeout=None) -> list:
+        """``timeout`` bounds the wait for the worker processes; the
+        caller's own share (``inline``) runs to its end first."""
+        if self._own is None and self._pending_op == STEP:
+            self._own = self._run_inline(STEP) or []
         msgs = self._wait(timeout, STEP)
         self._pending_op = None
         for w, m in msgs.items():  # the inline runner counts its own restarts

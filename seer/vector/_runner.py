@@ -19,7 +19,6 @@ from gymnasium.vector import AutoresetMode
 from seer.vector._layout import CopySpec, Layout, describe_copy
 
 STEP, RESET, CALL, CLOSE = 1, 2, 3, 4
-_NO_SEED = object()
 
 
 def make_parallel(env_fn: Callable[[], Any]):
