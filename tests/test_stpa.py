@@ -431,3 +431,15 @@ def test_an_unreadable_shipped_model_is_refitted_from_the_shipped_dataset(tmp_pa
     m2, _ = S.active_model()
     assert m2.scores(fake_rows(1)[0]["features"]) == m.scores(fake_rows(1)[0]["features"])
     S.clear_cache()
+
+
+def test_a_model_can_opt_out_of_the_probe(tmp_path, monkeypatch, fake_model):
+    path = S.save_model(fake_model, tmp_path / "m.joblib")
+    monkeypatch.setattr(S, "model_search_path", lambda: [("tuned (cache)", path)])
+    S.clear_cache()
+    model = SyntheticModel(256)
+    model.stpa_probe = False
+    sel = S.select_for_model(model)
+    assert sel.source == "heuristic" and "stpa_probe" in sel.reason and sel.probe_s == 0
+    assert sel.workers == S.heuristic_workers(256, 1.0, S.machine_features()["usable_cores"])
+    S.clear_cache()

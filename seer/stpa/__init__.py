@@ -9,6 +9,12 @@ sizes on this machine and trains that model; a default one ships in
 ``seer/data/``.  Without a usable model the documented
 :func:`heuristic_workers` decides, with a :class:`StpaFallbackWarning`.
 
+Models can help the probe: ``step_length`` (the simulated time one env step
+covers) makes it step as the env does; a ``prepare_step()`` method is called
+before each probe step; ``stpa_probe = False`` skips the probe (for models
+whose ``reset`` does not restore everything their handlers change) and lets
+the heuristic decide.
+
 Main names:
 
 * features: :func:`hardware_features`, :func:`static_workload_features`,

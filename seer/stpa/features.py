@@ -317,14 +317,14 @@ def probe(model, *, capacity: int | None = None, budget_s: float = 0.04, max_eve
 
     First on one worker: the step length is ``step_length``, else the
     model's ``step_length`` attribute when it has one, else the lookahead
-    (or 1.0), doubled while a step takes under a millisecond; the steps up
-    to that point are warm-up, then steps of that length run until
-    ``budget_s`` seconds, ``max_events`` events or ``max_steps`` steps.
-    Then, when ``compare_workers`` (default 2) is set and this process may
-    use that many cores, the same steps run again on a pool of that size
-    (the events are the same for every pool size): the ratio of the total
-    step times is ``probe2_speedup``, and that trace gives the pool's idle
-    share, claim contention (empty polls) and load imbalance.
+    (or 1.0), doubled while a step takes under a millisecond.  The first
+    step is warm-up; steps run until ``budget_s`` seconds, ``max_events``
+    events or ``max_steps`` steps.  Then, when ``compare_workers`` (default
+    2) is set and this process may use that many cores, the same steps run
+    again on a pool of that size (the events are the same for every pool
+    size), within the same time budget: the ratio of the total times of the
+    steps both ran is ``probe2_speedup``, and that trace gives the pool's
+    idle share, claim contention (empty polls) and load imbalance.
 
     A model with a ``prepare_step()`` method (the built-in envs' per-step
     hook) has it called before each step.  The model is left stepped:
@@ -351,12 +351,14 @@ def probe(model, *, capacity: int | None = None, budget_s: float = 0.04, max_eve
         return feats
     steps = one["steps"]
     measured = [s for s in steps if s[4]]
+    # Per-step features from the steps of the final length (adaptive probes grow it).
+    final = [s for s in measured if abs(s[5] - measured[-1][5]) <= 1e-9 * max(1.0, abs(s[5]))] if measured else []
     feats.update(trace_features(one["trace"], native_kinds, skip_windows_upto=one["warm_window"]))
     feats.update(
-        events_per_step=float(np.mean([s[2] for s in measured])) if measured else 0.0,
-        windows_per_step=float(np.mean([s[3] for s in measured])) if measured else 0.0,
-        step_ms=float(np.mean([s[1] for s in measured]) * 1e3) if measured else 0.0,
-        probe_step_length=float(measured[-1][5]) if measured else float(sl),
+        events_per_step=float(np.mean([s[2] for s in final])) if final else 0.0,
+        windows_per_step=float(np.mean([s[3] for s in final])) if final else 0.0,
+        step_ms=float(np.mean([s[1] for s in final]) * 1e3) if final else 0.0,
+        probe_step_length=float(final[-1][5]) if final else float(sl),
         probe_steps=float(len(steps)),
         # Events created per handled event (to itself or others): handled + growth of the queue.
         emitted_per_event=float((one["handled"] + one["pending1"] - one["pending0"]) / one["handled"])
@@ -380,7 +382,7 @@ def probe(model, *, capacity: int | None = None, budget_s: float = 0.04, max_eve
             return feats
         # Throughput ratio over the measured steps (not a median of per-step
         # ratios: steps may alternate between heavy and empty ones).
-        pairs = [(a[1], b[1]) for a, b in zip(steps, two["steps"]) if a[4]] or \
+        pairs = [(a[1], b[1]) for a, b in zip(steps, two["steps"]) if a[4] and b[4]] or \
             [(a[1], b[1]) for a, b in zip(steps, two["steps"])]
         t1, t2_sum = sum(p[0] for p in pairs), sum(p[1] for p in pairs)
         t2 = trace_features(two["trace"], native_kinds, skip_windows_upto=two["warm_window"])
@@ -442,22 +444,24 @@ def _run_probe(model, workers: int, sl: float, adaptive: bool, budget_s: float, 
                 warm_window = int(w["window"].max()) if len(w) else warm_window
             return el
 
+        t_begin = time.perf_counter()
         if horizons is not None:
+            # Replay, within the budget: a slow pool stops early, and the
+            # caller compares the steps both runs made.
             for h, measured in horizons:
+                if measured and time.perf_counter() - t_begin >= budget_s:
+                    break
                 one(h, measured)
         else:
-            t_begin = time.perf_counter()
-            warm = True
+            # The first step is warm-up; then, when adaptive, the step length
+            # doubles while a step takes under a millisecond.
             while len(rt.queue) and len(steps) < max_steps:
-                el = one(rt.now + sl, not warm)
-                if warm:
-                    if adaptive and el < 1e-3 and sl < 1e6:
-                        sl *= 2.0
-                    else:
-                        warm = False
+                el = one(rt.now + sl, bool(steps))
+                if adaptive and el < 1e-3 and sl < 1e6:
+                    sl *= 2.0
                 if time.perf_counter() - t_begin >= budget_s or handled >= max_events:
                     break
-            if not any(s[4] for s in steps):  # no time left after warm-up: measure what ran
+            if not any(s[4] for s in steps):  # a single step: measure it
                 steps = [s[:4] + (True,) + s[5:] for s in steps]
                 warm_window = -1
         pending1 = len(rt.queue)

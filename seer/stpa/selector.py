@@ -496,9 +496,20 @@ def select_for_model(model, *, capacity: int | None = None, stpa_model: StpaMode
 
     Loads the active model (or uses ``stpa_model``); without one, applies
     :func:`heuristic_workers` with a warning.  With one, runs
-    :func:`~seer.stpa.features.probe` (a few traced one-worker steps) and
-    chooses with the model.  Choices are memoized per model signature
-    (class, size, scalar attributes) unless ``use_cache`` is False.
+    :func:`~seer.stpa.features.probe` (a few traced steps on one worker and
+    on two, about 0.1-0.3 s) and chooses with the model.  Choices are
+    memoized per model signature (class, size, scalar attributes) unless
+    ``use_cache`` is False.
+
+    The probe steps the model on runtimes of its own before the caller's
+    runtime is built; that runtime's constructor then resets the model, so
+    results are those of any fixed pool size, *provided the model's*
+    ``reset`` *restores everything its handlers change* (as the design asks:
+    state arrays, counter-based randomness).  A model that keeps other state
+    (its own random generator, a log) can set ``stpa_probe = False``: then
+    :func:`heuristic_workers` decides without a probe.  A model can also set
+    ``step_length`` (simulated time per env step) so that the probe steps
+    as the env does.
     """
     import time
 
@@ -521,7 +532,10 @@ def select_for_model(model, *, capacity: int | None = None, stpa_model: StpaMode
         else:
             m, reasons = active_model()
             why = "; ".join(reasons) or "no STPA model found"
-        if m is None and not features_only:
+        if not features_only and getattr(model, "stpa_probe", True) is False:
+            w = heuristic_workers(model.num_entities, static["native_kind_share"], cores)
+            sel = Selection(w, "heuristic", "the model sets stpa_probe = False", {**hw, **static})
+        elif m is None and not features_only:
             warnings.warn(f"STPA: {why}; workers=\"auto\" uses the heuristic (run `seer tune` to train a model)",
                           StpaFallbackWarning, stacklevel=4)
             w = heuristic_workers(model.num_entities, static["native_kind_share"], cores)
