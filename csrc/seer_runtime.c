@@ -127,6 +127,7 @@ struct seer_runtime {
     int spin;
     double lookahead;
     int has_python;
+    int32_t py_batch; /* entities per round for Python handlers */
     seer_handler_fn handlers[1024];
     unsigned char python_kind[1024];
     seer_dispatch_fn dispatch;
@@ -183,6 +184,7 @@ seer_runtime *seer_rt_new(seer_queue *q, int32_t num_workers, double lookahead, 
     rt->num_kinds = kinds;
     rt->lookahead = lookahead;
     rt->spin = spin;
+    rt->py_batch = PY_BATCH;
     rt->workers = zalloc(sizeof(seer_worker) * (size_t)num_workers);
     rt->rng_counter = zalloc(sizeof(uint64_t) * (size_t)rt->num_entities);
     rt->emit_seq = zalloc(sizeof(uint32_t) * (size_t)rt->num_entities);
@@ -217,6 +219,10 @@ void seer_rt_set_handler(seer_runtime *rt, int32_t kind, seer_handler_fn fn) {
 void seer_rt_set_dispatch(seer_runtime *rt, seer_dispatch_fn fn, void *userdata) {
     rt->dispatch = fn;
     rt->dispatch_userdata = userdata;
+}
+
+void seer_rt_set_python_batch(seer_runtime *rt, int32_t n) {
+    rt->py_batch = n < 1 ? 1 : n > PY_BATCH ? PY_BATCH : n;
 }
 
 void seer_rt_set_model(seer_runtime *rt, void *model) {
@@ -428,7 +434,7 @@ static void window_batched(seer_runtime *rt, seer_worker *w, double t1, window_s
         if (aborted(rt)) return;
         int32_t n = 0, held = 0;
         uint32_t e;
-        while (n < PY_BATCH && seer_queue_take(rt->q, &e)) {
+        while (held < rt->py_batch && seer_queue_take(rt->q, &e)) {
             w->batch_entity[held++] = e;
             uint32_t id = seer_queue_next(rt->q, e, t1, &w->batch[n]);
             if (id == SEER_NIL) continue;

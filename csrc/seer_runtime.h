@@ -66,6 +66,9 @@ void seer_rt_free(seer_runtime *rt);
 void seer_rt_set_handler(seer_runtime *rt, int32_t kind, seer_handler_fn fn);
 void seer_rt_set_dispatch(seer_runtime *rt, seer_dispatch_fn fn, void *userdata);
 void seer_rt_set_model(seer_runtime *rt, void *model);
+/* Most entities one worker takes per round for Python handlers (1..256,
+ * default 256): 1 spreads slow handlers (an env copy each) over the pool. */
+void seer_rt_set_python_batch(seer_runtime *rt, int32_t n);
 int seer_rt_add_snapshot(seer_runtime *rt, void *live, void *snapshot, uint64_t nbytes);
 void seer_rt_clear_snapshots(seer_runtime *rt);
 /* Not thread-safe: empty the queue, reset counters and the random streams. */

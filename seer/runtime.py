@@ -219,6 +219,9 @@ class Runtime:
         trace: Record per-event and per-window timings (see :attr:`trace`).
         trace_capacity: Per-worker events recorded between two reads of the trace.
         seed: Seed of the first :meth:`reset` (done by the constructor).
+        python_batch: Most entities a worker takes per round for Python
+            handlers (1..256).  Large batches amortize the Python call; 1
+            spreads slow per-entity handlers over the pool.
 
     Example:
         >>> from seer.synthetic import SyntheticModel
@@ -229,7 +232,7 @@ class Runtime:
     """
 
     def __init__(self, model: Model, workers: int | str = 1, *, capacity: int | None = None,
-                 trace: bool = False, trace_capacity: int = 1 << 20, seed: int = 0):
+                 trace: bool = False, trace_capacity: int = 1 << 20, seed: int = 0, python_batch: int = 256):
         _validate_model(model)
         if workers == "auto":
             from seer.stpa import select_workers_for_model
@@ -239,6 +242,8 @@ class Runtime:
             raise ValueError(f'workers={workers!r} is invalid: expected "auto" or an integer in [1, 1024]')
         if capacity is None:
             capacity = max(4096, 64 * model.num_entities)
+        if not isinstance(python_batch, numbers.Integral) or isinstance(python_batch, bool) or not 1 <= python_batch <= 256:
+            raise ValueError(f"python_batch={python_batch!r} is invalid: expected an integer in [1, 256]")
         self.model = model
         self.workers = int(workers)
         self.queue = EventQueue(model.num_entities, capacity, num_kinds=len(model.kinds))
@@ -248,6 +253,7 @@ class Runtime:
             fn = ffi.addressof(lib, spec.handler.symbol) if spec.native else ffi.NULL
             lib.seer_rt_set_handler(core.rt, k, fn)
         lib.seer_rt_set_dispatch(core.rt, lib.seer_py_dispatch, core.handle)
+        lib.seer_rt_set_python_batch(core.rt, int(python_batch))
         if model.native_model is not None:
             lib.seer_rt_set_model(core.rt, model.native_model)
         for name, snap in core.snapshots.items():

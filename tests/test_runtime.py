@@ -290,3 +290,16 @@ def test_auto_workers_picks_a_valid_pool_size():
     with seer.Runtime(SyntheticModel(8), workers="auto") as rt:
         assert rt.workers >= 1
         assert rt.step(1.0).events > 0
+
+
+@pytest.mark.parametrize("python_batch", [1, 3])
+def test_python_batch_bounds_the_events_per_handler_call(python_batch):
+    sizes = []
+    model = PythonSyntheticModel(16, fanout=1)
+    tick = model._tick
+    model.kinds[0] = seer.EventKind("tick", lambda ctx, ev: (sizes.append(len(ev)), tick(ctx, ev)))
+    with seer.Runtime(model, workers=2, python_batch=python_batch) as rt:
+        assert rt.step(1.0).events > 0
+    assert sizes and max(sizes) <= python_batch
+    with pytest.raises(ValueError, match="python_batch=0"):
+        seer.Runtime(model, python_batch=0)
