@@ -34,6 +34,9 @@ from seer.stpa import tune
 ROOT = Path(__file__).resolve().parent.parent
 
 NOTES = [
+    "The shipped dataset was measured by `python bench/train_stpa.py --workloads 240 --eval-workloads 40` "
+    "(sweep id in every JSON line); `--from-dataset` refits the same model on it (training is deterministic) "
+    "and re-runs the evaluation, which always measures its oracle anew.",
     "Measured on one shared 2-core VM while other engineers ran builds and tests on it: the load average "
     "(above) was often near or above 2, so every number carries scheduling noise. Each steps/s is the best of "
     "`reps` runs, pool sizes interleaved in a rotated order, and the oracle of a held-out workload is measured "
@@ -66,6 +69,7 @@ def main(argv=None) -> int:
     ap.add_argument("--no-envs", action="store_true")
     ap.add_argument("--data-dir", type=Path, default=ROOT / "seer" / "data")
     ap.add_argument("--results", type=Path, default=ROOT / "bench" / "results" / "stpa_eval")
+    ap.add_argument("--eval-repeats", type=int, default=3, help="evaluation runs (each re-measures the oracle)")
     ap.add_argument("--no-progress", action="store_true")
     ap.add_argument("--render-only", action="store_true", help="rewrite the .md from the recorded .json")
     args = ap.parse_args(argv)
@@ -92,7 +96,7 @@ def main(argv=None) -> int:
             quick=False, cache=Path(tmp), do_sweep=not args.from_dataset, do_train=True,
             do_evaluate=not args.no_evaluate, n_train=args.workloads, n_eval=args.eval_workloads, reps=args.reps,
             seed=args.seed, envs=not args.no_envs, include_shipped=False, progress=not args.no_progress,
-            dataset_path=work_ds, model_path=model_path)
+            dataset_path=work_ds, model_path=model_path, eval_repeats=args.eval_repeats)
         with open(work_ds, "rb") as src, gzip.open(shipped_ds, "wb", compresslevel=9) as dst:
             shutil.copyfileobj(src, dst)
     # The model's sidecar names the shipped dataset, not the temporary copy.

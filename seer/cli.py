@@ -232,7 +232,7 @@ def cmd_tune(args) -> int:
         do_train=not evaluate_only and not args.no_train, do_evaluate=args.evaluate or evaluate_only,
         n_train=args.workloads, n_eval=args.eval_workloads, reps=args.reps, seed=args.seed, envs=not args.no_envs,
         include_shipped=not args.no_shipped_data, sizes=sizes, progress=not args.no_progress, console=console,
-        log=console.print)
+        eval_repeats=args.eval_repeats, log=console.print)
     tune.print_summary(result, console)
     command = "seer tune " + " ".join(args.argv)
     if args.json:
@@ -262,6 +262,8 @@ def add_tune_parser(sub) -> None:
     p.add_argument("--workloads", type=int, default=None, help="synthetic training workloads to sample")
     p.add_argument("--eval-workloads", type=int, default=None, help="synthetic held-out workloads to sample")
     p.add_argument("--reps", type=int, default=None, help="repetitions per measurement (best is kept)")
+    p.add_argument("--eval-repeats", type=int, default=1,
+                   help="evaluation runs (each re-measures the oracle; results are also pooled)")
     p.add_argument("--sizes", default=None, help="pool sizes to sweep, e.g. 1,2,4 (default 1..max(2 x cores, 4))")
     p.add_argument("--seed", type=int, default=1, help="seed of the workload sampler")
     p.add_argument("--no-envs", action="store_true", help="leave the built-in envs out")

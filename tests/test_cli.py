@@ -80,12 +80,15 @@ def test_tune_cli_smoke(tmp_path, monkeypatch, capsys):
     cache = tmp_path / "cache"
     rc = cli.main(["tune", "--cache-dir", str(cache), "--workloads", "2", "--eval-workloads", "1", "--reps", "1",
                    "--sizes", "1,2", "--no-envs", "--no-shipped-data", "--no-progress", "--evaluate",
+                   "--eval-repeats", "2",
                    "--json", str(tmp_path / "r.json"), "--md", str(tmp_path / "r.md")])
     assert rc == 0
     assert (cache / "stpa_dataset.jsonl").is_file() and (cache / "stpa_model.joblib").is_file()
     res = json.loads((tmp_path / "r.json").read_text())
     assert res["command"].startswith("seer tune") and res["evaluation"]["workloads"]
-    assert "STPA evaluation" in (tmp_path / "r.md").read_text()
+    assert len(res["evaluation_runs"]) == 2 and res["evaluation_pooled"]["runs"] == 2
+    md = (tmp_path / "r.md").read_text()
+    assert "STPA evaluation" in md and "Repeated evaluation runs" in md and "Pooled over the 2 runs" in md
     out = capsys.readouterr().out
     assert "held-out" in out and "model families" in out
     S.clear_cache()

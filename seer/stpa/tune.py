@@ -148,12 +148,33 @@ def evaluate(workloads, model: S.StpaModel | None, sizes, *, reps: int, target_s
                         "all": ok_mean and ok_min and beats}}
 
 
+def pool_runs(runs: list[dict]) -> dict:
+    """Per held-out workload, the mean over evaluation runs of each rule's
+    fraction of that run's oracle; and the summary of those means."""
+    keys = ("frac_chosen", "frac_rule_1", "frac_rule_cpu", "frac_heuristic")
+    by: dict[str, dict[str, list]] = {}
+    for r in runs:
+        for p in r["workloads"]:
+            d = by.setdefault(p["workload"], {k: [] for k in keys})
+            for k in keys:
+                d[k].append(p[k])
+    per = {w: {k: float(np.mean(v)) for k, v in d.items()} for w, d in by.items()}
+    summary = {k: {"mean": float(np.mean([p[k] for p in per.values()])),
+                   "min": float(np.min([p[k] for p in per.values()]))} for k in keys}
+    c = summary["frac_chosen"]
+    targets = {"mean_ge_0.95": c["mean"] >= 0.95, "min_ge_0.85": c["min"] >= 0.85,
+               "beats_fixed_rules": c["mean"] > summary["frac_rule_1"]["mean"]
+               and c["mean"] > summary["frac_rule_cpu"]["mean"]}
+    targets["all"] = all(targets.values())
+    return {"runs": len(runs), "workloads": per, "summary": summary, "targets": targets}
+
+
 def run_tune(*, quick: bool = False, cache: Path | None = None, do_sweep: bool = True, do_train: bool = True,
              do_evaluate: bool = False, n_train: int | None = None, n_eval: int | None = None,
              reps: int | None = None, target_s: float | None = None, seed: int = 1, envs: bool = True,
              include_shipped: bool = True, sizes=None, progress: bool = True, console=None,
              dataset_path: Path | None = None, model_path: Path | None = None,
-             families=("gbr", "rf", "ridge", "knn"), log=print) -> dict:
+             families=("gbr", "rf", "ridge", "knn"), eval_repeats: int = 1, log=print) -> dict:
     """Sweep, train and (optionally) evaluate; see the module docstring."""
     cfg = dict(QUICK if quick else FULL)
     for k, v in (("n_train", n_train), ("n_eval", n_eval), ("reps", reps), ("target_s", target_s)):
@@ -190,11 +211,21 @@ def run_tune(*, quick: bool = False, cache: Path | None = None, do_sweep: bool =
             if model is None:
                 model, _ = S.active_model()
             ev_wls = W.heldout_workloads(cfg["n_eval"], seed=seed + 1_000_002, envs=envs, quick=quick)
-            # At least 3 repetitions: the oracle is a max over noisy measurements.
-            out["evaluation"] = evaluate(ev_wls, model, sizes, reps=max(3, cfg["reps"]), target_s=cfg["target_s"],
-                                         progress=prog, log=log)
-            out["evaluation"]["model"] = (model.path or str(model_path)) if model is not None else "heuristic"
-            out["evaluation"]["model_family"] = model.family if model is not None else "heuristic"
+            runs = []
+            for _ in range(max(1, int(eval_repeats))):
+                load0 = list(os.getloadavg()) if hasattr(os, "getloadavg") else None
+                # At least 3 repetitions: the oracle is a max over noisy measurements.
+                ev = evaluate(ev_wls, model, sizes, reps=max(3, cfg["reps"]), target_s=cfg["target_s"],
+                              progress=prog, log=log)
+                ev["loadavg"] = [load0, list(os.getloadavg()) if hasattr(os, "getloadavg") else None]
+                ev["model"] = (model.path or str(model_path)) if model is not None else "heuristic"
+                ev["model_family"] = model.family if model is not None else "heuristic"
+                runs.append(ev)
+            out["evaluation"] = runs[-1]
+            if len(runs) > 1:
+                out["evaluation_runs"] = [{"summary": r["summary"], "targets": r["targets"], "loadavg": r["loadavg"]}
+                                          for r in runs]
+                out["evaluation_pooled"] = pool_runs(runs)
     out["seconds"] = time.perf_counter() - t0
     out["machine"]["loadavg_end"] = list(os.getloadavg()) if hasattr(os, "getloadavg") else None
     return out
@@ -260,11 +291,32 @@ def render_markdown(result: dict, command: str, title: str = "STPA evaluation", 
                   f"({', '.join(meta.get('families', []))}).", "", comparison_table(meta), ""]
     if ev:
         t = ev["targets"]
-        parts += ["## Held-out workloads (oracle measured in this run)", "",
+        parts += ["## Held-out workloads (oracle measured in this run)" if not result.get("evaluation_runs") else
+                  "## Held-out workloads, last run (oracle measured in that run)", "",
                   f"Model: {ev.get('model')}", "",
                   f"Targets: mean >= 0.95: {'met' if t['mean_ge_0.95'] else 'MISSED'}; "
                   f"min >= 0.85: {'met' if t['min_ge_0.85'] else 'MISSED'}; better than both fixed rules: "
                   f"{'met' if t['beats_fixed_rules'] else 'MISSED'}.", "", evaluation_tables(ev), ""]
+    if result.get("evaluation_runs"):
+        parts += ["## Repeated evaluation runs (same held-out workloads, oracle re-measured each run)", "",
+                  "| run | load average (start / end) | STPA mean | STPA min | 1 worker mean | 1 worker min | "
+                  "cpu_count mean | cpu_count min | targets |", "|---|---|---|---|---|---|---|---|---|"]
+        for i, r in enumerate(result["evaluation_runs"], 1):
+            s, t = r["summary"], r["targets"]
+            la = r.get("loadavg") or [None, None]
+            fmt = lambda v: f"{v[0]:.2f}" if v else "?"  # noqa: E731
+            parts.append(f"| {i} | {fmt(la[0])} / {fmt(la[1])} | {s['frac_chosen']['mean']:.3f} | "
+                         f"{s['frac_chosen']['min']:.3f} | {s['frac_rule_1']['mean']:.3f} | {s['frac_rule_1']['min']:.3f} | "
+                         f"{s['frac_rule_cpu']['mean']:.3f} | {s['frac_rule_cpu']['min']:.3f} | "
+                         f"{'all met' if t['all'] else ', '.join(k for k, v in t.items() if not v and k != 'all') + ' missed'} |")
+        pooled = result["evaluation_pooled"]
+        s, t = pooled["summary"], pooled["targets"]
+        parts += ["", f"Pooled over the {pooled['runs']} runs (per workload, the mean fraction of each run's oracle): "
+                  f"STPA mean {s['frac_chosen']['mean']:.3f}, min {s['frac_chosen']['min']:.3f}; 1 worker mean "
+                  f"{s['frac_rule_1']['mean']:.3f}, min {s['frac_rule_1']['min']:.3f}; os.cpu_count() mean "
+                  f"{s['frac_rule_cpu']['mean']:.3f}, min {s['frac_rule_cpu']['min']:.3f}; targets "
+                  f"{'all met' if t['all'] else ', '.join(k for k, v in t.items() if not v and k != 'all') + ' missed'}.",
+                  "", "The per-workload table above is the last run.", ""]
     if notes:
         parts += ["## Notes", ""] + [f"- {n}" for n in notes] + [""]
     return "\n".join(parts)
