@@ -7,9 +7,10 @@ numpy is needed.  All agents share one policy (parameter sharing): every row
 of the vector env is one agent slot, and only the rows whose ``infos["mask"]``
 is True (the agent acted in that step) enter the loss.
 
-    python examples/ppo_uav.py                          # uav_swarm_v0, small scenario, thread backend
-    python examples/ppo_uav.py --env simple_spread      # mpe2 simple_spread_v3 (N=3), process backend
-    python examples/ppo_uav.py --iterations 150 --log    # the longer run that shows the return rising
+    python examples/ppo_uav.py                          # uav_swarm_v0, small scenario (8 UAVs), 4 copies
+    python examples/ppo_uav.py --env simple_spread      # mpe2 simple_spread_v3 (N=3)
+    python examples/ppo_uav.py --iterations 150 --log   # the longer run that shows the return rising
+    python examples/ppo_uav.py --backend thread         # copies on SEER's runtime pool instead of processes
 
 Episode returns are per agent, from Gymnasium's
 ``gymnasium.wrappers.vector.RecordEpisodeStatistics`` over the vector env.
@@ -38,17 +39,15 @@ def make_envs(args):
 
         def env_fn():
             return uav_swarm_v0.parallel_env(scenario=args.scenario, max_cycles=args.max_cycles, workers=1)
-        backend = args.backend or "thread"
     elif args.env == "simple_spread":
         from mpe2 import simple_spread_v3
 
         def env_fn():
             return simple_spread_v3.parallel_env(N=3, max_cycles=args.max_cycles)
-        backend = args.backend or "process"
     else:
         raise ValueError(f"--env {args.env!r} is unknown: expected uav or simple_spread")
     workers = args.workers if args.workers == "auto" else int(args.workers)
-    envs = seer.vector.make(env_fn, args.num_copies, backend=backend, workers=workers)
+    envs = seer.vector.make(env_fn, args.num_copies, backend=args.backend, workers=workers)
     return RecordEpisodeStatistics(envs, buffer_length=1000)
 
 
@@ -198,7 +197,8 @@ def parse(argv):
     p.add_argument("--scenario", default="small", help="uav_swarm_v0 scenario (small: 8 UAVs)")
     p.add_argument("--max-cycles", type=int, default=None, help="episode length (default: uav 100, spread 25)")
     p.add_argument("--num-copies", type=int, default=4, help="env copies (rows = copies x agents)")
-    p.add_argument("--backend", default=None, help="thread (uav default) or process (simple_spread default)")
+    p.add_argument("--backend", default="process", choices=["process", "thread"],
+                   help="process (default: both envs hold the GIL for most of a step) or thread")
     p.add_argument("--workers", default="auto")
     p.add_argument("--iterations", type=int, default=30)
     p.add_argument("--num-steps", type=int, default=128, help="vector steps per rollout")

@@ -32,7 +32,7 @@ def check(history, iterations):
 def test_ppo_on_uav_swarm():
     pytest.importorskip("seer.envs.uav_swarm_v0")
     out = load_example().main(["--iterations", "2", "--num-steps", "16", "--num-copies", "2", "--max-cycles", "8",
-                               "--workers", "2"])
+                               "--workers", "2", "--backend", "thread"])
     check(out["history"], 2)
     assert "uav_swarm_v0" in out["env"] and "backend='thread'" in out["env"]
 

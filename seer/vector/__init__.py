@@ -63,9 +63,13 @@ def make(env_fn: Callable[[], Any], num_envs: int, backend: str = "thread", work
         num_envs: Number of env *copies*.  The result's ``num_envs`` counts
             rows (copies x agent slots); ``num_copies`` keeps this count.
         backend: ``"thread"`` or ``"process"``.
-        workers: ``"auto"`` (the usable cores, at most ``num_envs``) or an
-            integer: threads of the runtime's pool, or processes stepping
-            copies (with ``inline`` the calling process counts as one).
+        workers: An integer: threads of the runtime's pool, or processes
+            stepping copies (with ``inline`` the calling process counts as
+            one).  ``"auto"``: process backend, the usable cores (at most
+            ``num_envs``); thread backend, ``seer.stpa``'s choice, which
+            without a probe is 1 for Python handlers (they serialize on the
+            GIL: threads pay off only for envs that release it for most of a
+            step).
         autoreset_mode: ``NEXT_STEP`` (default), ``SAME_STEP`` (the final
             observation and info go to ``infos["final_obs"]`` /
             ``infos["final_info"]``) or ``DISABLED``.  A copy autoresets when
@@ -111,10 +115,11 @@ def make(env_fn: Callable[[], Any], num_envs: int, backend: str = "thread", work
         raise ValueError(f"num_envs={num_envs!r} is invalid: expected an integer >= 1 (the number of env copies)")
     num_envs = int(num_envs)
     if workers == "auto":
-        workers = min(_cores(), num_envs)
+        workers = min(_cores(), num_envs) if backend == "process" else "auto"
     elif not isinstance(workers, numbers.Integral) or isinstance(workers, bool) or not 1 <= workers <= 1024:
         raise ValueError(f'workers={workers!r} is invalid: expected "auto" or an integer in [1, 1024]')
-    workers = int(workers)
+    if workers != "auto":
+        workers = int(workers)
     if isinstance(autoreset_mode, str):
         try:
             autoreset_mode = AutoresetMode(autoreset_mode)

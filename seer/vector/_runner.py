@@ -62,6 +62,7 @@ class CopyRunner:
         # copies with A agents: rows of all agents in order (the fast path)
         self.names = {c: list(layout.agents[c]) if len(layout.agents[c]) == A else None for c in envs}
         self.plain = layout.obs_pads is None
+        self._last_rows: dict[int, tuple] = {}
         self.pending: dict[int, Any] = {}  # copy -> seed of its due NEXT_STEP reset
         self.last_seed: dict[int, int | None] = dict.fromkeys(envs)
         self.restarts: dict[int, int] = dict.fromkeys(envs, 0)
@@ -92,6 +93,16 @@ class CopyRunner:
                     rows[j][p.region] = np.asarray(o).reshape(-1) if p.flat else o
         return idx
 
+    def _rows(self, c: int, agents: list) -> np.ndarray:
+        """Row indices of ``agents`` (cached for the copy's last agent list)."""
+        last = self._last_rows.get(c)
+        if last is not None and last[0] == agents:
+            return last[1]
+        base, slot = c * self.A, self.slot[c]
+        idx = np.array([base + slot[a] for a in agents], np.intp)
+        self._last_rows[c] = (list(agents), idx)
+        return idx
+
     def _write_alive(self, c: int, env) -> None:
         base, slot = c * self.A, self.slot[c]
         alive = self.b["alive"][base:base + self.A]
@@ -101,7 +112,7 @@ class CopyRunner:
             alive[[slot[a] for a in agents]] = True
 
     def _infos(self, c: int, info_d, key: str = "info") -> None:
-        if not info_d:
+        if not info_d or not any(info_d.values()):  # the usual case: every agent's info is {}
             return
         base, slot = c * self.A, self.slot[c]
         for agent, d in info_d.items():
@@ -181,14 +192,25 @@ class CopyRunner:
             alive_before = b["alive"][sl].copy()
             acts = self._actions(c, agents, agents == names)
             obs_d, rew_d, term_d, trunc_d, info_d = env.step(acts)
-            if (self.plain and agents == names and list(obs_d) == names and list(rew_d) == names
-                    and list(term_d) == names and list(trunc_d) == names):
-                # every row acted, and the dicts are in row order: one slice write each
-                b["obs"][sl] = list(obs_d.values())
-                b["rew"][sl] = list(rew_d.values())
-                b["term"][sl] = list(term_d.values())
-                b["trunc"][sl] = list(trunc_d.values())
-                b["mask"][sl] = True
+            if (self.plain and list(obs_d) == agents and list(rew_d) == agents and list(term_d) == agents
+                    and list(trunc_d) == agents):
+                # the dicts hold the agents that acted, in row order
+                if agents == names:  # every row: one slice write each
+                    b["obs"][sl] = list(obs_d.values())
+                    b["rew"][sl] = list(rew_d.values())
+                    b["term"][sl] = list(term_d.values())
+                    b["trunc"][sl] = list(trunc_d.values())
+                    b["mask"][sl] = True
+                else:  # some rows are dead or padding: zero them, then one indexed write each
+                    idx = self._rows(c, agents)
+                    for key, d, zero in (("obs", obs_d, 0), ("rew", rew_d, 0.0), ("term", term_d, False),
+                                         ("trunc", trunc_d, False)):
+                        arr = b[key]
+                        arr[sl] = zero
+                        arr[idx] = list(d.values())
+                    m = b["mask"]
+                    m[sl] = False
+                    m[idx] = True
                 b["ended"][c] = False
                 b["restarted"][c] = False
                 if self.L.same_step:
@@ -207,7 +229,7 @@ class CopyRunner:
             now = env.agents
             if now == names:
                 b["alive"][sl] = True
-            else:
+            elif now != agents:  # someone left (else the live rows are unchanged)
                 self._write_alive(c, env)
             if now:
                 self._infos(c, info_d)

@@ -13,83 +13,12 @@ backend for them).
 
 from __future__ import annotations
 
-import threading
-
 import numpy as np
 
-from seer._seer_c import lib
 from seer.model import EventKind, Model
 from seer.runtime import Runtime
 from seer.vector._layout import build_layout, describe_copy
 from seer.vector._runner import RESET, STEP, CopyRunner, make_parallel
-
-#: The C runtime hands a worker up to 256 entities with Python events in one
-#: call; this entry point (when the runtime has it) limits that to one entity
-#: per take, so copies spread over the workers one at a time.
-_PY_BATCH_SYMBOL = "seer_rt_set_python_batch"
-
-
-class _Helpers:
-    """Fallback while the runtime lacks ``seer_rt_set_python_batch``: the
-    worker that got the batch shares it with ``n`` parked threads; each takes
-    the next copy from a shared counter (dynamic, like the runtime would)."""
-
-    def __init__(self, n: int):
-        self._cv = threading.Condition()
-        self._job = None
-        self._gen = 0
-        self._busy = 0
-        self._stop = False
-        self._threads = [threading.Thread(target=self._main, name=f"seer-vector-helper-{i}", daemon=True)
-                         for i in range(n)]
-        for t in self._threads:
-            t.start()
-
-    def _take(self, job):
-        items, fn, lock, state = job
-        while True:
-            with lock:
-                i = state[0]
-                state[0] = i + 1
-            if i >= len(items):
-                return
-            fn(items[i])
-
-    def _main(self):
-        seen = 0
-        while True:
-            with self._cv:
-                while self._gen == seen and not self._stop:
-                    self._cv.wait()
-                if self._stop:
-                    return
-                seen = self._gen
-                job = self._job
-                self._busy += 1
-            try:
-                self._take(job)
-            finally:
-                with self._cv:
-                    self._busy -= 1
-                    self._cv.notify_all()
-
-    def run(self, items, fn):
-        job = (items, fn, threading.Lock(), [0])
-        with self._cv:
-            self._job = job
-            self._gen += 1
-            self._cv.notify_all()
-        self._take(job)
-        with self._cv:
-            while self._busy:
-                self._cv.wait()
-
-    def close(self):
-        with self._cv:
-            self._stop = True
-            self._cv.notify_all()
-        for t in self._threads:
-            t.join()
 
 
 class _CopiesModel(Model):
@@ -97,6 +26,8 @@ class _CopiesModel(Model):
 
     lookahead = 1.0
     shared_state = ()
+    #: STPA must not probe by stepping: that would step the env copies
+    stpa_probe = False
 
     def __init__(self, num_copies: int, run):
         self.num_entities = num_copies
@@ -105,6 +36,19 @@ class _CopiesModel(Model):
 
     def reset(self, runtime, seed):
         pass
+
+
+def _auto_workers(model) -> int:
+    """STPA's choice.  It cannot probe (stepping copies changes them), so its
+    documented heuristic decides: one worker for Python handlers, which
+    serialize on the GIL.  Envs that release the GIL for most of a step
+    should pass ``workers=`` explicitly (or use the process backend)."""
+    try:
+        from seer.stpa import select_workers_for_model
+
+        return int(select_workers_for_model(model))
+    except Exception:
+        return 1
 
 
 class ThreadBackend:
@@ -127,16 +71,15 @@ class ThreadBackend:
             raise
         self.bufs = self.layout.allocate()
         self.runner = CopyRunner(self.layout, self.bufs, envs, specs, autoreset, env_fn, restart)
-        self.num_workers = workers
         self._options = None
-        self._helpers = None
         self.model = _CopiesModel(num_copies, self._handle)
-        native_spread = hasattr(lib, _PY_BATCH_SYMBOL)
-        self.runtime = Runtime(self.model, workers=workers if native_spread else 1)
-        if native_spread:
-            getattr(lib, _PY_BATCH_SYMBOL)(self.runtime._core.rt, 1)
-        elif workers > 1:
-            self._helpers = _Helpers(workers - 1)
+        if workers == "auto":
+            workers = _auto_workers(self.model)
+        self.num_workers = workers
+        # python_batch=1: a worker takes one copy at a time from the runtime's
+        # claim set, so copies go to whichever worker is free (a slow copy
+        # holds up one worker, not a batch of copies behind it)
+        self.runtime = Runtime(self.model, workers=workers, python_batch=1 if workers > 1 else 256)
         self._k = 0
         self._ones = np.ones(num_copies, np.int32)
         self._all = np.arange(num_copies, dtype=np.int32)
@@ -144,22 +87,12 @@ class ThreadBackend:
 
     # the handler: a batch of copies (one event each) on one runtime worker
     def _handle(self, ctx, events):
-        copies = events["entity"].tolist()
-        ops = events["payload"].tolist()
-        items = list(zip(copies, ops))
-        if self._helpers is not None and len(items) > 1:
-            self._helpers.run(items, self._run_one)
-        else:
-            for it in items:
-                self._run_one(it)
-
-    def _run_one(self, item):
-        c, op = item
-        if op == STEP:
-            self.runner.step(c)
-        else:
-            b = self.bufs
-            self.runner.reset(c, int(b["seeds"][c]) if b["seeded"][c] else None, self._options)
+        runner, b = self.runner, self.bufs
+        for c, op in zip(events["entity"].tolist(), events["payload"].tolist()):
+            if op == STEP:
+                runner.step(c)
+            else:
+                runner.reset(c, int(b["seeds"][c]) if b["seeded"][c] else None, self._options)
 
     def _run(self, copies: np.ndarray, op: int) -> list:
         self.runner.msgs = []
@@ -206,8 +139,6 @@ class ThreadBackend:
             return
         self.closed = True
         try:
-            if self._helpers is not None:
-                self._helpers.close()
             self.runtime.close()
         finally:
             self.runner.close()
