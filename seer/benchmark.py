@@ -309,6 +309,23 @@ def plot(doc: dict, path: str) -> None:
     plt.close(fig)
 
 
+def markdown(doc: dict) -> str:
+    """The step-latency rows and SEER's reductions as one markdown table."""
+    red = {(d["domain"], d["scenario"], d["against"]): d for d in doc["reductions"]}
+    lines = ["| domain | scenario | entities | system | model | mean ms | p50 ms | p99 ms | SEER (auto) reduction |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for r in doc["rows"]:
+        if not r["steps"]:
+            lines.append(f"| {r['domain']} | {r['scenario']} | {r['entities']} | {r['system']} | {r['kind']} | "
+                         f"- | - | - | skipped: {r['note']} |")
+            continue
+        d = red.get((r["domain"], r["scenario"], r["system"]))
+        cut = f"{d['reduction_pct']:.1f}% ({d['speedup']:.1f}x)" if d else ""
+        lines.append(f"| {r['domain']} | {r['scenario']} | {r['entities']} | {r['system']} | {r['kind']} | "
+                     f"{r['mean_ms']:.3f} | {r['p50_ms']:.3f} | {r['p99_ms']:.3f} | {cut} |")
+    return "\n".join(lines)
+
+
 def table(doc: dict):
     from rich.table import Table
 
