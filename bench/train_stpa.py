@@ -34,6 +34,20 @@ from seer.stpa import tune
 ROOT = Path(__file__).resolve().parent.parent
 
 NOTES = [
+    "Result vs the targets (3 evaluation runs of the shipped model, oracle re-measured in each): mean >= 0.95 "
+    "met in every run (0.973 / 0.986 / 0.988; pooled 0.982) and better than both fixed rules in every run "
+    "(1 worker pooled 0.898, os.cpu_count() pooled 0.753); min >= 0.85 MISSED in every run (0.545 / 0.621 / "
+    "0.799; pooled per workload 0.750, 0.10 short). Every miss is the cautious kind: the model chose 1 worker "
+    "where 2 measured 1.2-1.8x faster (the two workloads under 0.85 pooled are a mixed native/Python one and a "
+    "small native one with fan-out 8; 2 workers were best for both in every run). No held-out choice of 2+ "
+    "workers scored under 0.95 in the last run. Why: the training sweep ran at load averages of 2-3 (other "
+    "engineers' benchmarks on the same 2 cores), when a second worker often gained nothing, so the model asks "
+    "for a clear predicted gain before leaving 1 worker; and the probe that feeds the choice (~40 ms on 1 "
+    "worker, then ~40 ms on 2) and the oracle measured seconds later see different load.",
+    "An earlier run of the same pipeline (commit a36af25: a random forest on a 206-workload sweep, before the "
+    "two-worker probe replay got its time budget) measured at load averages of 1.5-2.1 met all three targets "
+    "on 44 held-out workloads: mean 0.997, min 0.889 (1 worker 0.863, os.cpu_count() 0.766). It was replaced "
+    "because its features came from the older probe.",
     "The shipped dataset was measured by `python bench/train_stpa.py --workloads 240 --eval-workloads 40` "
     "(sweep id in every JSON line); `--from-dataset` refits the same model on it (training is deterministic) "
     "and re-runs the evaluation, which always measures its oracle anew.",
@@ -47,13 +61,11 @@ NOTES = [
     "No 16-core machine was available in this session: the shipped model has seen only 2 usable cores "
     "(pool sizes 1..4). On other machines `seer tune` (or `--quick`) measures the machine and saves a model "
     "that workers=\"auto\" prefers to the shipped one.",
-    "The grouped cross-validation rows (model families) score choices on the training sweep's own "
-    "measurements, in folds of whole workloads. Their minimum is far below the held-out run's: among the 206 "
-    "workloads are some whose measurements a load spike hit (e.g. a native workload of 84k-iteration events at "
-    "0.92x on 2 workers but 1.86x on 4, a Python one at 1.70x on 3 workers), where no choice from features can "
-    "be right, and small native workloads with ~50 us steps where 2 workers win by 1.2-1.4x and the probe, "
-    "itself noisy at that scale, says otherwise (fractions 0.6-0.9). The held-out minimum (one run) would "
-    "miss 0.85 whenever such a workload lands in the held-out draw.",
+    "The model-family rows are grouped cross-validation on the training sweep itself (folds of whole "
+    "workloads, each scored against its own measured best). Their minimum (0.726 for the chosen gradient-"
+    "boosted trees) comes from small native workloads with ~30-50 us steps, where 2 workers won by 1.1-1.4x in "
+    "the sweep but the probe, itself noisy at that scale, predicted a loss; choosing 1 there costs 10-27%, while "
+    "over-choosing on the same workloads costs 80-90% (3-4 workers ran at 0.07-0.2x of one worker).",
 ]
 
 
