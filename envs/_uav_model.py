@@ -417,6 +417,7 @@ class UavModel(Model):
             raise ValueError("max_recipients / table_cap exceed the C buffers")
         self.num_entities = n
         self.lookahead = LOOKAHEAD_S
+        self.step_length = cfg.dt  # simulated time of one env step (for STPA's probe)
         self.kinds = [EventKind("tick", Native("seer_uav_tick")), EventKind("recv", Native("seer_uav_recv"))]
         self.state = alloc_state(cfg)
         # Read across UAVs: positions (radio range) and broadcasts (messages).

@@ -57,6 +57,7 @@ class WirelessModel(Model):
         self.params = params
         self.num_entities = E
         self.lookahead = wm.DELAY
+        self.step_length = wm.DT  # simulated time of one env step (for STPA's probe)
         self.kinds = [EventKind(name, Native(f"wl_{name}")) for name in KIND_NAMES]
         self.shared_state = ()  # every cross-entity read goes through messages
         self.layout: dict | None = None
