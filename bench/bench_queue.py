@@ -57,7 +57,6 @@ import gc  # noqa: E402
 import heapq  # noqa: E402
 import json  # noqa: E402
 import math  # noqa: E402
-import platform  # noqa: E402
 import shlex  # noqa: E402
 import sys  # noqa: E402
 import threading  # noqa: E402
@@ -67,8 +66,8 @@ from datetime import datetime, timezone  # noqa: E402
 
 import numpy as np  # noqa: E402
 
-import seer  # noqa: E402
 from seer import EVENT_DTYPE, EventQueue  # noqa: E402
+from seer.benchmark import machine_info  # noqa: E402
 
 ENTITIES = 1024
 CAPACITY = 1 << 20
@@ -358,40 +357,7 @@ def call_overhead_us(q: EventQueue, calls: int = 2000) -> dict:
 
 
 def machine() -> dict:
-    cpu = platform.processor() or platform.machine()
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.lower().startswith("model name"):
-                    cpu = line.split(":", 1)[1].strip()
-                    break
-    except OSError:
-        pass
-    try:
-        affinity = len(os.sched_getaffinity(0))
-    except AttributeError:
-        affinity = os.cpu_count()
-    try:
-        import cffi
-
-        cffi_version = cffi.__version__
-    except ImportError:
-        cffi_version = None
-    return {
-        "platform": platform.platform(),
-        "machine": platform.machine(),
-        "cpu_model": cpu,
-        "nproc": os.cpu_count(),
-        "usable_cpus": affinity,
-        "python": sys.version.split()[0],
-        "python_implementation": platform.python_implementation(),
-        "numpy": np.__version__,
-        "cffi": cffi_version,
-        "seer": seer.__version__,
-    }
-
-
-# ---- report ---------------------------------------------------------------------------------
+    return machine_info()
 
 
 def fmt_rate(x: float) -> str:

@@ -17,8 +17,6 @@ from __future__ import annotations
 import argparse
 import gc
 import json
-import os
-import platform
 import statistics
 import sys
 import tempfile
@@ -26,28 +24,14 @@ import time
 
 import numpy as np
 
+from seer.benchmark import machine_info
+
 import seer
 from seer.synthetic import PythonSyntheticModel, SyntheticModel
 
 
 def machine() -> dict:
-    cpu = "unknown"
-    try:
-        for line in open("/proc/cpuinfo"):
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    return {
-        "cpu": cpu,
-        "logical_cpus": os.cpu_count(),
-        "usable_cores": len(os.sched_getaffinity(0)),
-        "python": sys.version.split()[0],
-        "numpy": np.__version__,
-        "platform": platform.platform(),
-        "seer": seer.__version__,
-    }
+    return machine_info()
 
 
 def time_runtime(model, workers, steps, dt=1.0, warmup=3, trace=False):

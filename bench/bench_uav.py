@@ -23,12 +23,13 @@ import datetime
 import gc
 import json
 import os
-import platform
 import subprocess
 import sys
 import time
 
 import numpy as np
+
+from seer.benchmark import machine_info
 
 PAGE = os.sysconf("SC_PAGE_SIZE")
 
@@ -43,36 +44,7 @@ def rss_bytes() -> int:
 
 
 def machine() -> dict:
-    cpu = "unknown"
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    cpu = line.split(":", 1)[1].strip()
-                    break
-    except OSError:
-        pass
-    try:
-        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
-                                cwd=os.path.dirname(os.path.abspath(__file__))).stdout.strip()
-    except OSError:
-        commit = ""
-    import cffi
-
-    import seer
-
-    return {
-        "cpu_model": cpu,
-        "nproc": os.cpu_count(),
-        "usable_cores": len(os.sched_getaffinity(0)),
-        "platform": platform.platform(),
-        "python": platform.python_version(),
-        "numpy": np.__version__,
-        "cffi": cffi.__version__,
-        "seer": seer.__version__,
-        "git_commit": commit,
-        "loadavg_at_start": os.getloadavg(),
-    }
+    return machine_info()
 
 
 class HoverPolicy:

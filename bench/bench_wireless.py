@@ -20,45 +20,22 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import sys
 import time
 
 import numpy as np
 
+from seer.benchmark import machine_info
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
-from seer.envs import wireless_model as wm  # noqa: E402
 from seer.envs import wireless_v0  # noqa: E402
 
 MOBILE_ENV_CLASSES = {"small": "MComSmall", "medium": "MComMedium", "large": "MComLarge"}
 
 
 def machine() -> dict:
-    cpu = platform.processor() or "unknown"
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    cpu = line.split(":", 1)[1].strip()
-                    break
-    except OSError:
-        pass
-    try:
-        cores = len(os.sched_getaffinity(0))
-    except AttributeError:
-        cores = os.cpu_count()
-    import pettingzoo
-
-    info = {"cpu": cpu, "nproc": cores, "python": platform.python_version(), "numpy": np.__version__,
-            "pettingzoo": pettingzoo.__version__, "platform": platform.platform()}
-    try:
-        import importlib.metadata as md
-
-        info["mobile_env"] = md.version("mobile-env")
-    except Exception:
-        info["mobile_env"] = None
-    return info
+    return machine_info(("pettingzoo", "mobile-env"))
 
 
 def _stats(lat_ns: np.ndarray) -> dict:

@@ -49,13 +49,20 @@ class Row:
         return self.steps > 0
 
 
-def machine_info() -> dict:
-    """A description of this machine, recorded with every benchmark run."""
-    cpu = platform.processor() or "unknown"
+def machine_info(packages: tuple[str, ...] = ()) -> dict:
+    """A description of this machine, recorded with every benchmark run.
+
+    ``packages``: distributions whose versions to add (key: the name with
+    dashes as underscores; None when not installed).
+    """
+    import importlib.metadata
+    import subprocess
+
+    cpu = platform.processor() or platform.machine()
     try:
         with open("/proc/cpuinfo") as f:
             for line in f:
-                if line.startswith("model name"):
+                if line.lower().startswith("model name"):
                     cpu = line.split(":", 1)[1].strip()
                     break
     except OSError:
@@ -70,11 +77,25 @@ def machine_info() -> dict:
             mem = int(f.readline().split()[1]) * 1024
     except (OSError, ValueError, IndexError):
         pass
+    try:
+        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+                                cwd=os.path.dirname(os.path.abspath(__file__))).stdout.strip()
+    except OSError:
+        commit = ""
+    import cffi
+
     import seer
 
-    return {"cpu": cpu, "usable_cores": cores, "logical_cpus": os.cpu_count(), "memory_bytes": mem,
-            "python": platform.python_version(), "numpy": np.__version__, "platform": platform.platform(),
-            "seer": seer.__version__}
+    info = {"cpu": cpu, "cpu_model": cpu, "usable_cores": cores, "usable_cpus": cores, "nproc": os.cpu_count(),
+            "logical_cpus": os.cpu_count(), "memory_bytes": mem, "python": platform.python_version(),
+            "numpy": np.__version__, "cffi": cffi.__version__, "platform": platform.platform(),
+            "seer": seer.__version__, "git_commit": commit, "loadavg_at_start": os.getloadavg()}
+    for name in packages:
+        try:
+            info[name.replace("-", "_")] = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            info[name.replace("-", "_")] = None
+    return info
 
 
 def time_loop(step: Callable[[int], None], reset: Callable[[int], None], steps: int, budget_s: float,
