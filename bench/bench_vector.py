@@ -24,8 +24,9 @@ Candidates on mpe2's simple_spread_v3 (N=3, max_cycles=25; 8 copies = 24 agents)
   ``seer_process_inline`` (``inline=True``: the caller steps a share, 1
   worker process; what ``inline="auto"``, the default, picks when
   ``workers`` covers the usable cores, as here).
-- ``seer_thread``: the thread backend, workers=2 (for reference: mpe2 is pure
-  Python, so threads cannot help).
+- ``seer_thread``: the thread backend with ``workers="auto"`` (seer.stpa picks
+  1 for a GIL-bound env; for reference: mpe2 is pure Python, so threads cannot
+  help; the row is the cost of the vector env's bookkeeping).
 - ``supersuit``: ``concat_vec_envs_v1(pettingzoo_env_to_vec_env_v1(env), 8,
   num_cpus=2, base_class="gymnasium")`` (2 worker processes, pipes).
 - ``gymnasium_async``: ``gymnasium.vector.AsyncVectorEnv`` over 8 copies of a
@@ -243,7 +244,7 @@ def bench_spread(args) -> dict:
     cands["sequential"] = Sequential(spread_env, copies)
     cands["seer_process"] = SeerVec(spread_env, copies, backend="process", workers=2, inline=False)
     cands["seer_process_inline"] = SeerVec(spread_env, copies, backend="process", workers=2, inline=True)
-    cands["seer_thread"] = SeerVec(spread_env, copies, backend="thread", workers=2)
+    cands["seer_thread"] = SeerVec(spread_env, copies, backend="thread")  # workers="auto": 1 (GIL-bound)
     try:
         cands["supersuit"] = SuperSuit(copies)
     except ImportError as exc:
@@ -411,6 +412,60 @@ def machine() -> dict:
             "loadavg_at_start": os.getloadavg()}
 
 
+def summary(res: dict) -> list[str]:
+    """Targets of the vector-env issue against what was measured."""
+    rows = []
+    s = res.get("spread")
+    if s:
+        ok = lambda x, t: "met" if x >= t else "missed"  # noqa: E731
+        rows.append(f"| simple_spread x8: SEER process backend vs sequential loop | >= 1.7x | "
+                    f"{s['seer_process_inline_vs_sequential']:.2f}x inline (the default here), "
+                    f"{s['seer_process_vs_sequential']:.2f}x inline=False | "
+                    f"{ok(s['seer_process_inline_vs_sequential'], 1.7)} (inline), "
+                    f"{ok(s['seer_process_vs_sequential'], 1.7)} (inline=False) |")
+        rows.append(f"| simple_spread x8: best SEER vs best other ({s['best_other']}) | >= 1.3x | "
+                    f"{s['seer_best_vs_best_other']:.2f}x | {ok(s['seer_best_vs_best_other'], 1.3)} |")
+    u = res.get("uav")
+    if u and "skipped" not in u:
+        for sc in ("default", "small"):
+            if sc in u:
+                d = u[sc]
+                rows.append(f"| uav_swarm_v0 {sc!r} x8: thread backend workers=2 vs workers=1 | >= 1.7x | "
+                            f"{d['thread_w2_vs_w1']:.2f}x (process backend: {d['process_w2_vs_thread_w1']:.2f}x) | "
+                            f"missed: the env holds the GIL for ~{1 - (d.get('gil_free_fraction') or 0):.0%} of a step |")
+    elif u:
+        rows.append(f"| uav_swarm_v0 thread scaling | >= 1.7x | - | {u['skipped']} |")
+    m = res.get("memory")
+    if m:
+        g = m["growth_kib_after_first_sample"]
+        rows.append(f"| RSS of parent and workers over {m['vector_steps']:,} steps | no growth | "
+                    f"{', '.join(f'{x:+d} KiB' for x in g)} | {'met' if max(g) < 1024 else 'missed'} |")
+    if not rows:
+        return []
+    return ["## Targets", "", "| target | wanted | measured | |", "| --- | --- | --- | --- |"] + rows + [""]
+
+
+NOTES = """## Notes
+
+- Rows: the vector env's `num_envs` counts agent slots (8 copies x 3 agents = 24 rows for simple_spread); agent-steps
+  count the rows whose `infos["mask"]` is True.  SuperSuit and the sequential loop step the same 24 agents.
+- Why inline wins on 2 cores: with `inline=False` three processes (the caller and 2 workers) share 2 cores; the
+  caller's wait (sched_yield spinning, then sleeping) takes turns with the workers.  `inline=True` lets the caller
+  step 4 copies itself; 2 processes, 2 cores.  `inline="auto"` (the default) picks it whenever `workers` covers the
+  usable cores.
+- uav_swarm_v0 through threads: SEER's C step (GIL released) is ~20% of a copy's step; the rest (the PettingZoo
+  readout in numpy/Python) holds the GIL, so two threads can gain at most ~1.1x (Amdahl), and in practice lose: every
+  GIL hand-off between the two workers costs a cross-core wake-up.  The thread backend's `workers="auto"` asks
+  seer.stpa, whose heuristic picks 1 worker for Python handlers.  The process backend is the way to use 2 cores for
+  this env today (1.7-1.8x over the thread backend with 1 worker).
+- PPO on simple_spread_v3 with the same script (`python examples/ppo_uav.py --env simple_spread --iterations 300
+  --num-copies 8`, 886,176 agent-steps, process backend): mean episode return -24.1 over the first fifth of the run,
+  -22.4 over the last (independent PPO with a shared policy learns this task slowly).
+- `sequential` is a bare loop over the ParallelEnvs with dict actions; it does not batch observations into arrays,
+  which the vector envs do (the thread backend with 1 worker shows that cost: ~10-15% on uav_swarm_v0).
+"""
+
+
 def markdown(res: dict) -> str:
     m = res["machine"]
     L = ["# seer.vector benchmark", "",
@@ -421,6 +476,7 @@ def markdown(res: dict) -> str:
          "The machine is shared with other jobs; each section records its load average, and the timed sections "
          "measure the cores actually available before each round.",
          "", f"Method: {res['method']}", ""]
+    L += summary(res)
 
     def run_line(sec):
         r = sec.get("run")
@@ -481,6 +537,7 @@ def markdown(res: dict) -> str:
         for r in ppo["curve"]:
             L.append(f"| {r['iteration']} | {r['agent_steps']:,} | {r['episode_return']:.2f} |")
         L.append("")
+    L.append(NOTES)
     return "\n".join(L)
 
 
@@ -495,7 +552,15 @@ def main(argv=None):
                    help="run these sections and merge them into an existing vector.json")
     p.add_argument("--quick", action="store_true", help="1 round of 0.3 s, 2,000 memory steps, no files")
     p.add_argument("--out", default=None, help="results folder (default bench/results unless --quick)")
+    p.add_argument("--render", action="store_true", help="only rewrite vector.md from vector.json")
     args = p.parse_args(argv)
+    if args.render:
+        out_dir = args.out or os.path.join(HERE, "results")
+        with open(os.path.join(out_dir, "vector.json")) as f:
+            res = json.load(f)
+        with open(os.path.join(out_dir, "vector.md"), "w") as f:
+            f.write(markdown(res) + "\n")
+        return res
     if args.quick:
         args.rounds, args.seconds, args.warmup, args.memory_steps, args.ppo_iterations = 1, 0.3, 0.1, 2000, 2
     out_dir = args.out or (None if args.quick else os.path.join(HERE, "results"))

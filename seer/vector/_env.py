@@ -49,8 +49,11 @@ class SeerVectorEnv(VectorEnv):
 
     Rows that are not live read zero observations and rewards and
     ``terminated = truncated = False``; an agent's termination is reported
-    once, in the step it happens.  A copy is autoreset when all its agents
-    are gone (``env.agents`` is empty).  Copies also have
+    once, in the step it happens (so Gymnasium's ``RecordEpisodeStatistics``
+    records exact returns per agent; the length it records for the episode
+    after an agent's early death also counts the steps the row was dead).
+    A copy is autoreset when all its agents are gone (``env.agents`` is
+    empty).  Copies also have
     ``infos["restarted"]`` (per row) after a restart (``restart_failed``).
 
     :meth:`call`, :meth:`get_attr`, :meth:`set_attr` and :meth:`render`
