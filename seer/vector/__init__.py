@@ -22,7 +22,11 @@ as SEER's own).  ``"process"``: the copies live in worker processes; rows
 live in shared memory and each step is coordinated through flags in it (no
 pipes; see ``seer/vector/_process.py``).  Copy ``c`` is reset with seed
 ``seed + c`` for any worker count, so results are identical across worker
-counts and backends.
+counts and backends.  ``"ray"``: the copies are split into shards, each a
+Ray actor running its copies on its own local thread or process pool, on
+any node of a Ray cluster (see :class:`RayVectorEnv`: also env-pool
+stepping with ``send``/``recv`` and batched ``rollout``).  Ray is an
+optional extra: ``pip install "seer[ray]"``.
 """
 
 from __future__ import annotations
@@ -37,9 +41,18 @@ from gymnasium.vector import AutoresetMode
 from seer.vector._env import EnvCopyError, SeerVectorEnv
 from seer.vector._layout import SpaceMismatchError
 
-__all__ = ["make", "SeerVectorEnv", "EnvCopyError", "SpaceMismatchError", "AutoresetMode", "BACKENDS"]
+__all__ = ["make", "SeerVectorEnv", "EnvCopyError", "SpaceMismatchError", "AutoresetMode", "BACKENDS",
+           "RayVectorEnv"]
 
-BACKENDS = ("thread", "process")
+BACKENDS = ("thread", "process", "ray")
+
+
+def __getattr__(name):  # RayVectorEnv without importing Ray until it is used
+    if name == "RayVectorEnv":
+        from seer.vector._ray import RayVectorEnv
+
+        return RayVectorEnv
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def _cores() -> int:
@@ -52,7 +65,8 @@ def _cores() -> int:
 def make(env_fn: Callable[[], Any], num_envs: int, backend: str = "thread", workers: int | str = "auto",
          autoreset_mode: AutoresetMode | str = AutoresetMode.NEXT_STEP, *, pad: bool = False,
          restart_failed: bool = False, copy: bool = True, validate_actions: bool = True,
-         context: str | None = None, inline: bool | str = "auto", **options) -> SeerVectorEnv:
+         context: str | None = None, inline: bool | str = "auto", num_shards: int | None = None,
+         ray_address: str | None = None, shard_backend: str = "thread", **options) -> SeerVectorEnv:
     """A :class:`SeerVectorEnv` over ``num_envs`` copies of ``env_fn()``.
 
     Args:
@@ -62,14 +76,16 @@ def make(env_fn: Callable[[], Any], num_envs: int, backend: str = "thread", work
             works.  The process backend pickles it with cloudpickle.
         num_envs: Number of env *copies*.  The result's ``num_envs`` counts
             rows (copies x agent slots); ``num_copies`` keeps this count.
-        backend: ``"thread"`` or ``"process"``.
+        backend: ``"thread"``, ``"process"`` or ``"ray"``.
         workers: An integer: threads of the runtime's pool, or processes
             stepping copies (with ``inline`` the calling process counts as
             one).  ``"auto"``: process backend, the usable cores (at most
             ``num_envs``); thread backend, ``seer.stpa``'s choice, which
             without a probe is 1 for Python handlers (they serialize on the
             GIL: threads pay off only for envs that release it for most of a
-            step).
+            step).  Ray backend: per shard; ``"auto"`` is the CPUs the
+            shard's actor reserved (``num_cpus_per_shard``), at most its
+            copies.
         autoreset_mode: ``NEXT_STEP`` (default), ``SAME_STEP`` (the final
             observation and info go to ``infos["final_obs"]`` /
             ``infos["final_info"]``) or ``DISABLED``.  A copy autoresets when
@@ -100,10 +116,26 @@ def make(env_fn: Callable[[], Any], num_envs: int, backend: str = "thread", work
             Inline copies share the caller's fate (a copy that crashes the
             interpreter takes the caller along); ``inline=False`` isolates
             every copy.
+        num_shards: Ray backend: how many shard actors split the copies
+            (contiguous chunks; at most ``num_envs``).  Default: the
+            cluster's CPUs over ``num_cpus_per_shard``.
+        ray_address: Ray backend: the cluster to join (``"auto"``: the one
+            this node belongs to, as after ``ray start``); None starts a
+            local one unless Ray is already initialized.  ``close()`` shuts
+            Ray down only if ``make`` started it.
+        shard_backend: Ray backend: each shard's local pool, ``"thread"``
+            or ``"process"`` (``context`` / ``inline`` apply to it).
         **options: Process backend tuning: ``yield_s`` (how long a waiter
             spins with sched_yield before sleeping), ``cmd_bytes`` /
             ``msg_bytes`` (shared areas for payloads and infos),
-            ``startup_timeout``.
+            ``startup_timeout``.  Ray backend: ``num_cpus_per_shard`` (Ray
+            CPUs each shard actor reserves, default 1; fractions and 0 are
+            allowed), ``shard_options`` (more ``actor.options()``, e.g.
+            ``{"scheduling_strategy": "SPREAD"}``), ``ray_init`` (keyword
+            arguments of ``ray.init`` when ``make`` starts Ray),
+            ``startup_timeout``, ``shared_memory`` (default True: shards
+            on the driver's node read actions and write rows and rollout
+            batches in shared memory, not through Ray's object store).
     """
     if isinstance(env_fn, types.ModuleType):
         if not hasattr(env_fn, "parallel_env"):
@@ -114,6 +146,8 @@ def make(env_fn: Callable[[], Any], num_envs: int, backend: str = "thread", work
     if not isinstance(num_envs, numbers.Integral) or isinstance(num_envs, bool) or num_envs < 1:
         raise ValueError(f"num_envs={num_envs!r} is invalid: expected an integer >= 1 (the number of env copies)")
     num_envs = int(num_envs)
+    if backend != "ray" and (num_shards is not None or ray_address is not None or shard_backend != "thread"):
+        raise TypeError("num_shards, ray_address and shard_backend are for the ray backend only")
     if workers == "auto":
         workers = min(_cores(), num_envs) if backend == "process" else "auto"
     elif not isinstance(workers, numbers.Integral) or isinstance(workers, bool) or not 1 <= workers <= 1024:
@@ -149,7 +183,15 @@ def make(env_fn: Callable[[], Any], num_envs: int, backend: str = "thread", work
             raise ValueError(f'inline={inline!r} is invalid: expected "auto", True or False')
         impl = ProcessBackend(env_fn, num_envs, workers, context=context, inline=inline, **common, **options)
     elif backend == "ray":
-        raise NotImplementedError('backend="ray" is not implemented yet: use "thread" or "process"')
+        from seer.vector._ray import import_ray
+
+        import_ray()  # without Ray: an ImportError that names the extra to install
+        from seer.vector._ray import make_ray
+
+        return make_ray(env_fn, num_envs, workers, autoreset_mode, **common, copy=copy,
+                        validate_actions=validate_actions, env_name=getattr(env_fn, "__module__", None),
+                        num_shards=num_shards, ray_address=ray_address, shard_backend=shard_backend,
+                        context=context, inline=inline, **options)
     else:
         raise ValueError(f"backend={backend!r} is unknown: expected one of {list(BACKENDS)}")
     try:

@@ -1,0 +1,1287 @@
+"""Ray backend: env copies split into shards, each shard a Ray actor that runs
+its copies on its own local SEER pool (the thread or process backend).
+
+Driver and shards::
+
+    driver (RayVectorEnv + RayBackend)                 shard s (a Ray actor, _Shard)
+      global Layout + buffers (rows of all copies)      local make(env_fn, n_s, backend=shard_backend)
+      step_async: act[rows_s] -> actor.step.remote()    writes act, steps its copies (local backend)
+                  (one call per shard, all submitted    returns (its rows' arrays, its messages)
+                   before any result is gathered)
+      step_wait:  ray.get -> copy each shard's arrays
+                  into the driver buffers at its rows,
+                  messages re-indexed to global rows/copies
+
+Everything above the row buffers -- masks, autoreset bookkeeping, infos,
+``EnvCopyError`` -- is :class:`~seer.vector.SeerVectorEnv`'s, as for the other
+backends: a shard drives its local backend object directly (not the local
+vector env) and returns its raw messages (``("info", row, dict)``,
+``("error", copy, traceback)``, ...), which the driver re-indexes.  Copy ``c``
+is reset with ``seed + c`` wherever it lives, so results equal the thread and
+process backends' for the same seed and actions.
+
+Shards on the driver's node skip Ray's object store for the arrays: the
+driver's row buffers live in a shared-memory block, such a shard reads its
+actions and writes its rows there in place (its calls carry only messages),
+and a rollout batch goes through one more block per shard, reused from call
+to call.  Shards on other nodes send and receive the arrays through Ray.
+
+A shard actor that dies shows up as ``ray.exceptions.RayActorError`` on its
+pending call: it becomes a :class:`~seer.errors.WorkerError` naming the shard
+and its rows (and closes the vector env), or, with ``restart_failed=True``,
+Ray restarts the actor (``max_restarts``) and its rows come back truncated and
+reset, as a restarted worker process does in the process backend.  Every
+reply carries the actor's incarnation token, so an actor that died *between*
+two calls (and that Ray restarted with new copies) is caught as well.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import multiprocessing
+import os
+import traceback
+import uuid
+import warnings
+import weakref
+from typing import Any
+
+import numpy as np
+from gymnasium import spaces
+from gymnasium.error import AlreadyPendingCallError, NoAsyncCallError
+from gymnasium.vector import AutoresetMode
+
+from seer.errors import ClosedError, WorkerError
+from seer.vector._env import SeerVectorEnv
+from seer.vector._layout import build_layout
+from seer.vector._runner import same_spaces
+
+RAY_MISSING = ('backend="ray" needs Ray, an optional dependency of SEER: install it with pip install "seer[ray]" '
+               '(or pip install "ray>=2.9")')
+
+#: Per-row and per-copy buffers a shard sends back after each op, in this order.
+ROW_FIELDS = ("obs", "rew", "term", "trunc", "mask", "alive")
+COPY_FIELDS = ("ended", "restarted")
+SAME_STEP_FIELDS = ("final_obs", "final_mask")
+
+#: Ray inlines task arguments up to 100 KiB; larger policies go through the
+#: object store once per rollout instead of once per shard.
+_INLINE_BYTES = 100 * 1024
+
+STEP, RESET, CALL, ROLLOUT = "stepping", "resetting", "calling into", "rolling out"
+
+
+def import_ray():
+    """``ray``, or an ImportError that says which extra to install."""
+    try:
+        import ray
+    except ImportError as exc:
+        raise ImportError(RAY_MISSING) from exc
+    return ray
+
+
+BATCH_KEYS = ("obs", "actions", "rewards", "terminations", "truncations", "mask", "alive")
+
+
+def _batch_spec(T: int, rows: int, obs_shape, obs_dtype, act_shape, act_dtype):
+    """(name, shape, dtype, byte offset) of a rollout batch of ``T`` steps of
+    ``rows`` rows in one buffer, and its size."""
+    dts = [obs_dtype, act_dtype, np.float64, np.bool_, np.bool_, np.bool_, np.bool_]
+    shapes = [(T, rows, *obs_shape), (T, rows, *act_shape)] + [(T, rows)] * 5
+    spec, at = [], 0
+    for name, shape, dt in zip(BATCH_KEYS, shapes, dts):
+        dt = np.dtype(dt)
+        spec.append((name, shape, dt, at))
+        at += int(np.prod(shape, dtype=np.int64)) * dt.itemsize
+        at = (at + 63) // 64 * 64
+    return spec, max(at, 64)
+
+
+def _views(buf, spec) -> dict:
+    return {n: np.frombuffer(buf, dt, int(np.prod(sh, dtype=np.int64)), off).reshape(sh) for n, sh, dt, off in spec}
+
+
+def _close_shm(shm) -> None:
+    try:
+        shm.close()
+    except BufferError:  # views remain (results handed out with copy=False): they keep the mapping
+        if shm._fd >= 0:
+            os.close(shm._fd)
+            shm._fd = -1
+        shm._mmap = None
+
+
+def _unlink_all(boxes: dict) -> None:
+    for shm in list(boxes.values()):
+        try:
+            shm.unlink()
+        except FileNotFoundError:
+            pass
+        _close_shm(shm)
+    boxes.clear()
+
+
+def _dumps(obj) -> bytes:
+    import cloudpickle
+
+    return cloudpickle.dumps(obj)
+
+
+# ---- Ray ownership: shut Ray down only if make() started it ---------------------------------------
+
+_OWNED = {"started": False, "users": 0}
+
+
+def _connect(ray, address, init_kwargs) -> bool:
+    """Connect to (or start) Ray unless already connected; True if this call
+    started it (then the last vector env using it shuts it down)."""
+    if ray.is_initialized():
+        if not _OWNED["started"]:
+            return False
+    else:
+        ray.init(address=address, **(init_kwargs or {}))
+        _OWNED["started"], _OWNED["users"] = True, 0
+    _OWNED["users"] += 1
+    return True
+
+
+def _release(ray) -> None:
+    _OWNED["users"] -= 1
+    if _OWNED["users"] <= 0 and _OWNED["started"]:
+        _OWNED["started"], _OWNED["users"] = False, 0
+        try:
+            if ray.is_initialized():
+                ray.shutdown()
+        except Exception:
+            pass
+
+
+# ---- the shard actor --------------------------------------------------------------------------
+
+
+class _Shard:
+    """One shard: ``count`` env copies on a local SEER vector env (run inside a
+    Ray actor).  Failures of single copies come back as messages; only a
+    broken local pool (or a bug) raises."""
+
+    def __init__(self, index: int, fn_bytes: bytes, count: int, total_copies: int, kw: dict):
+        import cloudpickle
+
+        import seer.vector
+
+        self.index = index
+        self.count = count
+        self.token = uuid.uuid4().hex  # this incarnation: Ray may restart the actor between two calls
+        self.env = None
+        self.error = None
+        self.policy_key = None
+        self.policy = None
+        self.shms: dict = {}  # role -> the driver's SharedMemory blocks this shard writes (same node only)
+        self.rows = None  # views of this shard's rows of the driver's buffers (role "bufs")
+        try:
+            env_fn = cloudpickle.loads(fn_bytes)
+            workers = kw["workers"]
+            if workers == "auto":  # the CPUs this actor reserved (num_cpus_per_shard); the node's cores if none
+                import ray
+
+                cpus = ray.get_runtime_context().get_assigned_resources().get("CPU", 0)
+                workers = max(1, int(cpus)) if cpus else "auto"
+            if workers != "auto":
+                workers = min(int(workers), count)
+            extra = {k: kw[k] for k in ("context", "inline") if kw.get(k) is not None}
+            self.env = seer.vector.make(env_fn, count, backend=kw["backend"], workers=workers,
+                                        autoreset_mode=kw["autoreset"], pad=kw["pad"],
+                                        restart_failed=kw["restart"], copy=False,
+                                        validate_actions=kw["validate"], **extra)
+        except BaseException as exc:  # reported by start(): a constructor that raises would be restarted by Ray
+            self.error = exc
+            return
+        self.impl = self.env._backend
+        self.b = self.impl.bufs
+        self.names = ROW_FIELDS + COPY_FIELDS + (SAME_STEP_FIELDS if self.impl.layout.same_step else ())
+        self.fields = tuple(self.b[n] for n in self.names)
+        runner = getattr(self.impl, "runner", None)
+        if self.impl.name == "thread" and runner is not None:
+            # a restarted copy's seed counts in all copies (as in one pool of total_copies), not the shard's
+            def restart_seed(c, r=runner, C=total_copies):
+                s = r.last_seed.get(c)
+                return None if s is None else int(s) + C * r.restarts[c]
+
+            runner.restart_seed = restart_seed
+
+    def start(self) -> dict:
+        if self.error is not None:
+            raise self.error
+        import ray
+
+        return {"specs": self.impl.specs, "pid": os.getpid(), "node": ray.util.get_node_ip_address(),
+                "node_id": ray.get_runtime_context().get_node_id(),
+                "workers": self.impl.num_workers, "backend": self.impl.name, "token": self.token}
+
+    def _state(self) -> tuple:
+        return self.fields
+
+    def step(self, act):
+        self.b["act"][...] = self.rows["act"] if act is None else act
+        self.impl.step_async()
+        msgs = self.impl.step_wait()
+        return self.token, self._emit(), msgs
+
+    def reset(self, select, seeded, seeds, options):
+        b = self.b
+        b["select"][:] = select
+        b["seeded"][:] = seeded
+        b["seeds"][:] = seeds
+        return self.token, self.fields, self.impl.reset(options)
+
+    def call(self, kind, name, args, kwargs, values):
+        return (self.token, *self.impl.call(kind, name, args, kwargs, values))
+
+    def _load_policy(self, key, payload):
+        if payload is not None:
+            import cloudpickle
+            import ray
+
+            if isinstance(payload, list):  # [ObjectRef]: fetched only when this shard needs it
+                payload = ray.get(payload[0])
+            self.policy = cloudpickle.loads(payload)
+            self.policy_key = key
+        elif key != self.policy_key:
+            raise RuntimeError(f"shard {self.index} lost its cached policy (key {key!r}): a bug in seer.vector")
+        return self.policy
+
+    def _attach(self, role: str, name: str):
+        """The buffer of the driver's shared-memory block ``name`` (kept open
+        per ``role`` until the driver names another one)."""
+        shm = self.shms.get(role)
+        if shm is None or shm.name != name:
+            from multiprocessing import resource_tracker, shared_memory
+
+            if shm is not None:
+                _close_shm(shm)
+            shm = shared_memory.SharedMemory(name=name)
+            try:  # the driver owns (and unlinks) the block: this process's tracker must not
+                resource_tracker.unregister(shm._name, "shared_memory")
+            except Exception:
+                pass
+            self.shms[role] = shm
+        return shm.buf
+
+    def attach(self, name: str, spec) -> str:
+        """Write this shard's rows straight into the driver's buffers (block
+        ``name``; ``spec``: (field, dtype, shape, offset) of its rows), and
+        read its actions there, instead of sending arrays through Ray."""
+        buf = self._attach("bufs", name)
+        self.rows = {n: np.frombuffer(buf, dt, int(np.prod(sh, dtype=np.int64)), off).reshape(sh)
+                     for n, dt, sh, off in spec}
+        self.row_pairs = [(self.rows[n], self.b[n]) for n in self.names]
+        return self.token
+
+    def _emit(self):
+        """This shard's arrays for the driver: None when written into its
+        buffers (attach), else the arrays themselves (Ray sends them)."""
+        if self.rows is None:
+            return self.fields
+        for dst, src in self.row_pairs:
+            dst[...] = src
+        return None
+
+    def rollout(self, key, payload, num_steps: int, reset_first, want_infos: bool, validate: bool, box=None):
+        """``num_steps`` steps with ``policy(obs) -> actions`` on this shard's
+        rows.  ``reset_first``: (seeded, seeds) of a reset that replaces the
+        first step (a restarted shard in NEXT_STEP mode).  ``box``: the name
+        of a shared-memory block (on this node) to write the batch into
+        instead of returning it."""
+        b, impl = self.b, self.impl
+        T = num_steps
+        obs, act = b["obs"], b["act"]
+        spec, _ = _batch_spec(T, len(act), obs.shape[1:], obs.dtype, act.shape[1:], act.dtype)
+        out = _views(self._attach("batch", box), spec) if box else \
+            {n: np.empty(sh, dt) for n, sh, dt, _ in spec}
+        steps_msgs: list = []
+        failure = None
+        done = 0
+        same_step = impl.layout.same_step
+        try:
+            policy = self._load_policy(key, payload)
+        except Exception:
+            self.policy_key = self.policy = None
+            return self.token, {}, 0, steps_msgs, ("load", 0, traceback.format_exc()), self._emit()
+        space = self.env.single_action_space
+        discrete = isinstance(space, (spaces.Discrete, spaces.MultiDiscrete, spaces.MultiBinary))
+        for t in range(T):
+            o = out["obs"][t]
+            o[...] = obs
+            try:
+                a = np.asarray(policy(o))
+            except Exception:
+                failure = ("policy", t, traceback.format_exc())
+                break
+            if a.shape != act.shape or (discrete and a.dtype.kind not in "iub") or a.dtype.kind not in "biuf":
+                failure = ("actions", t, f"the policy returned actions of shape {a.shape} and dtype {a.dtype} for "
+                                         f"observations of shape {o.shape}: expected shape {act.shape} and "
+                                         f"{'an integer' if discrete else 'a real'} dtype")
+                break
+            if validate:
+                self.env._alive = b["alive"]
+                try:
+                    self.env._check_actions(a)
+                except ValueError as exc:
+                    failure = ("actions", t, str(exc))
+                    break
+            act[...] = a
+            out["actions"][t] = act
+            if t == 0 and reset_first is not None:
+                b["select"][:] = True
+                b["seeded"][:], b["seeds"][:] = reset_first
+                msgs = impl.reset(None)
+            else:
+                impl.step_async()
+                msgs = impl.step_wait()
+            out["rewards"][t] = b["rew"]
+            out["terminations"][t] = b["term"]
+            out["truncations"][t] = b["trunc"]
+            out["mask"][t] = b["mask"]
+            out["alive"][t] = b["alive"]
+            done = t + 1
+            bad = [m for m in msgs if m[0] == "error"]
+            if want_infos or bad or any(m[0] == "restart" for m in msgs):
+                keep = msgs if want_infos else [m for m in msgs if m[0] in ("error", "restart")]
+                if want_infos and same_step and b["final_mask"].any():
+                    keep = keep + [("final_obs", int(r), b["final_obs"][r].copy())
+                                   for r in np.flatnonzero(b["final_mask"])]
+                if want_infos and b["restarted"].any():
+                    keep = keep + [("restarted", int(c), None) for c in np.flatnonzero(b["restarted"])]
+                steps_msgs.append((t, keep))
+            if bad:
+                break
+        if box:
+            out = None  # in the box
+        elif done < T:
+            out = {k: v[:done] for k, v in out.items()}
+        return self.token, out, done, steps_msgs, failure, self._emit()
+
+    def ping(self) -> int:
+        return os.getpid()
+
+    def close(self) -> None:
+        self.rows = self.row_pairs = None
+        for shm in self.shms.values():
+            _close_shm(shm)
+        self.shms = {}
+        if self.env is not None:
+            self.env.close()
+            self.env = None
+
+
+# ---- the driver's backend object ----------------------------------------------------------------
+
+
+class _ShardDied(Exception):
+    def __init__(self, s, exc, result=None):
+        super().__init__(s, exc)
+        self.s, self.exc, self.result = s, exc, result
+
+
+class ActorRestartedError(RuntimeError):
+    """A shard's actor answered from a new incarnation: its process died
+    between two calls and Ray restarted it (``max_restarts``)."""
+
+
+class RayBackend:
+    """The backend interface of :class:`SeerVectorEnv` (see ``_thread.py``)
+    over shard actors, plus ``submit`` / ``collect`` for env-pool stepping and
+    ``rollout``."""
+
+    name = "ray"
+
+    def __init__(self, env_fn, num_copies, workers, *, pad, autoreset, restart, num_shards=None,
+                 ray_address=None, shard_backend="thread", num_cpus_per_shard=1, shard_options=None,
+                 ray_init=None, startup_timeout=300.0, validate_actions=True, context=None, inline=None,
+                 shared_memory=True):
+        ray = import_ray()
+        self.ray = ray
+        self.closed = False
+        self.broken: str | None = None
+        self.actors: list = []
+        self._owns_ray = False
+        self._boxes: dict = {}  # shard -> SharedMemory for its rollout batches (shards on this node)
+        self._box_views: dict = {}  # shard -> (T, (name, views of its block for T steps))
+        self._box_finalizer = weakref.finalize(self, _unlink_all, self._boxes)
+        self.autoreset = autoreset
+        self.restart_failed = bool(restart)
+        self.startup_timeout = float(startup_timeout)
+        self.use_shm = bool(shared_memory)
+        if shard_backend not in ("thread", "process"):
+            raise ValueError(f"shard_backend={shard_backend!r} is invalid: expected 'thread' or 'process'")
+        if shard_backend == "thread" and (context is not None or inline not in (None, "auto", False)):
+            raise TypeError("context= and inline= are for shard_backend='process' only")
+        if num_cpus_per_shard is not None and (not isinstance(num_cpus_per_shard, (int, float))
+                                               or isinstance(num_cpus_per_shard, bool) or num_cpus_per_shard < 0):
+            raise ValueError(f"num_cpus_per_shard={num_cpus_per_shard!r} is invalid: expected a number >= 0")
+        self._owns_ray = _connect(ray, ray_address, ray_init)
+        try:
+            self._start(env_fn, num_copies, workers, pad, num_shards, shard_backend, num_cpus_per_shard,
+                        shard_options, validate_actions, context, inline)
+        except BaseException:
+            self.close()
+            raise
+
+    # ---- start-up ----------------------------------------------------------------------------
+
+    def _start(self, env_fn, num_copies, workers, pad, num_shards, shard_backend, cpus, shard_options,
+               validate, context, inline) -> None:
+        ray = self.ray
+        cluster_cpus = float(ray.cluster_resources().get("CPU", 0))
+        if num_shards is None:
+            per = cpus if cpus else 1
+            num_shards = max(1, min(num_copies, int(cluster_cpus // per) if cluster_cpus else 1))
+        if not isinstance(num_shards, (int, np.integer)) or isinstance(num_shards, bool) \
+                or not 1 <= num_shards <= num_copies:
+            raise ValueError(f"num_shards={num_shards!r} is invalid: expected an integer in [1, num_envs={num_copies}] "
+                             f"(each shard runs at least one env copy)")
+        num_shards = int(num_shards)
+        opts: dict[str, Any] = {"max_restarts": -1 if self.restart_failed else 0, "max_task_retries": 0}
+        if cpus is not None:
+            opts["num_cpus"] = cpus
+        opts.update(shard_options or {})
+        need = num_shards * float(opts.get("num_cpus") or 0)
+        if need > cluster_cpus:
+            raise ValueError(
+                f"{num_shards} shards x num_cpus_per_shard={opts.get('num_cpus')} need {need:g} CPUs but the Ray "
+                f"cluster has {cluster_cpus:g}: lower num_shards or num_cpus_per_shard (fractions and 0 are "
+                f"allowed), or add nodes"
+            )
+        splits = [s for s in np.array_split(np.arange(num_copies), num_shards)]
+        self.copy_ranges = [(int(s[0]), int(s[-1]) + 1) for s in splits]
+        self.num_shards = num_shards
+        kw = {"workers": workers, "backend": shard_backend, "autoreset": self.autoreset, "pad": bool(pad),
+              "restart": self.restart_failed, "validate": bool(validate), "context": context,
+              "inline": None if inline == "auto" else inline}
+        actor_cls = ray.remote(_Shard)
+        fn_bytes = _dumps(env_fn)
+        fn_arg = ray.put(fn_bytes) if len(fn_bytes) > _INLINE_BYTES else fn_bytes
+        self.actors = [actor_cls.options(**opts).remote(s, fn_arg, c1 - c0, num_copies, kw)
+                       for s, (c0, c1) in enumerate(self.copy_ranges)]
+        refs = [a.start.remote() for a in self.actors]
+        ready, pending = ray.wait(refs, num_returns=len(refs), timeout=self.startup_timeout)
+        if pending:
+            late = [refs.index(r) for r in pending]
+            raise WorkerError(f"shards {late} did not start within {self.startup_timeout} s (Ray resources: "
+                              f"{ray.available_resources()}; each shard asks for {opts})")
+        starts = []
+        for s, r in enumerate(refs):
+            try:
+                starts.append(ray.get(r))
+            except ray.exceptions.RayTaskError as exc:
+                raise _cause(exc, f"while shard {s} created env copies {self.copy_ranges[s][0]}.."
+                                  f"{self.copy_ranges[s][1] - 1}") from None
+        self.shard_info = starts
+        self.tokens = [st["token"] for st in starts]
+        self.specs = [spec for st in starts for spec in st["specs"]]
+        self.layout = build_layout(self.specs, pad, same_step=self.autoreset == AutoresetMode.SAME_STEP)
+        L = self.layout
+        for s, (c0, c1) in enumerate(self.copy_ranges):
+            local = build_layout(self.specs[c0:c1], pad, same_step=L.same_step)
+            if local.slots != L.slots or local.obs_space != L.obs_space or local.act_space != L.act_space:
+                raise ValueError(
+                    f"shard {s} (env copies {c0}..{c1 - 1}) lays its rows out differently from the whole vector env "
+                    f"(agent slots {local.slots} vs {L.slots}, observation space {local.obs_space} vs "
+                    f"{L.obs_space}, action space {local.act_space} vs {L.act_space}): with pad=True every shard's "
+                    f"copies must pad to the same spaces; use num_shards that group copies with the same agents, "
+                    f"or give the copies equal spaces"
+                )
+        A = L.slots
+        self.row_ranges = [(c0 * A, c1 * A) for c0, c1 in self.copy_ranges]
+        try:
+            self._node_id = ray.get_runtime_context().get_node_id()
+        except Exception:
+            self._node_id = None
+        self.direct: set[int] = set()  # shards that read and write the driver's buffers in shared memory
+        local = [s for s, st in enumerate(starts) if self.use_shm and st.get("node_id") == self._node_id]
+        if local:
+            from multiprocessing import shared_memory
+
+            shm = shared_memory.SharedMemory(create=True, size=L.offsets()[1])
+            self._boxes["bufs"] = shm
+            self.bufs = L.allocate(shm.buf)
+        else:
+            self.bufs = L.allocate()
+        self._names = ROW_FIELDS + COPY_FIELDS + (SAME_STEP_FIELDS if L.same_step else ())
+        self._dest = []
+        for (c0, c1), (r0, r1) in zip(self.copy_ranges, self.row_ranges):
+            self._dest.append(tuple(self.bufs[n][c0:c1] if n in COPY_FIELDS else self.bufs[n][r0:r1]
+                                    for n in self._names))
+        self.num_workers = sum(st["workers"] for st in starts)
+        self._step_m = [a.step for a in self.actors]
+        self.restart_counts = [0] * num_copies
+        self.last_seeds: list = [None] * num_copies
+        self.pending: dict[int, tuple] = {}  # shard -> (seeded, seeds) of its due NEXT_STEP reset (restarted)
+        self.inflight: dict[int, tuple] = {}  # shard -> (op, ref)
+        self._acc: list = []  # messages of the shards gathered so far in this step ...
+        self._done_shards: list[int] = []  # ... and those shards
+        self._policy_keys: dict[int, bytes] = {}
+        self._alive_before = None
+        if local:
+            tokens = ray.get([self.actors[s].attach.remote(self._boxes["bufs"].name, self._row_spec(s))
+                              for s in local], timeout=self.startup_timeout)
+            if tokens == [self.tokens[s] for s in local]:
+                self.direct = set(local)
+
+    # ---- helpers -----------------------------------------------------------------------------
+
+    def _check(self) -> None:
+        if self.closed:
+            raise ClosedError("this vector env is closed" + (f" ({self.broken})" if self.broken else ""))
+
+    def describe(self, s: int) -> str:
+        st = self.shard_info[s] if s < len(getattr(self, "shard_info", [])) else {}
+        actor = self.actors[s]
+        aid = actor._actor_id.hex()[:8] if hasattr(actor, "_actor_id") else "?"
+        return f"shard {s} (Ray actor {aid}, pid {st.get('pid', '?')} on {st.get('node', '?')})"
+
+    def _what(self, s: int) -> str:
+        (c0, c1), (r0, r1) = self.copy_ranges[s], self.row_ranges[s]
+        return f"env copies {c0}..{c1 - 1} (rows {r0}..{r1 - 1})"
+
+    def _put(self, s: int, state, copies=None) -> None:
+        """Copy shard ``s``'s arrays into the driver buffers (only the rows of
+        ``copies``, a bool array over the shard's copies, if given)."""
+        if copies is None or copies.all():
+            for dst, src in zip(self._dest[s], state):
+                dst[...] = src
+            return
+        rows = np.repeat(copies, self.layout.slots)
+        for n, dst, src in zip(self._names, self._dest[s], state):
+            m = copies if n in COPY_FIELDS else rows
+            dst[m] = src[m]
+
+    def _remap(self, s: int, msgs) -> list:
+        if not msgs:
+            return []
+        c0, r0 = self.copy_ranges[s][0], self.row_ranges[s][0]
+        return [(m[0], m[1] + (r0 if m[0] in ("info", "final_info", "final_obs") else c0), *m[2:]) for m in msgs]
+
+    def _count_restarts(self, msgs) -> None:
+        for m in msgs:
+            if m[0] == "restart":
+                self.restart_counts[m[1]] += 1
+
+    def _get(self, s: int, ref, result=None):
+        """The result of shard ``s``'s call (``result``: already fetched), less
+        its incarnation token.  A dead actor -- or one that Ray restarted
+        since the last call -- raises _ShardDied; a call that raised becomes
+        a WorkerError (the vector env closes)."""
+        ray = self.ray
+        try:
+            if result is None:
+                result = ray.get(ref)
+            if result[0] != self.tokens[s]:
+                raise _ShardDied(s, ActorRestartedError(
+                    "its process died between two calls and Ray restarted it (its env copies are new)"), result[1:])
+            return result[1:]
+        except ray.exceptions.RayActorError as exc:
+            raise _ShardDied(s, exc) from exc
+        except ray.exceptions.RayError as exc:  # the call raised (a broken local pool), or Ray failed
+            what = f"{self.describe(s)} failed while running {self._what(s)}"
+            self.broken = what
+            self.close()
+            raise WorkerError(f"{what}; the vector env is closed:\n{exc}") from None
+
+    def _adopt(self, s: int, info: dict) -> None:
+        """Take shard ``s``'s new incarnation (Ray restarted its actor) on."""
+        self.shard_info[s] = info
+        self.tokens[s] = info["token"]
+        self._policy_keys.pop(s, None)
+        self._step_m[s] = self.actors[s].step
+        if s in self.direct:
+            self.direct.discard(s)
+            token = self.ray.get(self.actors[s].attach.remote(self._boxes["bufs"].name, self._row_spec(s)),
+                                 timeout=self.startup_timeout)
+            if token == info["token"]:
+                self.direct.add(s)
+
+    def _died(self, d: _ShardDied, op: str) -> list:
+        """Shard ``d.s``'s actor died during ``op``: raise WorkerError (and
+        close), or restart it (restart_failed, step/rollout) and return the
+        restart messages of its copies."""
+        s = d.s
+        what = f"{self.describe(s)} died while {op} {self._what(s)}"
+        first = str(d.exc).strip().splitlines()[0] if str(d.exc).strip() else type(d.exc).__name__
+        if not (self.restart_failed and op in (STEP, ROLLOUT)):
+            self.broken = what
+            self.close()
+            raise WorkerError(f"{what} ({type(d.exc).__name__}: {first}); the vector env is closed"
+                              + ("" if self.restart_failed else " (pass restart_failed=True to restart failed "
+                                 "shards and go on)")) from d.exc
+        ray = self.ray
+        try:  # Ray restarts the actor (max_restarts): its constructor recreates the copies
+            ref = self.actors[s].start.remote()
+            ready, _ = ray.wait([ref], timeout=self.startup_timeout)
+            if not ready:
+                raise TimeoutError(f"not back within {self.startup_timeout} s")
+            info = ray.get(ref)
+            c0, c1 = self.copy_ranges[s]
+            if len(info["specs"]) != c1 - c0 or not all(same_spaces(a, b) for a, b in
+                                                        zip(info["specs"], self.specs[c0:c1])):
+                raise ValueError("its new env copies have other agents or spaces than the original ones")
+            self._adopt(s, info)
+        except BaseException as exc:
+            self.broken = f"{what}, and restarting it failed: {exc}"
+            self.close()
+            raise WorkerError(f"{what}; restarting it failed: {exc}") from exc
+        b, L = self.bufs, self.layout
+        (c0, c1), (r0, r1) = self.copy_ranges[s], self.row_ranges[s]
+        C = L.num_copies
+        seeds = []
+        for c in range(c0, c1):
+            last = self.last_seeds[c]
+            seeds.append(None if last is None else int(last) + C * (self.restart_counts[c] + 1))
+        sl = slice(r0, r1)
+        alive_before = self._alive_before[sl].copy() if self._alive_before is not None else b["alive"][sl].copy()
+        for n in ("obs", "rew", "term", "mask", "alive"):
+            b[n][sl] = 0
+        b["trunc"][sl] = alive_before
+        b["ended"][c0:c1] = True
+        b["restarted"][c0:c1] = True
+        if L.same_step:
+            b["final_mask"][sl] = False
+        seeded = np.array([x is not None for x in seeds])
+        seed_arr = np.array([0 if x is None else x for x in seeds], np.int64)
+        tb = (f"{what} ({type(d.exc).__name__}: {first}); Ray restarted the actor (pid {info['pid']} on "
+              f"{info['node']}) and its copies start new episodes")
+        msgs = [("restart", c, tb) for c in range(c0, c1)]
+        if self.autoreset == AutoresetMode.NEXT_STEP:
+            self.pending[s] = (seeded, seed_arr)
+        elif self.autoreset == AutoresetMode.SAME_STEP:
+            try:
+                state, rmsgs = self._get(s, self.actors[s].reset.remote(np.ones(c1 - c0, bool), seeded, seed_arr,
+                                                                         None))
+            except _ShardDied as again:
+                self.broken = f"{what}, and it died again while resetting"
+                self.close()
+                raise WorkerError(f"{self.broken}") from again.exc
+            names = self._names
+            b["obs"][sl] = state[names.index("obs")]
+            b["alive"][sl] = state[names.index("alive")]
+            msgs += self._remap(s, [m for m in rmsgs if m[0] != "error"])
+            errs = self._remap(s, [m for m in rmsgs if m[0] == "error"])
+            msgs += errs
+        for c in range(c0, c1):
+            self.restart_counts[c] += 1
+        return msgs
+
+    # ---- backend interface -------------------------------------------------------------------
+
+    def reset(self, options) -> list:
+        self._check()
+        b = self.bufs
+        sel = b["select"]
+        for c in np.flatnonzero(sel):
+            self.last_seeds[c] = int(b["seeds"][c]) if b["seeded"][c] else None
+        calls = {}
+        for s, (c0, c1) in enumerate(self.copy_ranges):
+            mine = sel[c0:c1].copy()
+            if not mine.any():
+                continue
+            seeded, seeds = b["seeded"][c0:c1].copy(), b["seeds"][c0:c1].copy()
+            if s in self.pending:  # a restarted shard: its copies reset now rather than at the next step
+                p_seeded, p_seeds = self.pending.pop(s)
+                seeded[~mine], seeds[~mine] = p_seeded[~mine], p_seeds[~mine]
+                mine[:] = True
+            calls[s] = (mine, self.actors[s].reset.remote(mine, seeded, seeds, options))
+        msgs = []
+        for s, (mine, ref) in calls.items():
+            try:
+                state, m = self._get(s, ref)
+            except _ShardDied as d:
+                if not (self.restart_failed and d.result is not None and mine.all()):
+                    self._died(d, RESET)  # raises WorkerError: a reset is not restarted
+                    raise
+                # Ray restarted the actor before this reset, which covers all its (new) copies: go on
+                try:
+                    info = self.ray.get(self.actors[s].start.remote(), timeout=self.startup_timeout)
+                    self._adopt(s, info)
+                except Exception as exc:
+                    self._died(_ShardDied(s, exc), RESET)
+                    raise
+                state, m = d.result
+                c0, c1 = self.copy_ranges[s]
+                for c in range(c0, c1):
+                    self.restart_counts[c] += 1
+            self._put(s, state, mine)
+            msgs += self._remap(s, m)
+        return msgs
+
+    def submit(self, shards) -> None:
+        """Send shard ``s`` its rows of ``bufs["act"]`` (one call each, none awaited)."""
+        act = self.bufs["act"]
+        for s in shards:
+            if s in self.pending:
+                seeded, seeds = self.pending[s]
+                ref = self.actors[s].reset.remote(np.ones(len(seeds), bool), seeded, seeds, None)
+                self.inflight[s] = (RESET, ref)
+            else:
+                r0, r1 = self.row_ranges[s]
+                self.inflight[s] = (STEP, self._step_m[s].remote(None if s in self.direct else act[r0:r1]))
+
+    def _gather(self, s: int, op: str, result) -> list:
+        state, msgs = result
+        if op == RESET:  # the NEXT_STEP reset of a restarted shard, standing in for its step
+            self.pending.pop(s, None)
+        if state is not None:  # (None: the shard wrote its rows in place)
+            self._put(s, state)
+        msgs = self._remap(s, msgs)
+        self._count_restarts(msgs)
+        return msgs
+
+    def collect(self, min_shards=None, timeout=None) -> tuple[list, list]:
+        """Gather in-flight steps: all of them (``min_shards=None``), or at
+        least ``min_shards`` plus any others already done.  Returns (shards,
+        messages); raises ``multiprocessing.TimeoutError`` after ``timeout``
+        seconds with too few done (those done stay gathered for the next call)."""
+        self._check()
+        ray = self.ray
+        order = list(self.inflight)
+        refs = [self.inflight[s][1] for s in order]
+        results: dict = {}
+        have = len(self._done_shards)
+        if min_shards is None and timeout is None:
+            got = order
+            try:  # the usual case: one call for every shard's result
+                results = dict(zip(order, ray.get(refs)))
+            except ray.exceptions.RayError:
+                results = {}  # a shard died or raised: _get sorts it out shard by shard
+        elif refs:
+            need = len(refs) if min_shards is None else max(0, min(int(min_shards), have + len(refs)) - have)
+            ready = []
+            if need:
+                ready, _ = ray.wait(refs, num_returns=need, timeout=timeout)
+            rest = [r for r in refs if r not in set(ready)]
+            if rest:  # and whoever else is done by now
+                more, _ = ray.wait(rest, num_returns=len(rest), timeout=0)
+                ready = list(ready) + list(more)
+            done = set(ready)
+            got = [s for s, r in zip(order, refs) if r in done]
+        else:
+            got = []
+        for s in got:
+            op, ref = self.inflight.pop(s)
+            try:
+                self._acc += self._gather(s, op, self._get(s, ref, results.get(s)))
+            except _ShardDied as d:
+                self._acc += self._died(d, STEP)
+            self._done_shards.append(s)
+        if min_shards is None:
+            short = bool(self.inflight)
+        else:
+            short = len(self._done_shards) < min(int(min_shards), len(self._done_shards) + len(self.inflight))
+        if short:
+            raise multiprocessing.TimeoutError(
+                f"the vector env's step has timed out after {timeout} s (shards {sorted(self.inflight)} still busy); "
+                f"wait again or close()")
+        shards, self._done_shards = sorted(self._done_shards), []
+        msgs, self._acc = self._acc, []
+        return shards, msgs
+
+    def step_async(self) -> None:
+        self._check()
+        self._alive_before = self.bufs["alive"].copy() if self.restart_failed else None
+        self.submit(range(self.num_shards))
+
+    def step_wait(self, timeout=None) -> list:
+        return self.collect(None, timeout)[1]
+
+    def call(self, kind, name, args, kwargs, values=None):
+        self._check()
+        refs = []
+        for s, (c0, c1) in enumerate(self.copy_ranges):
+            refs.append(self.actors[s].call.remote(kind, name, args, kwargs,
+                                                   values[c0:c1] if values is not None else None))
+        results, errs = [], []
+        for s, ref in enumerate(refs):
+            try:
+                out, m = self._get(s, ref)
+            except _ShardDied as d:
+                self._died(d, CALL)  # raises WorkerError: a call is not restarted
+                raise
+            results += out
+            errs += self._remap(s, m)
+        return results, errs
+
+    def rollout(self, policy, num_steps: int, want_infos: bool, validate: bool):
+        """Run ``num_steps`` steps in every shard; returns (batch dict with
+        arrays (T, rows, ...), steps done, per-step messages, failures)."""
+        self._check()
+        ray = self.ray
+        data = _dumps(policy)
+        key = hashlib.blake2b(data, digest_size=16).digest()
+        payload = None
+        b = self.bufs
+        self._alive_before = b["alive"].copy() if self.restart_failed else None
+        refs, views = {}, {}
+        T, L = num_steps, self.layout
+        for s in range(self.num_shards):
+            send = None
+            if self._policy_keys.get(s) != key:
+                if payload is None:
+                    payload = [ray.put(data)] if len(data) > _INLINE_BYTES else data
+                send = payload
+            reset_first = self.pending.get(s)
+            box = self._box(s, T)
+            if box is not None:
+                views[s] = box[1]
+            refs[s] = self.actors[s].rollout.remote(key, send, num_steps, reset_first, want_infos, validate,
+                                                    box and box[0])
+            self._policy_keys[s] = key
+        R = L.rows
+        out = {n: np.empty((T, *sh[1:]), dt) for n, sh, dt, _ in
+               _batch_spec(1, R, b["obs"].shape[1:], b["obs"].dtype, b["act"].shape[1:], b["act"].dtype)[0]}
+        steps = [[] for _ in range(T)]
+        failures = []
+        for s, ref in refs.items():
+            r0, r1 = self.row_ranges[s]
+            try:
+                batch, done, smsgs, failure, state = self._get(s, ref)
+            except _ShardDied as d:
+                self._policy_keys.pop(s, None)
+                for v in out.values():
+                    v[:, r0:r1] = 0
+                out["obs"][0, r0:r1] = b["obs"][r0:r1]  # what the policy saw (its rows are untouched so far)
+                msgs = self._died(d, ROLLOUT)
+                out["truncations"][0, r0:r1] = self._alive_before[r0:r1]
+                steps[0] += msgs
+                continue
+            if s in self.pending and done > 0:
+                self.pending.pop(s)
+            if batch is None:  # written into this shard's shared-memory block
+                batch = views[s]
+            for k, v in batch.items():
+                out[k][:done, r0:r1] = v[:done]
+            if state is not None:
+                self._put(s, state)
+            for t, m in smsgs:
+                m = self._remap(s, m)
+                self._count_restarts(m)
+                steps[t] += m
+            if failure is not None:
+                failures.append((s, failure))
+                if failure[0] == "load":
+                    self._policy_keys.pop(s, None)
+        return out, steps, failures
+
+    def _row_spec(self, s: int) -> list:
+        """(field, dtype, shape, byte offset) of shard ``s``'s rows (copies)
+        in the driver's buffers, for the fields it writes and ``act``."""
+        L = self.layout
+        off, _ = L.offsets()
+        (c0, c1), (r0, r1) = self.copy_ranges[s], self.row_ranges[s]
+        spec = []
+        for name, shape, dt in L.fields():
+            if name not in self._names and name != "act":
+                continue
+            lo, hi = (c0, c1) if name in COPY_FIELDS else (r0, r1)
+            per = int(np.prod(shape[1:], dtype=np.int64)) * dt.itemsize
+            spec.append((name, dt.str, (hi - lo, *shape[1:]), off[name] + lo * per))
+        return spec
+
+    def _box(self, s: int, T: int):
+        """(name, views) of shard ``s``'s shared-memory block for a batch of
+        ``T`` steps; None when the shard runs on another node (its batch
+        comes back through Ray's object store)."""
+        if not self.use_shm or self._node_id is None or self.shard_info[s].get("node_id") != self._node_id:
+            return None
+        cached = self._box_views.get(s)
+        if cached is not None and cached[0] == T:
+            return cached[1]
+        b = self.bufs
+        r0, r1 = self.row_ranges[s]
+        spec, size = _batch_spec(T, r1 - r0, b["obs"].shape[1:], b["obs"].dtype, b["act"].shape[1:], b["act"].dtype)
+        shm = self._boxes.get(s)
+        if shm is None or shm.size < size:
+            from multiprocessing import shared_memory
+
+            self._box_views.pop(s, None)
+            if shm is not None:
+                _unlink_all({s: self._boxes.pop(s)})  # (a shard still mapping it keeps it until it attaches anew)
+            shm = shared_memory.SharedMemory(create=True, size=size)
+            self._boxes[s] = shm
+        box = (shm.name, _views(shm.buf, spec))
+        self._box_views[s] = (T, box)
+        return box
+
+    def worker_of(self, c: int) -> str:
+        for s, (c0, c1) in enumerate(self.copy_ranges):
+            if c0 <= c < c1:
+                return self.describe(s)
+        return "?"
+
+    def restarts(self) -> list[int]:
+        return list(self.restart_counts)
+
+    def worker_pids(self) -> list[int]:
+        return [st["pid"] for st in getattr(self, "shard_info", [])]
+
+    def close(self, timeout: float = 2.0) -> None:
+        if self.closed:
+            return
+        self.closed = True
+        ray = self.ray
+        try:
+            if self.actors and ray.is_initialized():
+                try:  # let each shard close its copies (and its worker processes, shared memory) first
+                    refs = [a.close.remote() for a in self.actors]
+                    ray.wait(refs, num_returns=len(refs), timeout=timeout)
+                except Exception:
+                    pass
+                for a in self.actors:
+                    try:
+                        ray.kill(a, no_restart=True)
+                    except Exception:
+                        pass
+        finally:
+            self.actors = []
+            self.inflight = {}
+            self._box_views.clear()
+            self._box_finalizer()
+            if self._owns_ray:
+                self._owns_ray = False
+                _release(ray)
+
+
+def _cause(exc, where: str):
+    """The exception a shard's method raised (with the remote traceback as a
+    note), from Ray's RayTaskError."""
+    cause = getattr(exc, "cause", None)
+    if isinstance(cause, BaseException):
+        try:
+            cause.add_note(f"(raised in a seer.vector Ray shard, {where}; remote traceback:\n{exc})")
+        except Exception:
+            pass
+        return cause
+    return WorkerError(f"{where}: {exc}")
+
+
+# ---- the vector env ---------------------------------------------------------------------------
+
+
+class RayVectorEnv(SeerVectorEnv):
+    """A :class:`SeerVectorEnv` whose copies run in Ray actors ("shards"),
+    from ``seer.vector.make(..., backend="ray")``.
+
+    The whole :class:`SeerVectorEnv` contract holds (rows, masks, autoreset
+    modes, ``reset_mask``, ``call``/``get_attr``/``set_attr``, seeds
+    ``seed + c``, ``step_async``/``step_wait(timeout=)``).  On top of it:
+
+    - **Env-pool stepping** (EnvPool's and PufferLib's asynchronous mode):
+      :meth:`send` steps some shards, :meth:`recv` returns the first shards
+      to finish, with ``infos["rows"]`` / ``infos["shards"]`` naming them::
+
+          obs, infos = envs.reset(seed=0)
+          envs.send(policy(obs))                        # every shard
+          for _ in range(n):
+              obs, rew, term, trunc, infos = envs.recv()  # >= 1 shard's rows
+              envs.send(policy(obs), shards=infos["shards"])
+
+    - **Batched rollouts**: :meth:`rollout` runs ``num_steps`` steps inside
+      each shard with a picklable policy, one round trip for all of them.
+
+    ``shard_rows[s]`` / ``shard_copies[s]`` are the rows / copies of shard
+    ``s``; ``actors`` the Ray actor handles; ``worker_pids()`` their pids.
+    """
+
+    # ---- shards ------------------------------------------------------------------------------
+
+    @property
+    def num_shards(self) -> int:
+        return self._backend.num_shards
+
+    @property
+    def shard_rows(self) -> list[slice]:
+        return [slice(r0, r1) for r0, r1 in self._backend.row_ranges]
+
+    @property
+    def shard_copies(self) -> list[range]:
+        return [range(c0, c1) for c0, c1 in self._backend.copy_ranges]
+
+    @property
+    def actors(self) -> list:
+        return list(self._backend.actors)
+
+    def shard_of(self, row: int) -> int:
+        """The shard that runs ``row``."""
+        for s, (r0, r1) in enumerate(self._backend.row_ranges):
+            if r0 <= row < r1:
+                return s
+        raise IndexError(f"row {row} is out of range: the vector env has {self.num_envs} rows")
+
+    # ---- the contract, refusing while env-pool steps are out ----------------------------------
+
+    def _no_pool(self, what: str) -> None:
+        if self._backend.inflight and not self._waiting:
+            raise AlreadyPendingCallError(
+                f"{what} while shards {sorted(self._backend.inflight)} have steps out (send()): recv() them first",
+                "step")
+
+    def reset(self, *, seed=None, options=None):
+        self._check_open()
+        self._no_pool("reset()")
+        return super().reset(seed=seed, options=options)
+
+    def step_async(self, actions) -> None:
+        self._check_open()
+        self._no_pool("step_async()")
+        super().step_async(actions)
+
+    def _call(self, kind, name, args=(), kwargs=None, values=None) -> tuple:
+        self._check_open()
+        self._no_pool(f"{kind}()")
+        return super()._call(kind, name, args, kwargs, values)
+
+    def _check_steppable(self, what: str, copies=None) -> None:
+        self._check_open()
+        if self._waiting:
+            raise AlreadyPendingCallError(f"{what} while a step is pending: call step_wait() first", "step")
+        if not self._reset_done:
+            raise RuntimeError(f"{what} before reset(): call reset() first")
+        failed = sorted(c for c in self._failed if copies is None or c in copies)
+        if failed:
+            raise RuntimeError(
+                f"env copies {failed} failed ({self._failed[failed[0]]}); call reset() (or reset them with "
+                f"options={{'reset_mask': mask}}) before stepping again")
+        ended = self._ended if copies is None else self._ended[list(copies)]
+        if self.autoreset_mode == AutoresetMode.DISABLED and ended.any():
+            idx = np.flatnonzero(self._ended) if copies is None else [c for c in copies if self._ended[c]]
+            raise RuntimeError(
+                f"env copies {list(map(int, idx))} ended and autoreset_mode is DISABLED: reset them with "
+                f"options={{'reset_mask': mask}} before stepping")
+
+    # ---- env-pool stepping ---------------------------------------------------------------------
+
+    def _shard_list(self, shards) -> list[int]:
+        S = self.num_shards
+        if shards is None:
+            return list(range(S))
+        if isinstance(shards, (int, np.integer)):
+            shards = [shards]
+        out = sorted({int(s) for s in np.asarray(shards).reshape(-1).tolist()})
+        if len(out) != len(np.asarray(shards).reshape(-1)) or any(not 0 <= s < S for s in out):
+            raise ValueError(f"shards={shards!r} is invalid: expected distinct shard indices in [0, {S})")
+        return out
+
+    def send(self, actions, shards=None) -> None:
+        """Step ``shards`` (default: all) without waiting.  ``actions`` holds
+        the rows of those shards in shard order (the rows :meth:`recv`
+        returned for them), or every row of the vector env (only those
+        shards' rows are used)."""
+        shards = self._shard_list(shards)
+        be = self._backend
+        busy = [s for s in shards if s in be.inflight]
+        if busy:
+            raise AlreadyPendingCallError(f"shards {busy} already have a step out: recv() it first", "step")
+        copies = [c for s in shards for c in range(*be.copy_ranges[s])]
+        self._check_steppable("send()", copies)
+        rows = np.concatenate([np.arange(*be.row_ranges[s]) for s in shards])
+        a = np.asarray(actions)
+        space = self.single_action_space
+        if a.shape == self.action_space.shape and len(rows) != self.num_envs:
+            a = a[rows]
+        want = (len(rows), *self.action_space.shape[1:])
+        if a.shape != want:
+            raise ValueError(f"actions has shape {a.shape}: expected {want} (the rows of shards {shards}) or "
+                             f"{self.action_space.shape} (every row)")
+        discrete = isinstance(space, (spaces.Discrete, spaces.MultiDiscrete, spaces.MultiBinary))
+        if discrete and a.dtype.kind not in "iub":
+            raise ValueError(f"actions have dtype {a.dtype}: {space} needs integer actions")
+        if not discrete and a.dtype.kind not in "fiu":
+            raise ValueError(f"actions have dtype {a.dtype}: expected a real dtype for {space}")
+        full = self._b["act"].copy()
+        full[rows] = a
+        if self.validate_actions:
+            alive = self._alive
+            only = np.zeros_like(alive)
+            only[rows] = alive[rows]
+            self._alive = only
+            try:
+                self._check_actions(full)
+            finally:
+                self._alive = alive
+        self._b["act"][rows] = a
+        if be.restart_failed:
+            be._alive_before = self._b["alive"].copy()
+        be.submit(shards)
+
+    def recv(self, min_shards: int = 1, timeout: float | None = None):
+        """The rows of the first shards to finish their :meth:`send` (at
+        least ``min_shards``, plus any others already done, in shard order):
+        ``(obs, rew, term, trunc, infos)`` over those rows, with
+        ``infos["rows"]`` (row indices into the vector env), ``infos["shards"]``
+        and the usual ``mask`` / ``alive`` / per-row infos.  ``timeout``
+        raises ``multiprocessing.TimeoutError`` (nothing is lost)."""
+        self._check_open()
+        be = self._backend
+        if self._waiting:
+            raise AlreadyPendingCallError("recv() while step_async() is pending: call step_wait() first", "step")
+        if not be.inflight:
+            raise NoAsyncCallError("recv() without send()", "step")
+        try:
+            shards, msgs = be.collect(min_shards, timeout)
+        except WorkerError:
+            self._after_worker_error()
+            raise
+        b, A = self._b, self.agents_per_copy
+        rows = np.concatenate([np.arange(*be.row_ranges[s]) for s in shards])
+        copies = np.concatenate([np.arange(*be.copy_ranges[s]) for s in shards])
+        for m in msgs:
+            if m[0] == "restart":
+                warnings.warn(f"seer.vector: env copy {m[1]} failed and was restarted:\n{m[2]}", RuntimeWarning,
+                              stacklevel=2)
+        self._alive[rows] = b["alive"][rows]
+        self._ended[copies] = b["ended"][copies]
+        errors = [(m[1], m[2]) for m in msgs if m[0] == "error"]
+        if errors:
+            for c, _ in errors:
+                self._failed[c] = "its step raised"
+            raise self._copy_error("step", errors)
+        if self._layout.same_step:  # final_obs of rows gathered earlier were reported then
+            keep = np.zeros(self.num_envs, bool)
+            keep[rows] = True
+            b["final_mask"][~keep] = False
+        infos = _subset(self._infos(msgs), rows, self.num_envs)
+        infos["mask"] = b["mask"][rows]
+        infos["alive"] = b["alive"][rows]
+        n = len(rows)
+        infos["_mask"] = np.ones(n, bool)
+        infos["_alive"] = np.ones(n, bool)
+        restarted = b["restarted"][copies]
+        if restarted.any():
+            infos["restarted"] = np.repeat(restarted, A)
+            infos["_restarted"] = np.ones(n, bool)
+        infos["rows"] = rows
+        infos["shards"] = np.asarray(shards)
+        return b["obs"][rows], b["rew"][rows], b["term"][rows], b["trunc"][rows], infos
+
+    @property
+    def pending_shards(self) -> list[int]:
+        """Shards with a :meth:`send` not yet returned by :meth:`recv`."""
+        return sorted(self._backend.inflight) if not self._waiting else []
+
+    # ---- rollouts ------------------------------------------------------------------------------
+
+    def rollout(self, policy, num_steps: int, *, infos: bool = False) -> dict:
+        """Run ``num_steps`` steps inside every shard, with ``actions =
+        policy(obs)`` computed there, and return the batch: one round trip
+        per shard for all the steps (RLlib's env runners sample this way).
+
+        ``policy``: a picklable callable (numpy in, numpy out) taking a
+        shard's observations ``(rows of the shard, *obs_shape)`` and returning
+        its actions ``(rows of the shard, *act_shape)``.  It is pickled once
+        per call (with cloudpickle) and sent to a shard only when it changed
+        since the shard last got it; a shard keeps its copy between calls
+        (its random state goes on).  A stochastic policy draws from a
+        per-shard copy of its generator: results then depend on the shard
+        count (seed a generator from the observations, or use ``step``, for
+        bit-identical results across backends).
+
+        Returns a dict of arrays shaped ``(num_steps, num_envs, ...)``:
+        ``obs`` (what the policy saw), ``actions``, ``rewards``,
+        ``terminations``, ``truncations``, ``mask`` and ``alive`` (as
+        ``infos["mask"]`` / ``infos["alive"]`` of :meth:`step`); ``last_obs``
+        (``(num_envs, ...)``: the observations after the last step, where the
+        next ``step``/``rollout`` goes on); with ``infos=True`` also
+        ``infos``, one dict per step as :meth:`step` returns them (without
+        ``mask``/``alive``).  Autoreset works as in :meth:`step`; with
+        ``DISABLED`` a copy that ends stays idle (``mask`` False) until the
+        rollout ends.  A copy that raises stops its shard's rollout and raises
+        :class:`~seer.vector.EnvCopyError` afterwards (the batch is lost);
+        with ``restart_failed=True`` restarts show up as in :meth:`step`.
+        """
+        self._check_steppable("rollout()")
+        self._no_pool("rollout()")
+        if not isinstance(num_steps, (int, np.integer)) or isinstance(num_steps, bool) or num_steps < 1:
+            raise ValueError(f"num_steps={num_steps!r} is invalid: expected an integer >= 1")
+        if not callable(policy):
+            raise TypeError(f"policy must be callable (obs -> actions), got {policy!r}")
+        be = self._backend
+        try:
+            out, steps, failures = be.rollout(policy, int(num_steps), infos, self.validate_actions)
+        except WorkerError:
+            self._after_worker_error()
+            raise
+        b = self._b
+        self._alive = b["alive"].copy()
+        self._ended = b["ended"].copy()
+        for t, msgs in enumerate(steps):
+            for m in msgs:
+                if m[0] == "restart":
+                    warnings.warn(f"seer.vector: env copy {m[1]} failed and was restarted:\n{m[2]}",
+                                  RuntimeWarning, stacklevel=2)
+        errors = [(m[1], m[2]) for msgs in steps for m in msgs if m[0] == "error"]
+        if errors:
+            for c, _ in errors:
+                self._failed[c] = "its step raised (in rollout)"
+            raise self._copy_error("step (rollout)", errors)
+        for s, (kind, t, text) in failures:
+            r0, r1 = be.row_ranges[s]
+            where = f"shard {s} (rows {r0}..{r1 - 1}, its rows numbered from 0)"
+            if kind == "actions":
+                raise ValueError(f"rollout step {t}: {where}: {text}")
+            if kind == "load":
+                raise RuntimeError(f"the policy could not be unpickled in {where}:\n{text.rstrip()}")
+            raise RuntimeError(f"the policy raised in {where} at rollout step {t}:\n{text.rstrip()}")
+        out["last_obs"] = self._out(b["obs"])
+        if infos:
+            out["infos"] = [self._step_infos(msgs) for msgs in steps]
+        return out
+
+    def _step_infos(self, msgs) -> dict:
+        infos: dict = {}
+        finals: dict[int, dict] = {}
+        final_obs: dict[int, np.ndarray] = {}
+        restarted = []
+        for m in msgs:
+            if m[0] == "info":
+                self._add_info(infos, m[2], m[1])
+            elif m[0] == "final_info":
+                finals[m[1]] = m[2]
+            elif m[0] == "final_obs":
+                final_obs[m[1]] = m[2]
+            elif m[0] == "restarted":
+                restarted.append(m[1])
+        for r in sorted(final_obs):
+            self._add_info(infos, {"final_obs": final_obs[r], "final_info": finals.get(r, {})}, r)
+        if restarted:
+            flags = np.zeros(self.num_copies, bool)
+            flags[restarted] = True
+            infos["restarted"] = np.repeat(flags, self.agents_per_copy)
+            infos["_restarted"] = np.ones(self.num_envs, bool)
+        return infos
+
+    def __repr__(self) -> str:
+        return super().__repr__()[:-1] + f", num_shards={self.num_shards})"
+
+
+def _subset(infos: dict, rows: np.ndarray, n: int) -> dict:
+    """``infos`` (arrays over all ``n`` rows, nested dicts) restricted to ``rows``."""
+    out = {}
+    for k, v in infos.items():
+        if isinstance(v, dict):
+            out[k] = _subset(v, rows, n)
+        elif isinstance(v, np.ndarray) and v.shape[:1] == (n,):
+            out[k] = v[rows]
+        else:
+            out[k] = v
+    return out
+
+
+def make_ray(env_fn, num_copies: int, workers, autoreset_mode: AutoresetMode, *, pad: bool, autoreset, restart: bool,
+             copy: bool, validate_actions: bool, env_name=None, **options) -> RayVectorEnv:
+    """:func:`seer.vector.make`'s ``backend="ray"`` (arguments checked there)."""
+    impl = RayBackend(env_fn, num_copies, workers, pad=pad, autoreset=autoreset_mode, restart=restart,
+                      validate_actions=validate_actions, **options)
+    try:
+        return RayVectorEnv(impl, autoreset_mode, copy=copy, validate_actions=validate_actions,
+                            env_name=impl.specs[0].metadata.get("name") or env_name)
+    except BaseException:
+        impl.close()
+        raise
