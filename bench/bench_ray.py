@@ -73,6 +73,8 @@ for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
 
 import numpy as np  # noqa: E402
 
+from seer.benchmark import parallel_capacity  # noqa: E402
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROLLOUT_STEPS = 32
 # per scenario: copies, rounds, vector steps timed per candidate per round (from a reset), warm-up calls
@@ -156,32 +158,6 @@ class ShardLoop:
 
     def close(self):
         self.shard.close()
-
-
-def _spin(seconds, q):
-    n, t0 = 0, time.perf_counter()
-    while time.perf_counter() - t0 < seconds:
-        n += 1
-    q.put(n)
-
-
-def parallel_capacity(seconds: float = 0.2) -> float:
-    """How many cores two busy processes get right now, relative to one."""
-    import multiprocessing as mp
-
-    ctx = mp.get_context("forkserver")
-    q = ctx.Queue()
-    p = ctx.Process(target=_spin, args=(seconds, q))
-    p.start()
-    one = q.get()
-    p.join()
-    ps = [ctx.Process(target=_spin, args=(seconds, q)) for _ in range(2)]
-    for p in ps:
-        p.start()
-    two = q.get() + q.get()
-    for p in ps:
-        p.join()
-    return two / max(one, 1)
 
 
 def call_rtt(actor, n: int = 300) -> float:

@@ -51,6 +51,8 @@ import gymnasium
 import numpy as np
 from gymnasium import spaces
 
+from seer.benchmark import parallel_capacity
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 SPREAD = dict(N=3, max_cycles=25)
 
@@ -182,33 +184,6 @@ class GymAsync:
 
     def close(self):
         self.venv.close()
-
-
-def _spin(seconds, q):
-    n, t0 = 0, time.perf_counter()
-    while time.perf_counter() - t0 < seconds:
-        n += 1
-    q.put(n)
-
-
-def parallel_capacity(seconds: float = 0.2) -> float:
-    """How many cores two busy processes get right now, relative to one (2.0
-    on an idle 2-core machine; less while other jobs run)."""
-    import multiprocessing as mp
-
-    ctx = mp.get_context("forkserver")
-    q = ctx.Queue()
-    p = ctx.Process(target=_spin, args=(seconds, q))
-    p.start()
-    one = q.get()
-    p.join()
-    ps = [ctx.Process(target=_spin, args=(seconds, q)) for _ in range(2)]
-    for p in ps:
-        p.start()
-    two = q.get() + q.get()
-    for p in ps:
-        p.join()
-    return two / max(one, 1)
 
 
 def measure(cands: dict, rounds: int, seconds: float, warmup: float) -> dict:

@@ -98,6 +98,33 @@ def machine_info(packages: tuple[str, ...] = ()) -> dict:
     return info
 
 
+def _spin(seconds, q):
+    n, t0 = 0, time.perf_counter()
+    while time.perf_counter() - t0 < seconds:
+        n += 1
+    q.put(n)
+
+
+def parallel_capacity(seconds: float = 0.2) -> float:
+    """How many cores two busy processes get right now, relative to one (2.0
+    on an idle 2-core machine; less while other jobs run)."""
+    import multiprocessing as mp
+
+    ctx = mp.get_context("forkserver")
+    q = ctx.Queue()
+    p = ctx.Process(target=_spin, args=(seconds, q))
+    p.start()
+    one = q.get()
+    p.join()
+    ps = [ctx.Process(target=_spin, args=(seconds, q)) for _ in range(2)]
+    for p in ps:
+        p.start()
+    two = q.get() + q.get()
+    for p in ps:
+        p.join()
+    return two / max(one, 1)
+
+
 def time_loop(step: Callable[[int], None], reset: Callable[[int], None], steps: int, budget_s: float,
               warmup: int = 3) -> np.ndarray:
     """Latencies (s) of ``step(i)``; ``reset(episode)`` runs off the clock when
