@@ -20,6 +20,7 @@
 #include <stdint.h>
 
 #include "seer_runtime.h"
+#include "seer_vector.h"
 
 #define SEER_UAV_TICK 0
 #define SEER_UAV_RECV 1
@@ -69,5 +70,103 @@ typedef struct seer_uav {
 
 int seer_uav_tick(seer_ctx *ctx, const seer_event *ev);
 int seer_uav_recv(seer_ctx *ctx, const seer_event *ev);
+
+/* ---- a whole env step in C (env_uav_swarm_step.c) -------------------------
+ *
+ * seer_uav_env holds what a step needs beyond the handlers' struct: the
+ * runtime, the readout's constants and scratch, and the episode counters.
+ * seer_uav_env_step runs one env step (broadcast grid, the step's events,
+ * readout, losses) in one call, so Python releases the GIL once per step;
+ * seer_uav_copy_step is the same step for seer.vector's native path, rows
+ * in and out.  The readout is the float-for-float image of the numpy one
+ * (envs/_uav_reference.py, NumpyReadout): same operations in the same
+ * order, so both engines keep giving bit-identical observations. */
+
+/* Indices into seer_uav_env.episode. */
+#define SEER_UAV_EP_TICK 0      /* J: ticks simulated since reset          */
+#define SEER_UAV_EP_STEPS 1     /* env steps since reset                    */
+#define SEER_UAV_EP_LIVE 2      /* live UAVs                                */
+#define SEER_UAV_EP_VERSION 3   /* changes whenever the agent list changes  */
+#define SEER_UAV_EP_TRUNCATED 4 /* max_cycles reached: the episode is over  */
+#define SEER_UAV_EP_SEED 5      /* seed stream: a reset without a seed draws from it */
+#define SEER_UAV_EP_LEN 6
+
+typedef struct seer_uav_env {
+    seer_uav *m;
+    seer_runtime *rt;
+    int32_t ticks_per_step;
+    int32_t k_neighbors;
+    int32_t obs_dim;
+    int32_t max_age_ticks;
+    int64_t max_cycles;
+    int32_t sep_nx;            /* separation grid (cells of d_safe)        */
+    int32_t sep_ny;
+    int32_t sep_nz;
+    double cell;               /* broadcast grid cell size (m)             */
+    double a_max;
+    double radius;
+    double d_safe;
+    double d_col;
+    double goal_radius;
+    double w_progress;
+    double w_energy;
+    double w_separation;
+    double c_collision;
+    double c_out_of_bounds;
+    double r_goal;
+    double target_scale;
+    double obs_bound;
+    double centre[3];
+    double half[3];
+    double hi[3];
+    /* the initial state: a jittered start lattice, a formation of targets */
+    int32_t lattice_side;
+    int32_t layers;
+    double start_spacing;
+    double formation_spacing;
+    double pad;
+    double jitter;
+    seer_queue *q;             /* the runtime's queue (reset pushes the first ticks) */
+
+    double *acc;               /* N x 3 (the handlers read it)             */
+    uint8_t *alive;            /* N (the handlers read it)                 */
+    const double *target;      /* N x 3                                    */
+    int32_t *cell_start;       /* the broadcast grid (handlers read it)    */
+    int32_t *cell_items;
+    int32_t *cell_of;
+    double *prev_dist;         /* N                                        */
+    int64_t *episode;          /* SEER_UAV_EP_LEN                          */
+    /* readout outputs */
+    float *obs;                /* N x obs_dim                              */
+    double *reward;            /* N                                        */
+    uint8_t *collided;         /* N                                        */
+    uint8_t *oob;              /* N                                        */
+    /* scratch */
+    int32_t *sep_start;        /* sep_nx * sep_ny * sep_nz + 1             */
+    int32_t *sep_items;        /* N                                        */
+    int32_t *sep_key;          /* N                                        */
+    double *sep_a;             /* N                                        */
+    double *sep_b;             /* N                                        */
+    double *dist;              /* N                                        */
+    int32_t *perm;             /* lattice_side^2 * layers                  */
+} seer_uav_env;
+
+/* The initial state for seed (a pure function of it); no runtime needed. */
+void seer_uav_initial_state(seer_uav_env *e, uint64_t seed);
+/* The next seed of the env's stream (a reset without a seed uses it). */
+int64_t seer_uav_next_seed(seer_uav_env *e);
+/* A whole reset: runtime, initial state, first ticks, observations,
+ * episode counters (max_cycles as set).  0 or a SEER_E_* code. */
+int seer_uav_env_reset(seer_uav_env *e, uint64_t seed);
+/* The step-start broadcast grid of the live UAVs; zeroes the step's energy. */
+void seer_uav_prepare_step(seer_uav_env *e);
+/* Observations (and, unless first, rewards, collisions, out-of-bounds) at
+ * tick J; first: after a reset (only remembers the target distances). */
+void seer_uav_readout(seer_uav_env *e, int64_t J, int32_t first);
+/* One env step from the commanded accelerations in acc: 0 or a SEER_E_*
+ * code (the runtime's error, see seer_rt_last_error). */
+int seer_uav_env_step(seer_uav_env *e);
+/* seer_copy_step_fn of seer.vector: actions are float32 rows in [-1, 1]^3. */
+int seer_uav_copy_step(void *env, const seer_copy_rows *rows, int32_t op);
 
 #endif

@@ -173,43 +173,6 @@ def alloc_state(cfg: UavConfig) -> dict[str, np.ndarray]:
     return st
 
 
-def initial_state(cfg: UavConfig, seed: int, st: dict[str, np.ndarray]) -> None:
-    """Write the initial state for ``seed`` into ``st`` (in place).
-
-    Starts: a random subset of a ``side x side x layers`` lattice of spacing
-    ``start_spacing`` with uniform jitter.  Targets: a random subset of the
-    same lattice shape with spacing ``formation_spacing``, centred in the
-    world (a formation the swarm has to fly into, crossing paths).
-    """
-    n, side, layers = cfg.num_uavs, cfg.lattice_side, cfg.layers
-    rng = np.random.default_rng(seed)
-    slots = side * side * layers
-
-    def lattice(idx):
-        return np.stack([idx % side, (idx // side) % side, idx // (side * side)], axis=1).astype(np.float64)
-
-    start = lattice(rng.permutation(slots)[:n])
-    goal = lattice(rng.permutation(slots)[:n])
-    jitter = rng.uniform(-cfg.jitter, cfg.jitter, (n, 3))
-    hi = cfg.world_hi
-    dims = np.array([side, side, layers], np.float64)
-    st["pos"][:] = cfg.pad + (start + 0.5) * cfg.start_spacing + jitter
-    st["target"][:] = hi / 2 + (goal - (dims - 1) / 2) * cfg.formation_spacing
-    st["vel"][:] = 0.0
-    st["acc"][:] = 0.0
-    st["energy"][:] = 0.0
-    st["alive"][:] = 1
-    st["bcast"][:] = 0.0
-    st["bcast_tick"][:] = -1
-    st["nb_src"][:] = -1
-    st["nb_tick"][:] = -1
-    st["nb_state"][:] = 0.0
-    st["nb_count"][:] = 0
-    st["sent"][:] = 0
-    st["received"][:] = 0
-    st["cell_of"][:] = 0
-
-
 def set_actions(cfg: UavConfig, st, live_idx: np.ndarray, actions: np.ndarray) -> None:
     """Commanded acceleration of the live UAVs: action in [-1, 1]^3 times a_max."""
     st["acc"][live_idx] = np.asarray(actions, np.float64) * cfg.a_max
@@ -262,20 +225,6 @@ def neighbour_pairs(cells: np.ndarray, dims, *, half: bool) -> tuple[np.ndarray,
     return a, b
 
 
-def close_pairs(pos: np.ndarray, idx: np.ndarray, radius: float, hi: np.ndarray):
-    """Unordered pairs of UAVs ``idx`` closer than ``radius``: (a, b, distance).
-    Cells of size ``radius`` over the box [0, hi] (clamped: a clamped cell
-    only adds candidates, it never separates two close UAVs)."""
-    p = pos[idx]
-    dims = np.maximum(np.ceil(hi / radius).astype(np.int64), 1)
-    cells = np.clip(np.floor(p / radius).astype(np.int64), 0, dims - 1)
-    a, b = neighbour_pairs(cells, dims, half=True)
-    d = p[b] - p[a]
-    d2 = d[:, 0] * d[:, 0] + d[:, 1] * d[:, 1] + d[:, 2] * d[:, 2]
-    keep = d2 < radius * radius
-    return idx[a[keep]], idx[b[keep]], np.sqrt(d2[keep])
-
-
 class BroadcastGrid:
     """The per-step broadcast grid: cell size ``radius + 2 v_max dt`` over the
     world box, a CSR list of the live UAVs of each cell (dense cell index
@@ -305,110 +254,50 @@ class BroadcastGrid:
         self.num_live = len(live)
 
 
-# ---- the step-end readout -------------------------------------------------------------------
+# ---- the SEER model -------------------------------------------------------------------------
 
-def target_distance(pos: np.ndarray, target: np.ndarray) -> np.ndarray:
-    d = target - pos
-    return np.sqrt(d[:, 0] * d[:, 0] + d[:, 1] * d[:, 1] + d[:, 2] * d[:, 2])
+EP_TICK, EP_STEPS, EP_LIVE, EP_VERSION, EP_TRUNCATED, EP_SEED = (
+    lib.SEER_UAV_EP_TICK, lib.SEER_UAV_EP_STEPS, lib.SEER_UAV_EP_LIVE, lib.SEER_UAV_EP_VERSION,
+    lib.SEER_UAV_EP_TRUNCATED, lib.SEER_UAV_EP_SEED)
 
 
-class Readout:
-    """Observations, rewards and losses at a step end, from the state arrays.
+class StepBuffers:
+    """What one env step produces and the episode counters, as numpy arrays
+    shared by both engines (the SEER engine's C step writes them in place).
 
-    Both implementations call this same numpy code, so their comparison
-    isolates what differs: how the state evolves inside a step.
-
-    Observation of UAV i (float32, each entry clipped to [-10, 10]):
-
-    - ``(p_i - c) / h`` (c, h: centre and half-size of the world box),
-      ``v_i / v_max``, ``(g_i - p_i) / 20 m`` (g_i: its target);
-    - for each of its ``k`` nearest table neighbours (by distance from p_i
-      to the neighbour's reported position; entries older than 0.1 s are
-      ignored; ties go to the lower sender id), ``(p_j - p_i) / radius``,
-      ``(v_j - v_i) / (2 v_max)`` and 1; zeros for missing neighbours.
-
-    Reward of UAV i for the step (documented in uav_swarm_v0).
+    ``episode``: ``[tick J, steps, live UAVs, version, truncated, seed
+    stream]``; the version changes whenever the agent list does (losses,
+    truncation, reset); a reset without a seed takes the stream's next one.
     """
 
     def __init__(self, cfg: UavConfig):
-        self.cfg = cfg
         n = cfg.num_uavs
-        self.centre = cfg.world_hi / 2
-        self.half = cfg.world_hi / 2
-        self.hi = cfg.world_hi
-        self.slot = np.arange(cfg.table_cap)
-        self.prev_dist = np.zeros(n)
+        self.obs = np.zeros((n, cfg.obs_dim), np.float32)
+        self.reward = np.zeros(n)
+        self.collided = np.zeros(n, np.uint8)
+        self.oob = np.zeros(n, np.uint8)
+        self.episode = np.zeros(lib.SEER_UAV_EP_LEN, np.int64)
+        self.episode[EP_SEED] = np.random.SeedSequence().entropy & (2**63 - 1)
+        self.max_cycles = 1 << 62
 
-    def start(self, st) -> np.ndarray:
-        """Observations after reset; remembers the target distances."""
-        self.prev_dist[:] = target_distance(st["pos"], st["target"])
-        return self.observe(st, 0)
+    def start_episode(self, num_uavs: int, seed: int) -> None:
+        ep = self.episode
+        ep[EP_TICK] = ep[EP_STEPS] = ep[EP_TRUNCATED] = 0
+        ep[EP_LIVE] = num_uavs
+        ep[EP_VERSION] += 1
+        ep[EP_SEED] = seed
 
-    def observe(self, st, J: int) -> np.ndarray:
-        cfg = self.cfg
-        n, k = cfg.num_uavs, cfg.k_neighbors
-        pos, vel = st["pos"], st["vel"]
-        obs = np.zeros((n, cfg.obs_dim), np.float32)
-        obs[:, 0:3] = (pos - self.centre) / self.half
-        obs[:, 3:6] = vel / cfg.v_max
-        obs[:, 6:9] = (st["target"] - pos) / TARGET_SCALE
-        # The fresh table entries, in (row, slot) order, i.e. by sender id.
-        valid = (self.slot < st["nb_count"][:, None]) & (st["nb_tick"] >= J - cfg.max_age_ticks)
-        row, col = np.nonzero(valid)
-        if len(row):
-            e = np.take(st["nb_state"].reshape(-1, 6), row * cfg.table_cap + col, axis=0)
-            rel = e[:, 0:3] - pos[row]
-            d2 = rel[:, 0] * rel[:, 0] + rel[:, 1] * rel[:, 1] + rel[:, 2] * rel[:, 2]
-            # Nearest first within each row.  Sorting row * 1024 + min(d2, 1023)
-            # keeps the rows apart; a stable sort (timsort, fast here as the
-            # rows come sorted) leaves ties, i.e. distances within about
-            # 1e-9 m^2 of each other, in sender-id order.
-            o = np.argsort(row * 1024.0 + np.minimum(d2, 1023.0), kind="stable")
-            row = row[o]
-            rank = np.arange(len(row)) - np.searchsorted(row, row, "left")
-            keep = rank < k
-            o, row, rank = o[keep], row[keep], rank[keep]
-            feat = np.empty((len(o), 7))
-            feat[:, 0:3] = rel[o] / cfg.radius
-            feat[:, 3:6] = (e[o, 3:6] - vel[row]) / (2.0 * cfg.v_max)
-            feat[:, 6] = 1.0
-            nbr = np.zeros((n, k, 7), np.float32)
-            nbr[row, rank] = feat
-            obs[:, 9:] = nbr.reshape(n, 7 * k)
-        np.clip(obs, -OBS_BOUND, OBS_BOUND, out=obs)
-        return obs
+    @property
+    def J(self) -> int:
+        return int(self.episode[EP_TICK])
 
-    def step(self, st, J: int):
-        """(obs, reward, collided, out_of_bounds) after a step; ``st["alive"]``
-        still holds the UAVs that were alive during it (the caller retires the
-        lost ones)."""
-        cfg = self.cfg
-        n = cfg.num_uavs
-        pos = st["pos"]
-        live = st["alive"].astype(bool)
-        dist = target_distance(pos, st["target"])
-        progress = self.prev_dist - dist
-        sep = np.zeros(n)
-        collided = np.zeros(n, bool)
-        li = np.flatnonzero(live)
-        if len(li) > 1:
-            a, b, d = close_pairs(pos, li, cfg.d_safe, self.hi)
-            pen = (cfg.d_safe - d) / cfg.d_safe
-            sep = np.bincount(a, pen, n) + np.bincount(b, pen, n)
-            hit = d < cfg.d_col
-            collided[a[hit]] = True
-            collided[b[hit]] = True
-        oob = ((pos < 0.0) | (pos > self.hi)).any(axis=1) & live
-        reward = (cfg.w_progress * progress - cfg.w_energy * st["energy"] - cfg.w_separation * sep
-                  - cfg.c_collision * collided - cfg.c_out_of_bounds * oob + cfg.r_goal * (dist < cfg.goal_radius))
-        self.prev_dist[:] = dist
-        return self.observe(st, J), reward, collided, oob
-
-
-# ---- the SEER model -------------------------------------------------------------------------
 
 class UavModel(Model):
-    """The swarm as a SEER model: one entity per UAV, native TICK and RECV handlers."""
+    """The swarm as a SEER model: one entity per UAV, native TICK and RECV handlers.
+
+    ``native_env`` (a ``seer_uav_env``) adds what a whole step in C needs
+    (see csrc/env_uav_swarm.h); its runtime is set by :class:`SeerSim`.
+    """
 
     def __init__(self, cfg: UavConfig):
         self.cfg = cfg
@@ -424,8 +313,8 @@ class UavModel(Model):
         self.shared_state = ("pos", "bcast", "bcast_tick")
         snap = self.snapshot_targets()
         self.grid = BroadcastGrid(cfg, self.state["cell_of"])
+        self.out = StepBuffers(cfg)
         st = self.state
-        c = ffi.new("seer_uav *")
         keep = []  # the cdata that keep the buffers referenced
 
         def ptr(ctype, arr):
@@ -434,6 +323,7 @@ class UavModel(Model):
             keep.append(p)
             return p
 
+        c = ffi.new("seer_uav *")
         c.num_uavs = n
         c.table_cap = cfg.table_cap
         c.max_recipients = cfg.max_recipients
@@ -463,8 +353,54 @@ class UavModel(Model):
         c.cell_of = ptr("int32_t *", self.grid.cell_of)
         c.cell_start = ptr("int32_t *", self.grid.cell_start)
         c.cell_items = ptr("int32_t *", self.grid.cell_items)
-        self._keep = keep
         self.native_model = c
+
+        e = ffi.new("seer_uav_env *")
+        sep_dims = np.maximum(np.ceil(cfg.world_hi / cfg.d_safe).astype(np.int64), 1)
+        self._scratch = {
+            "prev_dist": np.zeros(n), "sep_start": np.zeros(int(np.prod(sep_dims)) + 1, np.int32),
+            "sep_items": np.zeros(n, np.int32), "sep_key": np.zeros(n, np.int32),
+            "sep_a": np.zeros(n), "sep_b": np.zeros(n), "dist": np.zeros(n),
+            "perm": np.zeros(cfg.lattice_side ** 2 * cfg.layers, np.int32),
+        }
+        e.m = c
+        e.rt = ffi.NULL
+        e.ticks_per_step = cfg.ticks_per_step
+        e.k_neighbors = cfg.k_neighbors
+        e.obs_dim = cfg.obs_dim
+        e.max_age_ticks = cfg.max_age_ticks
+        e.max_cycles = self.out.max_cycles
+        e.sep_nx, e.sep_ny, e.sep_nz = (int(d) for d in sep_dims)
+        e.cell = cfg.cell
+        e.a_max = cfg.a_max
+        e.radius = cfg.radius
+        e.d_safe, e.d_col, e.goal_radius = cfg.d_safe, cfg.d_col, cfg.goal_radius
+        e.w_progress, e.w_energy, e.w_separation = cfg.w_progress, cfg.w_energy, cfg.w_separation
+        e.c_collision, e.c_out_of_bounds, e.r_goal = cfg.c_collision, cfg.c_out_of_bounds, cfg.r_goal
+        e.target_scale = TARGET_SCALE
+        e.obs_bound = OBS_BOUND
+        e.lattice_side, e.layers = cfg.lattice_side, cfg.layers
+        e.start_spacing, e.formation_spacing = cfg.start_spacing, cfg.formation_spacing
+        e.pad, e.jitter = cfg.pad, cfg.jitter
+        e.q = ffi.NULL
+        hi = cfg.world_hi
+        for k in range(3):
+            e.centre[k] = hi[k] / 2
+            e.half[k] = hi[k] / 2
+            e.hi[k] = hi[k]
+        e.acc = c.acc
+        e.alive = c.alive
+        e.target = ptr("double *", st["target"])
+        e.cell_start, e.cell_items, e.cell_of = c.cell_start, c.cell_items, c.cell_of
+        e.episode = ptr("int64_t *", self.out.episode)
+        e.obs = ptr("float *", self.out.obs)
+        e.reward = ptr("double *", self.out.reward)
+        e.collided = ptr("uint8_t *", self.out.collided)
+        e.oob = ptr("uint8_t *", self.out.oob)
+        for name, arr in self._scratch.items():
+            setattr(e, name, ptr(("int32_t *" if arr.dtype == np.int32 else "double *"), arr))
+        self._keep = keep
+        self.native_env = e
 
     def queue_capacity(self) -> int:
         """Events that can be pending at once: a TICK per UAV plus the
@@ -473,21 +409,37 @@ class UavModel(Model):
         n = self.cfg.num_uavs
         return n * (2 * self.cfg.max_recipients + 2) + 8192
 
+    def set_max_cycles(self, max_cycles: int | None) -> None:
+        self.out.max_cycles = (1 << 62) if max_cycles is None else int(max_cycles)
+        self.native_env.max_cycles = self.out.max_cycles
+
+    def initial_state(self, seed: int) -> None:
+        """The initial state for ``seed`` (in place), drawn in C
+        (``seer_uav_initial_state``): starts on a random subset of a
+        ``side x side x layers`` lattice of spacing ``start_spacing`` with
+        uniform jitter; targets on a random subset of the same lattice shape
+        with spacing ``formation_spacing``, centred in the world (a
+        formation the swarm has to fly into, crossing paths)."""
+        lib.seer_uav_initial_state(self.native_env, int(seed) & (2**64 - 1))
+
     def reset(self, runtime, seed: int) -> None:
-        initial_state(self.cfg, seed, self.state)
+        self.initial_state(seed)
         n = self.cfg.num_uavs
         runtime.schedule(np.arange(n, dtype=np.int32), np.zeros(n), np.full(n, TICK, np.int32),
                          np.zeros(n, np.int64))
 
     def prepare_step(self) -> None:
         """Before each env step: rebuild the broadcast grid, zero the energy."""
-        self.grid.build(self.state["pos"], self.state["alive"])
-        self.state["energy"][:] = 0.0
+        lib.seer_uav_prepare_step(self.native_env)
 
 
 class SeerSim:
-    """The swarm run by SEER: ``reset(seed)``, then per step write the
-    actions (``set_actions``) and call ``advance()``."""
+    """The swarm run by SEER: ``reset(seed, max_cycles)``, then per step
+    write the live UAVs' actions (:func:`set_actions`) and call
+    :meth:`step`, which runs the whole step in C (one call, the GIL
+    released): broadcast grid, the step's events, readout, losses.  Results
+    land in :attr:`out` (a :class:`StepBuffers`).  ``advance()`` runs only
+    the events (tests and ``seer trace``)."""
 
     name = "seer"
 
@@ -497,20 +449,50 @@ class SeerSim:
         self.cfg = cfg
         self.model = UavModel(cfg)
         self.state = self.model.state
+        self.out = self.model.out
         self.runtime = Runtime(self.model, workers=workers, capacity=self.model.queue_capacity(), trace=trace)
+        self.model.native_env.rt = self.runtime.native_handle
+        self.model.native_env.q = self.runtime.queue.native_handle
         self.workers = self.runtime.workers
-        self.J = 0
+        self._trace = trace
         self.last_events = 0
 
-    def reset(self, seed: int) -> None:
-        self.runtime.reset(seed)
-        self.J = 0
+    @property
+    def J(self) -> int:
+        return self.out.J
+
+    def next_seed(self) -> int:
+        return int(lib.seer_uav_next_seed(self.model.native_env))
+
+    def reset(self, seed: int, max_cycles: int | None = None) -> None:
+        """The whole reset in C (``seer_uav_env_reset``, which seer.vector's
+        native autoreset runs too)."""
+        self.model.set_max_cycles(max_cycles)
+        rt = self.runtime
+        rt.check_open()
+        seed = int(seed) & (2**64 - 1)
+        rc = lib.seer_uav_env_reset(self.model.native_env, seed)
+        rt.mark_reset(seed)
+        if rc != lib.SEER_OK:
+            rt.fail(rc)
+
+    def step(self) -> None:
+        rt = self.runtime
+        rt.check_steppable()
+        events0 = rt.events_total()
+        rc = lib.seer_uav_env_step(self.model.native_env)
+        self.last_events = rt.events_total() - events0
+        if self._trace:
+            rt.collect_trace()
+        if rc != lib.SEER_OK:
+            rt.fail(rc)
+        rt.now = self.J * TICK_S
 
     def advance(self) -> None:
         self.model.prepare_step()
         j1 = self.J + self.cfg.ticks_per_step
         self.last_events = self.runtime.step(j1 * TICK_S).events
-        self.J = j1
+        self.out.episode[EP_TICK] = j1
 
     def close(self) -> None:
         self.runtime.close()

@@ -19,20 +19,28 @@ change the result, exactly as the per-UAV event order does not):
    ``max_recipients`` nearest by (distance, id);
 3. every due UAV integrates its dynamics over its period (TICK, part 2).
 
-The broadcast grid and the step-end readout are the shared numpy code of
-envs/_uav_model.py.
+The broadcast grid is built by the numpy code of envs/_uav_model.py that
+the C grid mirrors; the step-end readout (:class:`NumpyReadout`, below) is
+the numpy original of the C readout the SEER engine runs.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from seer._seer_c import lib
 from seer.envs._uav_model import (
+    EP_LIVE,
+    EP_STEPS,
+    EP_TICK,
+    EP_TRUNCATED,
+    EP_VERSION,
+    OBS_BOUND,
     PERIOD_TICKS,
+    TARGET_SCALE,
     BroadcastGrid,
     UavConfig,
-    alloc_state,
-    initial_state,
+    UavModel,
     neighbour_pairs,
 )
 
@@ -43,28 +51,59 @@ def _group_rank(sorted_keys: np.ndarray) -> np.ndarray:
 
 
 class ReferenceSim:
-    """Same interface as :class:`envs._uav_model.SeerSim`: ``reset(seed)``,
-    write actions into ``state["acc"]``, ``advance()`` one env step."""
+    """Same interface as :class:`envs._uav_model.SeerSim`: ``reset(seed,
+    max_cycles)``, write actions into ``state["acc"]``, ``step()`` one env
+    step (``advance()`` then the readout and the losses); results in
+    :attr:`out`."""
 
     name = "reference"
     workers = 1
 
     def __init__(self, cfg: UavConfig, workers=None):
         self.cfg = cfg
-        self.state = alloc_state(cfg)
+        # the same state arrays, initial state and seed stream as the SEER
+        # engine; none of its C stepping
+        self._model = UavModel(cfg)
+        self.state = self._model.state
         self.grid = BroadcastGrid(cfg, self.state["cell_of"])
-        self.J = 0
+        self.out = self._model.out
+        self.readout = NumpyReadout(cfg)
         self.last_events = 0
         self.dropped_by_cap = 0  # (sender, receiver) pairs in range cut by max_recipients
         self._pending = None
 
-    def reset(self, seed: int) -> None:
-        initial_state(self.cfg, seed, self.state)
-        self.J = 0
+    @property
+    def J(self) -> int:
+        return self.out.J
+
+    def next_seed(self) -> int:
+        return int(lib.seer_uav_next_seed(self._model.native_env))
+
+    def reset(self, seed: int, max_cycles: int | None = None) -> None:
+        self._model.set_max_cycles(max_cycles)
+        self._model.initial_state(seed)
+        self.out.start_episode(self.cfg.num_uavs, seed)
+        self.out.obs[:] = self.readout.start(self.state)
         self._pending = None
 
     def close(self) -> None:
         pass
+
+    def step(self) -> None:
+        out, st = self.out, self.state
+        self.advance()
+        obs, reward, collided, oob = self.readout.step(st, self.J)
+        out.obs[:], out.reward[:], out.collided[:], out.oob[:] = obs, reward, collided, oob
+        ep = out.episode
+        ep[EP_STEPS] += 1
+        lost = (collided | oob) & st["alive"].astype(bool)
+        st["alive"][lost] = 0
+        changed = bool(lost.any())
+        if ep[EP_STEPS] >= out.max_cycles:
+            ep[EP_TRUNCATED] = 1
+            changed = True
+        ep[EP_LIVE] = int(st["alive"].sum())
+        ep[EP_VERSION] += changed
 
     # ---- one env step ------------------------------------------------------------------------
 
@@ -82,7 +121,8 @@ class ReferenceSim:
         cand = {p: (snd[per_snd == p], rcv[per_snd == p]) for p in PERIOD_TICKS}
         due_of = {p: live[per_live == p] for p in PERIOD_TICKS}
         events = 0
-        for j in range(self.J, self.J + cfg.ticks_per_step):
+        J = self.J
+        for j in range(J, J + cfg.ticks_per_step):
             if self._pending is not None:
                 events += len(self._pending[0])
                 self._deliver(*self._pending)
@@ -98,7 +138,7 @@ class ReferenceSim:
             r = np.concatenate([cand[p][1] for p in due_p])
             self._broadcast(j, due, s, r)
             self._integrate(due)
-        self.J += cfg.ticks_per_step
+        self.out.episode[EP_TICK] = J + cfg.ticks_per_step
         self.last_events = events
 
     def _broadcast(self, j: int, due: np.ndarray, s: np.ndarray, r: np.ndarray) -> None:
@@ -170,3 +210,119 @@ class ReferenceSim:
         nb_tick[ro, col] = t_all[o]
         nb_state[ro, col] = x_all[o]
         nb_count[aff] = np.bincount(ro, minlength=n)[aff]
+
+
+def close_pairs(pos: np.ndarray, idx: np.ndarray, radius: float, hi: np.ndarray):
+    """Unordered pairs of UAVs ``idx`` closer than ``radius``: (a, b, distance).
+    Cells of size ``radius`` over the box [0, hi] (clamped: a clamped cell
+    only adds candidates, it never separates two close UAVs)."""
+    p = pos[idx]
+    dims = np.maximum(np.ceil(hi / radius).astype(np.int64), 1)
+    cells = np.clip(np.floor(p / radius).astype(np.int64), 0, dims - 1)
+    a, b = neighbour_pairs(cells, dims, half=True)
+    d = p[b] - p[a]
+    d2 = d[:, 0] * d[:, 0] + d[:, 1] * d[:, 1] + d[:, 2] * d[:, 2]
+    keep = d2 < radius * radius
+    return idx[a[keep]], idx[b[keep]], np.sqrt(d2[keep])
+
+
+# ---- the step-end readout -------------------------------------------------------------------
+
+def target_distance(pos: np.ndarray, target: np.ndarray) -> np.ndarray:
+    d = target - pos
+    return np.sqrt(d[:, 0] * d[:, 0] + d[:, 1] * d[:, 1] + d[:, 2] * d[:, 2])
+
+
+class NumpyReadout:
+    """Observations, rewards and losses at a step end, from the state arrays.
+
+    The SEER engine computes the same in C (``seer_uav_readout`` in
+    csrc/env_uav_swarm_step.c, float for float: same operations, same
+    order), so the two engines' comparison isolates what differs: how the
+    state evolves inside a step, and proves the C readout along the way.
+
+    Observation of UAV i (float32, each entry clipped to [-10, 10]):
+
+    - ``(p_i - c) / h`` (c, h: centre and half-size of the world box),
+      ``v_i / v_max``, ``(g_i - p_i) / 20 m`` (g_i: its target);
+    - for each of its ``k`` nearest table neighbours (by distance from p_i
+      to the neighbour's reported position; entries older than 0.1 s are
+      ignored; ties go to the lower sender id), ``(p_j - p_i) / radius``,
+      ``(v_j - v_i) / (2 v_max)`` and 1; zeros for missing neighbours.
+
+    Reward of UAV i for the step (documented in uav_swarm_v0).
+    """
+
+    def __init__(self, cfg: UavConfig):
+        self.cfg = cfg
+        n = cfg.num_uavs
+        self.centre = cfg.world_hi / 2
+        self.half = cfg.world_hi / 2
+        self.hi = cfg.world_hi
+        self.slot = np.arange(cfg.table_cap)
+        self.prev_dist = np.zeros(n)
+
+    def start(self, st) -> np.ndarray:
+        """Observations after reset; remembers the target distances."""
+        self.prev_dist[:] = target_distance(st["pos"], st["target"])
+        return self.observe(st, 0)
+
+    def observe(self, st, J: int) -> np.ndarray:
+        cfg = self.cfg
+        n, k = cfg.num_uavs, cfg.k_neighbors
+        pos, vel = st["pos"], st["vel"]
+        obs = np.zeros((n, cfg.obs_dim), np.float32)
+        obs[:, 0:3] = (pos - self.centre) / self.half
+        obs[:, 3:6] = vel / cfg.v_max
+        obs[:, 6:9] = (st["target"] - pos) / TARGET_SCALE
+        # The fresh table entries, in (row, slot) order, i.e. by sender id.
+        valid = (self.slot < st["nb_count"][:, None]) & (st["nb_tick"] >= J - cfg.max_age_ticks)
+        row, col = np.nonzero(valid)
+        if len(row):
+            e = np.take(st["nb_state"].reshape(-1, 6), row * cfg.table_cap + col, axis=0)
+            rel = e[:, 0:3] - pos[row]
+            d2 = rel[:, 0] * rel[:, 0] + rel[:, 1] * rel[:, 1] + rel[:, 2] * rel[:, 2]
+            # Nearest first within each row.  Sorting row * 1024 + min(d2, 1023)
+            # keeps the rows apart; a stable sort (timsort, fast here as the
+            # rows come sorted) leaves ties, i.e. distances within about
+            # 1e-9 m^2 of each other, in sender-id order.
+            o = np.argsort(row * 1024.0 + np.minimum(d2, 1023.0), kind="stable")
+            row = row[o]
+            rank = np.arange(len(row)) - np.searchsorted(row, row, "left")
+            keep = rank < k
+            o, row, rank = o[keep], row[keep], rank[keep]
+            feat = np.empty((len(o), 7))
+            feat[:, 0:3] = rel[o] / cfg.radius
+            feat[:, 3:6] = (e[o, 3:6] - vel[row]) / (2.0 * cfg.v_max)
+            feat[:, 6] = 1.0
+            nbr = np.zeros((n, k, 7), np.float32)
+            nbr[row, rank] = feat
+            obs[:, 9:] = nbr.reshape(n, 7 * k)
+        np.clip(obs, -OBS_BOUND, OBS_BOUND, out=obs)
+        return obs
+
+    def step(self, st, J: int):
+        """(obs, reward, collided, out_of_bounds) after a step; ``st["alive"]``
+        still holds the UAVs that were alive during it (the caller retires the
+        lost ones)."""
+        cfg = self.cfg
+        n = cfg.num_uavs
+        pos = st["pos"]
+        live = st["alive"].astype(bool)
+        dist = target_distance(pos, st["target"])
+        progress = self.prev_dist - dist
+        sep = np.zeros(n)
+        collided = np.zeros(n, bool)
+        li = np.flatnonzero(live)
+        if len(li) > 1:
+            a, b, d = close_pairs(pos, li, cfg.d_safe, self.hi)
+            pen = (cfg.d_safe - d) / cfg.d_safe
+            sep = np.bincount(a, pen, n) + np.bincount(b, pen, n)
+            hit = d < cfg.d_col
+            collided[a[hit]] = True
+            collided[b[hit]] = True
+        oob = ((pos < 0.0) | (pos > self.hi)).any(axis=1) & live
+        reward = (cfg.w_progress * progress - cfg.w_energy * st["energy"] - cfg.w_separation * sep
+                  - cfg.c_collision * collided - cfg.c_out_of_bounds * oob + cfg.r_goal * (dist < cfg.goal_radius))
+        self.prev_dist[:] = dist
+        return self.observe(st, J), reward, collided, oob

@@ -218,7 +218,6 @@ class WirelessReference:
     # ---- observations and rewards -------------------------------------------------
 
     def _finalize(self):
-        B = self.B
         member, on_rep, d2_rep = self.member, self.on_rep, self.d2_rep
         n_conn = member.sum(axis=1)
         n_on = (member & on_rep).sum(axis=1)

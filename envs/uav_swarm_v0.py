@@ -111,11 +111,10 @@ class UavSwarmEnv(ClosingParallelEnv):
         self.engine = engine
         self.workers = self._sim.workers
         self.state_arrays = self._sim.state
-        self._readout = M.Readout(cfg)
-        self.agents: list[str] = []
+        self._out = self._sim.out
+        self._agents: list[str] = []
+        self._agents_version = int(self._out.episode[M.EP_VERSION])
         self._live = np.zeros(0, np.int64)
-        self._obs = None
-        self._steps = 0
 
     # ---- spaces ------------------------------------------------------------------------------
 
@@ -141,48 +140,61 @@ class UavSwarmEnv(ClosingParallelEnv):
 
     # ---- episode -----------------------------------------------------------------------------
 
+    @property
+    def agents(self) -> list[str]:
+        """The live agents.  Derived from the episode counters, which the
+        step (or seer.vector's native path, which bypasses :meth:`step`)
+        updates."""
+        ep = self._out.episode
+        if ep[M.EP_VERSION] != self._agents_version:
+            if ep[M.EP_TRUNCATED]:
+                self._live = np.zeros(0, np.int64)
+            else:
+                self._live = np.flatnonzero(self._sim.state["alive"])
+            names = self.possible_agents
+            self._agents = [names[i] for i in self._live.tolist()]
+            self._agents_version = int(ep[M.EP_VERSION])
+        return self._agents
+
     def reset(self, seed=None, options=None):
         self._check_open()
-        seed = seed_from(seed, getattr(self, "_np_random", None))
-        self._np_random = np.random.default_rng(seed)
-        self._sim.reset(seed)
-        self._obs = self._readout.start(self._sim.state)
-        self._live = np.arange(self.cfg.num_uavs)
-        self.agents = self.possible_agents[:]
-        self._steps = 0
-        obs = dict(zip(self.agents, self._obs))
-        return obs, {a: {} for a in self.agents}
+        # no seed: the next one of the env's stream (which seer.vector's
+        # native autoreset draws from too)
+        seed = self._sim.next_seed() if seed is None else seed_from(seed, None)
+        self._sim.reset(seed, self.max_cycles)
+        agents = self.agents
+        return dict(zip(agents, self._out.obs.copy())), {a: {} for a in agents}
 
     def step(self, actions):
         self._check_open()
-        if not self.agents:
+        agents = self.agents
+        if not agents:
             raise RuntimeError("step() called with no live agents: call reset() first")
         act = self._actions_array(actions)
-        sim, st = self._sim, self._sim.state
         live = self._live
-        M.set_actions(self.cfg, st, live, act)
-        sim.advance()
-        obs, reward, collided, oob = self._readout.step(st, sim.J)
-        self._obs = obs
-        self._steps += 1
-        lost = (collided | oob)[live]
-        agents = self.agents
+        M.set_actions(self.cfg, self._sim.state, live, act)
+        self._sim.step()
+        out = self._out
+        lost = (out.collided[live] | out.oob[live]).astype(bool)
         term = dict(zip(agents, lost.tolist()))
-        trunc_all = self._steps >= self.max_cycles
-        trunc = dict.fromkeys(agents, trunc_all)
-        rew = dict(zip(agents, reward[live].tolist()))
-        obs_d = dict(zip(agents, obs[live]))
-        infos = {a: {} for a in agents}
-        if lost.any():
-            st["alive"][live[lost]] = 0
-        if trunc_all:
-            self.agents = []
-            self._live = live[:0]
-        elif lost.any():
-            keep = ~lost
-            self._live = live[keep]
-            self.agents = [a for a, k in zip(agents, keep.tolist()) if k]
-        return obs_d, rew, term, trunc, infos
+        trunc = dict.fromkeys(agents, bool(out.episode[M.EP_TRUNCATED]))
+        rew = dict(zip(agents, out.reward[live].tolist()))
+        obs_d = dict(zip(agents, out.obs[live]))
+        return obs_d, rew, term, trunc, {a: {} for a in agents}
+
+    def seer_native_copy(self):
+        """seer.vector's native path: ``(step function, struct)`` for
+        ``seer_vec_copies`` (see csrc/seer_vector.h), or None (the reference
+        engine, or a traced runtime, steps through :meth:`step`)."""
+        if self.engine != "seer" or self._sim._trace or self._closed:
+            return None
+        from seer._seer_c import ffi, lib
+
+        return ffi.addressof(lib, "seer_uav_copy_step"), self._sim.model.native_env
+
+    def seer_native_failed(self, rc: int):
+        """Raise the error of a native step that returned ``rc``."""
+        self._sim.runtime.fail(rc)
 
     def _actions_array(self, actions) -> np.ndarray:
         """The live agents' actions as an (n, 3) array; any problem goes to

@@ -14,7 +14,7 @@ CSRC = ROOT / "csrc"
 # Every header in csrc/ is public (read as cdef) except these; the queue and
 # runtime come first because the others build on their types.
 INTERNAL_HEADERS = {"seer_ring.h", "seer_queue_internal.h"}
-FIRST = ["seer_queue.h", "seer_runtime.h"]
+FIRST = ["seer_queue.h", "seer_runtime.h", "seer_vector.h"]
 HEADERS = FIRST + sorted(
     p.name for p in CSRC.glob("*.h") if p.name not in INTERNAL_HEADERS and p.name not in FIRST
 )

@@ -97,6 +97,11 @@ class EventQueue:
 
     # ---- push -----------------------------------------------------------
 
+    @property
+    def native_handle(self):
+        """The ``seer_queue *`` (for C code that pushes events itself)."""
+        return self._q
+
     def push(self, entity: int, time: float, kind: int, payload: int = 0) -> None:
         """Push one event.  Raises the same errors as :meth:`push_many`."""
         for name, value in (("entity", entity), ("kind", kind), ("payload", payload)):
@@ -161,6 +166,35 @@ class EventQueue:
         )
         if rc != lib.SEER_OK:
             raise self._push_error(rc, int(bad[0]), ent, tim, knd, n)
+
+    def prepare_push(self, entities, times, kinds, payloads) -> tuple:
+        """Bind four caller-owned arrays (int32, float64, int32, int64, equal
+        lengths, C-contiguous) for :meth:`push_prepared`, which pushes their
+        first ``n`` entries without converting anything: for a caller that
+        pushes from the same buffers every step.  Keep the arrays alive and
+        write into them in place."""
+        want = (("entities", entities, np.int32), ("times", times, np.float64), ("kinds", kinds, np.int32),
+                ("payloads", payloads, np.int64))
+        for name, arr, dt in want:
+            if not isinstance(arr, np.ndarray) or arr.dtype != dt or arr.ndim != 1 or not arr.flags.c_contiguous:
+                raise TypeError(f"{name} must be a C-contiguous 1-d {np.dtype(dt).name} numpy array")
+            if len(arr) != len(entities):
+                raise ValueError(f"{name} has {len(arr)} entries: expected {len(entities)} (as entities)")
+        ptrs = tuple(_ptr(ct, a) for ct, a in zip(("int32_t[]", "double[]", "int32_t[]", "int64_t[]"),
+                                                  (entities, times, kinds, payloads)))
+        return (entities, times, kinds, payloads), ptrs, ffi.new("int64_t *")
+
+    def push_prepared(self, prepared: tuple, n: int) -> None:
+        """Push the first ``n`` events of arrays bound by :meth:`prepare_push`
+        (same checks and errors as :meth:`push_many`, in C)."""
+        arrays, (e, t, k, p), bad = prepared
+        if not 0 <= n <= len(arrays[0]):
+            raise ValueError(f"n={n} is invalid: expected 0 <= n <= {len(arrays[0])}")
+        if n == 0:
+            return
+        rc = lib.seer_queue_push_many(self._q, e, t, k, p, ffi.NULL, ffi.NULL, n, bad)
+        if rc != lib.SEER_OK:
+            raise self._push_error(rc, int(bad[0]), arrays[0], arrays[1], arrays[2], n)
 
     def _push_error(self, rc, i, ent, tim, knd, n):
         if rc == lib.SEER_E_ENTITY:

@@ -328,9 +328,7 @@ class Runtime:
                 original exception is chained).  Call :meth:`reset` to go on.
             CausalityError: An event to another entity was closer than the lookahead.
         """
-        self._check_open()
-        if self._needs_reset:
-            raise ClosedError(f"the last step failed ({self._needs_reset}); call reset() before stepping again")
+        self.check_steppable()
         if not isinstance(horizon, numbers.Real) or isinstance(horizon, bool) or not math.isfinite(horizon):
             raise ValueError(f"horizon={horizon!r} is invalid: expected a finite float")
         if horizon < self.now:
@@ -339,17 +337,67 @@ class Runtime:
         events0 = lib.seer_rt_events_total(core.rt)
         windows0 = lib.seer_rt_windows_total(core.rt)
         rc = lib.seer_rt_step(core.rt, float(horizon))
-        self._collect_trace()
+        self.collect_trace()
         if rc != lib.SEER_OK:
-            err = self._step_error(rc)
-            self._needs_reset = str(err)
-            raise err from getattr(err, "_seer_cause", None)
+            self.fail(rc)
         self.now = float(horizon)
         return StepStats(
             events=int(lib.seer_rt_events_total(core.rt) - events0),
             windows=int(lib.seer_rt_windows_total(core.rt) - windows0),
             horizon=float(horizon),
         )
+
+    # ---- for native steps (a model's own C code calls seer_rt_step) --------------
+
+    @property
+    def native_handle(self):
+        """The ``seer_runtime *`` for C code that steps this runtime itself
+        (the built-in envs' whole-step functions); it stays valid until
+        :meth:`close`."""
+        self._check_open()
+        return self._core.rt
+
+    def check_open(self) -> None:
+        """Raise :class:`~seer.errors.ClosedError` if the runtime is closed."""
+        self._check_open()
+
+    def mark_reset(self, seed: int) -> None:
+        """Record a reset that C code did itself (``seer_rt_reset`` plus the
+        model's initial events, as the built-in envs' reset functions do)."""
+        self._core.errors.clear()
+        self._needs_reset = None
+        self.now = 0.0
+        self.seed = int(seed)
+
+    def check_steppable(self) -> None:
+        """Raise if the runtime is closed or its last step failed."""
+        self._check_open()
+        if self._needs_reset:
+            raise ClosedError(f"the last step failed ({self._needs_reset}); call reset() before stepping again")
+
+    def events_total(self) -> int:
+        """Events handled since the runtime was built."""
+        return int(lib.seer_rt_events_total(self._core.rt))
+
+    def fail(self, rc: int):
+        """Raise the error of a failed step (``rc`` from ``seer_rt_step``); the
+        runtime then needs :meth:`reset`."""
+        err = self._step_error(rc)
+        self._needs_reset = str(err)
+        raise err from getattr(err, "_seer_cause", None)
+
+    def step_quick(self, horizon: float) -> None:
+        """:meth:`step` for a caller that already knows ``horizon`` is a
+        finite float not before :attr:`now` (seer.vector's thread backend,
+        once per vector step): the same errors, no :class:`StepStats`."""
+        if self._needs_reset or self._core.closed:
+            self.check_steppable()
+        rc = lib.seer_rt_step(self._core.rt, horizon)
+        if self._trace_buffers is not None:
+            self.collect_trace()
+        if rc != lib.SEER_OK:
+            self.fail(rc)
+        self.now = horizon
 
     def _step_error(self, rc: int) -> SeerError:
         core = self._core
@@ -383,7 +431,8 @@ class Runtime:
 
     # ---- tracing --------------------------------------------------------------
 
-    def _collect_trace(self) -> None:
+    def collect_trace(self) -> None:
+        """Move what the workers recorded into :attr:`trace` (``step`` does it)."""
         if self._trace_buffers is None:
             return
         n_ev, n_win, dropped = ffi.new("int64_t *"), ffi.new("int64_t *"), ffi.new("int64_t *")

@@ -10,7 +10,7 @@ import pytest
 
 from seer.envs import _uav_model as M
 from seer.envs import uav_swarm_v0 as U
-from seer.envs._uav_reference import ReferenceSim
+from seer.envs._uav_reference import ReferenceSim, close_pairs
 
 
 def controller(env, rng, gain=0.3, noise=0.3):
@@ -87,11 +87,10 @@ def test_reference_matches_with_tight_caps_eviction_and_recipient_limit():
     broadcast to its nearest recipients must agree."""
     cfg = dataclasses.replace(M.make_config(num_uavs=64), table_cap=4, max_recipients=3, k_neighbors=3)
     a, b = M.SeerSim(cfg, workers=2), ReferenceSim(cfg)
-    ra, rb = M.Readout(cfg), M.Readout(cfg)
     try:
         a.reset(3)
         b.reset(3)
-        assert ra.start(a.state).tobytes() == rb.start(b.state).tobytes()
+        assert a.out.obs.tobytes() == b.out.obs.tobytes()
         rng = np.random.default_rng(0)
         full = 0
         for _ in range(300):
@@ -101,17 +100,12 @@ def test_reference_matches_with_tight_caps_eviction_and_recipient_limit():
                           + rng.normal(0, 0.3, (len(live), 3)), -1, 1)
             M.set_actions(cfg, a.state, live, act)
             M.set_actions(cfg, b.state, live, act)
-            a.advance()
-            b.advance()
-            oa, wa, ca, xa = ra.step(a.state, a.J)
-            ob, wb, cb, xb = rb.step(b.state, b.J)
-            assert oa.tobytes() == ob.tobytes() and wa.tobytes() == wb.tobytes()
-            assert np.array_equal(ca, cb) and np.array_equal(xa, xb)
+            a.step()  # the C step: grid, events, readout, losses
+            b.step()  # numpy: time-stepped events, NumpyReadout
+            for name in ("obs", "reward", "collided", "oob", "episode"):
+                assert getattr(a.out, name).tobytes() == getattr(b.out, name).tobytes(), name
             for name in a.state:
                 assert a.state[name].tobytes() == b.state[name].tobytes(), name
-            lost = live[(ca | xa)[live]]
-            a.state["alive"][lost] = 0
-            b.state["alive"][lost] = 0
             full = max(full, int((a.state["nb_count"] == 4).sum()))
         assert full > 10  # evictions really happened
         assert b.dropped_by_cap > 100  # broadcasts were cut to their 3 nearest recipients
@@ -199,8 +193,9 @@ def test_neighbour_pairs_match_brute_force_and_grid_work_is_linear():
     per_uav = []
     for n in (256, 4096):
         cfg = M.make_config(num_uavs=n)
-        st = M.alloc_state(cfg)
-        M.initial_state(cfg, 0, st)
+        model = M.UavModel(cfg)
+        model.initial_state(0)
+        st = model.state
         grid = M.BroadcastGrid(cfg, st["cell_of"])
         grid.build(st["pos"], st["alive"])
         a, _ = M.neighbour_pairs(st["cell_of"], cfg.grid_dims, half=False)
@@ -208,11 +203,31 @@ def test_neighbour_pairs_match_brute_force_and_grid_work_is_linear():
     assert per_uav[1] < 1.5 * per_uav[0]
 
 
+def test_initial_state_is_a_pure_function_of_the_seed_and_a_formation_in_the_world():
+    cfg = M.make_config(num_uavs=100)
+    a, b = M.UavModel(cfg), M.UavModel(cfg)
+    a.initial_state(7)
+    b.initial_state(7)
+    for name in a.state:
+        assert a.state[name].tobytes() == b.state[name].tobytes(), name
+    b.initial_state(8)
+    assert not np.array_equal(a.state["pos"], b.state["pos"])
+    st, hi = a.state, cfg.world_hi
+    assert (st["pos"] > 0).all() and (st["pos"] < hi).all() and st["alive"].all()
+    # starts: distinct lattice slots (jitter < half the spacing); targets: distinct formation slots
+    slot = np.rint((st["pos"] - cfg.pad) / cfg.start_spacing - 0.5)
+    assert np.abs((st["pos"] - cfg.pad) / cfg.start_spacing - 0.5 - slot).max() <= cfg.jitter / cfg.start_spacing
+    assert len({tuple(r) for r in slot.tolist()}) == 100
+    g = (st["target"] - hi / 2) / cfg.formation_spacing
+    assert np.allclose(g * 2, np.rint(g * 2)) and len({tuple(r) for r in np.rint(g * 2).tolist()}) == 100
+    assert (st["nb_src"] == -1).all() and (st["bcast_tick"] == -1).all() and not st["vel"].any()
+
+
 def test_close_pairs_match_brute_force():
     rng = np.random.default_rng(1)
     pos = rng.uniform(0, 30, (400, 3))
     idx = np.arange(0, 400, 2)
-    a, b, d = M.close_pairs(pos, idx, 3.0, np.array([30.0, 30.0, 30.0]))
+    a, b, d = close_pairs(pos, idx, 3.0, np.array([30.0, 30.0, 30.0]))
     got = {(min(x, y), max(x, y)) for x, y in zip(a.tolist(), b.tolist())}
     want = {(i, j) for i in idx for j in idx if i < j and np.linalg.norm(pos[i] - pos[j]) < 3.0}
     assert got == want

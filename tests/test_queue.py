@@ -116,6 +116,34 @@ def test_push_pop_release_roundtrip():
     assert len(q.pop(INF)) == 0
 
 
+def test_prepared_push_reuses_its_arrays_with_push_many_checks():
+    q = EventQueue(num_entities=4, capacity=8, num_kinds=2)
+    ent, tim = np.arange(4, dtype=np.int32), np.zeros(4)
+    knd, pay = np.zeros(4, np.int32), np.arange(4, dtype=np.int64)
+    prep = q.prepare_push(ent, tim, knd, pay)
+    q.push_prepared(prep, 3)                   # the first n entries
+    tim[:] = 1.0                               # written in place, pushed again
+    knd[:] = 1
+    q.push_prepared(prep, 4)
+    got = drain(q)
+    assert got[0] == [(0, 0.0, 0, 0), (0, 1.0, 1, 0)] and got[3] == [(3, 1.0, 1, 3)]
+    ent[0] = 9
+    with pytest.raises(InvalidEventError, match="entity 9 at index 0 is out of range"):
+        q.push_prepared(prep, 1)
+    ent[0] = 0
+    q.push_prepared(prep, 4)
+    q.push_prepared(prep, 4)
+    with pytest.raises(QueueFullError):         # all or nothing, as push_many
+        q.push_prepared(prep, 4)
+    assert len(q) == 8
+    with pytest.raises(ValueError, match="n=5 is invalid"):
+        q.push_prepared(prep, 5)
+    with pytest.raises(TypeError, match="times must be a C-contiguous 1-d float64"):
+        q.prepare_push(ent, tim.astype(np.float32), knd, pay)
+    with pytest.raises(ValueError, match="kinds has 3 entries: expected 4"):
+        q.prepare_push(ent, tim, knd[:3].copy(), pay)
+
+
 def test_pop_groups_by_entity_and_orders_each_entity():
     q = EventQueue(num_entities=8, capacity=256)
     rng = np.random.default_rng(1)

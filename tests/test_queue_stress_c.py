@@ -95,3 +95,31 @@ def test_stress_runtime_one_holder_order_no_loss_and_determinism(runtime_stress_
     assert proc.returncode == 0, report
     m = re.search(r"^stress_runtime: OK entities=(\d+) steps=(\d+) workers=1\.\.(\d+) events=(\d+)", proc.stdout, re.M)
     assert m and int(m.group(4)) > entities * steps, report
+
+
+@pytest.fixture(scope="module")
+def vector_stress_binary(tmp_path_factory):
+    """csrc/tests/stress_vector_uav.c: seer.vector's native path (UAV copies
+    stepped by an outer pool), no Python."""
+    if CC is None:
+        pytest.skip("no C compiler found (cc, gcc, clang or $CC)")
+    out = tmp_path_factory.mktemp("stress") / "stress_vector_uav"
+    sources = [CSRC / "tests" / "stress_vector_uav.c", CSRC / "seer_vector.c", CSRC / "env_uav_swarm.c",
+               CSRC / "env_uav_swarm_step.c", CSRC / "seer_runtime.c", CSRC / "seer_queue.c"]
+    cmd = [CC, "-std=c11", "-O2", "-g", "-pthread", "-Wall", f"-I{CSRC}", *map(str, sources), "-lm", "-o", str(out)]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, f"compiling the vector stress test failed:\n{' '.join(cmd)}\n{proc.stderr}"
+    return out
+
+
+@pytest.mark.parametrize("copies, uavs, steps, max_workers", [(8, 32, 150, 4), (3, 5, 300, 3)])
+def test_stress_vector_native_path_rows_and_determinism(vector_stress_binary, copies, uavs, steps, max_workers):
+    args = [str(a) for a in (copies, uavs, steps, max_workers, 11)]
+    proc = subprocess.run([str(vector_stress_binary), *args], capture_output=True, text=True, timeout=300)
+    report = f"stress_vector_uav {' '.join(args)}\nstdout:\n{proc.stdout}\nstderr:\n{proc.stderr}"
+    assert proc.returncode == 0, report
+    assert re.search(rf"^stress_vector_uav: OK {copies} copies x {uavs} UAVs, {steps} steps, 1\.\.{max_workers} "
+                     r"workers, identical rows", proc.stdout, re.M), report
+    hashes = re.findall(r"workers \d+: (\d+) episode ends, (\d+) autoresets, hash (\w+)", proc.stdout)
+    assert len(hashes) == max_workers and len({h[2] for h in hashes}) == 1, report
+    assert int(hashes[0][0]) > 0 and int(hashes[0][1]) > 0, report

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Build csrc/tests/stress_queue.c with csrc/seer_queue.c under ThreadSanitizer,
-# then under AddressSanitizer + UndefinedBehaviorSanitizer, and run each build
+# Build the validation programs of csrc/tests (the queue, the runtime's pool,
+# seer.vector's native path over the UAV swarm) under ThreadSanitizer, then
+# under AddressSanitizer + UndefinedBehaviorSanitizer, and run each build
 # on workloads sized for a 2-core CI machine (well under a minute per
 # sanitizer).  Any sanitizer report, or any failed invariant, fails the script.
 #
@@ -22,6 +23,8 @@ trap 'rm -rf "$TMP"' EXIT
 
 SRCS=(csrc/tests/stress_queue.c csrc/seer_queue.c)
 RT_SRCS=(csrc/tests/stress_runtime.c csrc/seer_runtime.c csrc/seer_queue.c)
+VEC_SRCS=(csrc/tests/stress_vector_uav.c csrc/seer_vector.c csrc/env_uav_swarm.c csrc/env_uav_swarm_step.c
+          csrc/seer_runtime.c csrc/seer_queue.c)
 COMMON=(-std=c11 -O1 -g -fno-omit-frame-pointer -Wall -Wextra -pthread -Icsrc)
 REPORT_RE='ThreadSanitizer|AddressSanitizer|LeakSanitizer|UndefinedBehaviorSanitizer|runtime error:'
 
@@ -94,6 +97,9 @@ run tsan-wide "$TMP/stress_tsan" 2 2 509 300000 0 2 "$SEED"
 #   args: entities steps max_workers fanout
 run tsan-runtime "$TMP/stress_rt_tsan" 257 30 4 3
 run tsan-runtime-narrow "$TMP/stress_rt_tsan" 5 60 3 2
+"$CC" "${COMMON[@]}" -fsanitize=thread "${VEC_SRCS[@]}" -lm -o "$TMP/stress_vec_tsan"
+#   args: copies uavs steps max_workers seed
+run tsan-vector "$TMP/stress_vec_tsan" 6 12 80 3 "$SEED"
 
 # ---- AddressSanitizer + UndefinedBehaviorSanitizer ------------------------------
 ASAN_FLAGS=(-fsanitize=address,undefined -fno-sanitize-recover=all)
@@ -105,5 +111,7 @@ run asan-contended "$TMP/stress_asan" 4 4 8 300000 0 2 "$SEED"
 run asan-fanout "$TMP/stress_asan" 1 3 64 800000 0 2 "$SEED"
 "$CC" "${COMMON[@]}" "${ASAN_FLAGS[@]}" "${RT_SRCS[@]}" -lm -o "$TMP/stress_rt_asan"
 run asan-runtime "$TMP/stress_rt_asan" 509 30 4 4
+"$CC" "${COMMON[@]}" "${ASAN_FLAGS[@]}" "${VEC_SRCS[@]}" -lm -o "$TMP/stress_vec_asan"
+run asan-vector "$TMP/stress_vec_asan" 6 20 120 3 "$SEED"
 
 echo "sanitize.sh: OK (thread, address+undefined)"

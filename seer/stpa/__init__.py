@@ -56,6 +56,7 @@ from seer.stpa.selector import (
     load_model,
     machine_features,
     model_search_path,
+    nested_pool,
     save_model,
     select_for_model,
     select_workers,
@@ -68,7 +69,7 @@ __all__ = [
     "FEATURE_SCHEMA", "MODEL_VERSION", "SCHEMA_VERSION", "IncompatibleModelError", "ProbeResult", "Selection",
     "StpaFallbackWarning", "StpaModel", "active_model", "cache_dir", "candidate_features", "candidate_sizes",
     "capture", "choose_from_scores", "clear_cache", "feature_matrix", "hardware_features", "heuristic_workers",
-    "load_model", "machine_features", "model_search_path", "online_refine", "probe", "save_model",
+    "load_model", "machine_features", "model_search_path", "nested_pool", "online_refine", "probe", "save_model",
     "select_for_model", "select_workers", "select_workers_for_model", "shipped_dataset_path",
     "shipped_model_path", "static_workload_features", "trace_features",
 ]

@@ -322,9 +322,11 @@ def probe(model, *, capacity: int | None = None, budget_s: float = 0.04, max_eve
     events or ``max_steps`` steps.  Then, when ``compare_workers`` (default
     2) is set and this process may use that many cores, the same steps run
     again on a pool of that size (the events are the same for every pool
-    size), within the same time budget: the ratio of the total times of the
-    steps both ran is ``probe2_speedup``, and that trace gives the pool's
-    idle share, claim contention (empty polls) and load imbalance.
+    size), within the same time budget, then once more on each (1, W, 1, W):
+    the ratio of each size's best total time over the steps every run made
+    is ``probe2_speedup`` (a burst of foreign load during one run does not
+    decide it), and the first W-worker trace gives the pool's idle share,
+    claim contention (empty polls) and load imbalance.
 
     A model with a ``prepare_step()`` method (the built-in envs' per-step
     hook) has it called before each step.  The model is left stepped:
@@ -374,17 +376,29 @@ def probe(model, *, capacity: int | None = None, budget_s: float = 0.04, max_eve
                  probe2_imbalance=1.0, probe2_workers=1.0)
     usable = len(_usable_cpus(None))
     if compare_workers and compare_workers > 1 and usable >= compare_workers:
+        replay = [(s[0], s[4]) for s in steps]
+        runs = {1: [steps], compare_workers: []}
         try:
+            # 1, W, 1, W: each pool size's best total over the steps all runs
+            # made, so one burst of foreign load does not decide the ratio
             two = _run_probe(model, int(compare_workers), float(sl), False, budget_s, max_events, max_steps,
-                             horizons=[(s[0], s[4]) for s in steps], **opts)
+                             horizons=replay, **opts)
+            runs[compare_workers].append(two["steps"])
+            for w in (1, int(compare_workers)):
+                runs[w].append(_run_probe(model, w, float(sl), False, budget_s, max_events, max_steps,
+                                          horizons=replay, **opts)["steps"])
         except (SeerError, MemoryError, ValueError) as exc:
             feats.ok, feats.error = False, f"{type(exc).__name__}: {exc}"
             return feats
         # Throughput ratio over the measured steps (not a median of per-step
         # ratios: steps may alternate between heavy and empty ones).
-        pairs = [(a[1], b[1]) for a, b in zip(steps, two["steps"]) if a[4] and b[4]] or \
-            [(a[1], b[1]) for a, b in zip(steps, two["steps"])]
-        t1, t2_sum = sum(p[0] for p in pairs), sum(p[1] for p in pairs)
+        common = min(len(r) for rs in runs.values() for r in rs)
+        use = [i for i in range(common) if steps[i][4]] or list(range(common))
+
+        def best_total(w):
+            return min(sum(r[i][1] for i in use) for r in runs[w])
+
+        t1, t2_sum = best_total(1), best_total(compare_workers)
         t2 = trace_features(two["trace"], native_kinds, skip_windows_upto=two["warm_window"])
         feats.update(
             probe2_speedup=float(t1 / t2_sum) if t2_sum > 0 else 1.0,

@@ -490,6 +490,23 @@ def capture(features_only: bool = False) -> Iterator[list[Selection]]:
             _captures.remove(entry)
 
 
+_nested = threading.local()
+
+
+@contextlib.contextmanager
+def nested_pool() -> Iterator[None]:
+    """Inside this block (in this thread), ``workers="auto"`` is one worker,
+    with no probe: the runtime being built will run inside another pool that
+    already uses the cores.  seer.vector's thread backend creates its env
+    copies inside it, so a built-in env's own runtime does not start threads
+    that would fight the vector env's workers for the same cores."""
+    _nested.depth = getattr(_nested, "depth", 0) + 1
+    try:
+        yield
+    finally:
+        _nested.depth -= 1
+
+
 def select_for_model(model, *, capacity: int | None = None, stpa_model: StpaModel | None = None,
                      use_cache: bool = True, probe_budget_s: float = 0.05) -> Selection:
     """The full ``workers="auto"`` decision for a :class:`seer.Model`.
@@ -513,6 +530,12 @@ def select_for_model(model, *, capacity: int | None = None, stpa_model: StpaMode
     """
     import time
 
+    if getattr(_nested, "depth", 0):
+        sel = Selection(1, "nested", "inside seer.stpa.nested_pool(): the caller's pool uses the cores")
+        with _lock:
+            for records, _ in _captures:
+                records.append(sel)
+        return sel
     with _lock:
         features_only = any(fo for _, fo in _captures)
         key = _signature(model, capacity) if use_cache and not features_only and stpa_model is None else None

@@ -32,6 +32,7 @@ import numpy as np
 from seer.stpa import selector as S
 from seer.stpa import train as T
 from seer.stpa import workloads as W
+from seer.stpa.online import online_refine
 
 QUICK = dict(n_train=40, n_eval=12, reps=2, target_s=0.03)
 FULL = dict(n_train=110, n_eval=36, reps=3, target_s=0.06)
@@ -88,7 +89,7 @@ def sweep(workloads, sizes, *, reps: int, target_s: float, dataset: Path | None,
     task = progress.task("sweep", len(workloads) * len(sizes) * reps)
     for wl in workloads:
         try:
-            feats, best, _ = W.measure(wl, sizes, reps, target_s,
+            feats, best, _, _ = W.measure(wl, sizes, reps, target_s,
                                        on_measure=lambda wl, w: progress.advance(task, f"{wl.name} w={w}"))
         except Exception as exc:  # one broken workload (an env in flux) must not sink the sweep
             log(f"skipped {wl.name}: {type(exc).__name__}: {exc}")
@@ -111,7 +112,7 @@ def evaluate(workloads, model: S.StpaModel | None, sizes, *, reps: int, target_s
     task = progress.task("evaluate", len(workloads) * len(sizes) * reps)
     for wl in workloads:
         try:
-            feats, best, steps = W.measure(wl, sizes, reps, target_s,
+            feats, best, steps, run = W.measure(wl, sizes, reps, target_s,
                                            on_measure=lambda wl, w: progress.advance(task, f"{wl.name} w={w}"))
         except Exception as exc:
             log(f"skipped {wl.name}: {type(exc).__name__}: {exc}")
@@ -126,6 +127,10 @@ def evaluate(workloads, model: S.StpaModel | None, sizes, *, reps: int, target_s
             scores, chosen = {}, S.heuristic_workers(int(feats.get("entities", 1)),
                                                      float(feats.get("native_kind_share", 1)), cores)
         heur = S.heuristic_workers(int(feats.get("entities", 1)), float(feats.get("native_kind_share", 1)), cores)
+        # the optional online check (seer.stpa.online_refine) from the
+        # choice: neighbouring sizes timed on the workload itself, best of 2
+        refined, tried = online_refine(lambda w: 1.0 / max(run(w), run(w)), workers=chosen,
+                                       max_workers=max(sizes), budget_s=2.0, details=True)
         oracle = max(best, key=best.get)
         top = best[oracle]
         per.append({
@@ -134,24 +139,32 @@ def evaluate(workloads, model: S.StpaModel | None, sizes, *, reps: int, target_s
             "chosen": int(chosen), "predicted_log_speedup": {str(w): v for w, v in scores.items()},
             "frac_chosen": best[chosen] / top, "frac_rule_1": best[1] / top,
             "frac_rule_cpu": best[rule_cpu] / top, "heuristic": int(heur), "frac_heuristic": best[heur] / top,
+            "refined": int(refined), "refine_tried": sorted(int(w) for w in tried), "frac_refined": best[refined] / top,
         })
     summary = {}
-    for key in ("frac_chosen", "frac_rule_1", "frac_rule_cpu", "frac_heuristic"):
+    for key in FRACS:
         v = np.array([p[key] for p in per]) if per else np.array([np.nan])
         summary[key] = {"mean": float(np.mean(v)), "min": float(np.min(v))}
-    ok_mean = summary["frac_chosen"]["mean"] >= 0.95
-    ok_min = summary["frac_chosen"]["min"] >= 0.85
-    beats = (summary["frac_chosen"]["mean"] > summary["frac_rule_1"]["mean"]
-             and summary["frac_chosen"]["mean"] > summary["frac_rule_cpu"]["mean"])
     return {"workloads": per, "summary": summary, "rule_cpu_workers": rule_cpu,
-            "targets": {"mean_ge_0.95": ok_mean, "min_ge_0.85": ok_min, "beats_fixed_rules": beats,
-                        "all": ok_mean and ok_min and beats}}
+            "targets": targets(summary), "targets_refined": targets(summary, "frac_refined")}
+
+
+FRACS = ("frac_chosen", "frac_refined", "frac_rule_1", "frac_rule_cpu", "frac_heuristic")
+
+
+def targets(summary: dict, key: str = "frac_chosen") -> dict:
+    """The issue's targets for one rule (the model's choice, or with the online check)."""
+    s = summary[key]
+    ok_mean, ok_min = s["mean"] >= 0.95, s["min"] >= 0.85
+    beats = s["mean"] > summary["frac_rule_1"]["mean"] and s["mean"] > summary["frac_rule_cpu"]["mean"]
+    return {"mean_ge_0.95": ok_mean, "min_ge_0.85": ok_min, "beats_fixed_rules": beats,
+            "all": ok_mean and ok_min and beats}
 
 
 def pool_runs(runs: list[dict]) -> dict:
     """Per held-out workload, the mean over evaluation runs of each rule's
     fraction of that run's oracle; and the summary of those means."""
-    keys = ("frac_chosen", "frac_rule_1", "frac_rule_cpu", "frac_heuristic")
+    keys = [k for k in FRACS if all(k in p for r in runs for p in r["workloads"])]
     by: dict[str, dict[str, list]] = {}
     for r in runs:
         for p in r["workloads"]:
@@ -161,12 +174,10 @@ def pool_runs(runs: list[dict]) -> dict:
     per = {w: {k: float(np.mean(v)) for k, v in d.items()} for w, d in by.items()}
     summary = {k: {"mean": float(np.mean([p[k] for p in per.values()])),
                    "min": float(np.min([p[k] for p in per.values()]))} for k in keys}
-    c = summary["frac_chosen"]
-    targets = {"mean_ge_0.95": c["mean"] >= 0.95, "min_ge_0.85": c["min"] >= 0.85,
-               "beats_fixed_rules": c["mean"] > summary["frac_rule_1"]["mean"]
-               and c["mean"] > summary["frac_rule_cpu"]["mean"]}
-    targets["all"] = all(targets.values())
-    return {"runs": len(runs), "workloads": per, "summary": summary, "targets": targets}
+    out = {"runs": len(runs), "workloads": per, "summary": summary, "targets": targets(summary)}
+    if "frac_refined" in summary:
+        out["targets_refined"] = targets(summary, "frac_refined")
+    return out
 
 
 def run_tune(*, quick: bool = False, cache: Path | None = None, do_sweep: bool = True, do_train: bool = True,
@@ -223,7 +234,11 @@ def run_tune(*, quick: bool = False, cache: Path | None = None, do_sweep: bool =
                 runs.append(ev)
             out["evaluation"] = runs[-1]
             if len(runs) > 1:
-                out["evaluation_runs"] = [{"summary": r["summary"], "targets": r["targets"], "loadavg": r["loadavg"]}
+                out["evaluation_runs"] = [{"summary": r["summary"], "targets": r["targets"],
+                                           "targets_refined": r.get("targets_refined"), "loadavg": r["loadavg"],
+                                           "below_0.85": [(p["workload"], p["frac_chosen"], p.get("frac_refined"))
+                                                          for p in r["workloads"]
+                                                          if min(p["frac_chosen"], p.get("frac_refined", 1)) < 0.85]}
                                           for r in runs]
                 out["evaluation_pooled"] = pool_runs(runs)
     out["seconds"] = time.perf_counter() - t0
@@ -261,17 +276,29 @@ def comparison_table(meta: dict) -> str:
 def evaluation_tables(ev: dict) -> str:
     s = ev["summary"]
     lines = ["| rule | mean frac of oracle | min frac of oracle |", "|---|---|---|",
-             f"| STPA ({ev.get('model_family', '?')}) | {s['frac_chosen']['mean']:.3f} | {s['frac_chosen']['min']:.3f} |",
+             f"| STPA ({ev.get('model_family', '?')}) | {s['frac_chosen']['mean']:.3f} | {s['frac_chosen']['min']:.3f} |"]
+    if "frac_refined" in s:
+        lines.append(f"| STPA + online check (online_refine from its choice) | {s['frac_refined']['mean']:.3f} | "
+                     f"{s['frac_refined']['min']:.3f} |")
+    lines += [
              f"| 1 worker | {s['frac_rule_1']['mean']:.3f} | {s['frac_rule_1']['min']:.3f} |",
              f"| os.cpu_count() = {ev['rule_cpu_workers']} | {s['frac_rule_cpu']['mean']:.3f} | "
              f"{s['frac_rule_cpu']['min']:.3f} |",
              f"| heuristic_workers (fallback) | {s['frac_heuristic']['mean']:.3f} | {s['frac_heuristic']['min']:.3f} |",
-             "", "| workload | steps/s by pool size | oracle | chosen | frac | 1 worker | cpu_count |", "|---|---|---|---|---|---|---|"]
+             "", "| workload | steps/s by pool size | oracle | chosen | frac | online check: tried -> kept | frac | "
+             "1 worker | cpu_count |", "|---|---|---|---|---|---|---|---|---|"]
     for p in ev["workloads"]:
         sps = ", ".join(f"{w}: {v:.1f}" for w, v in p["steps_per_s"].items())
-        lines.append(f"| {p['workload']} | {sps} | {p['oracle']} | {p['chosen']} | {p['frac_chosen']:.3f} | "
+        ref = (f"{p['refine_tried']} -> {p['refined']} | {p['frac_refined']:.3f}" if "refined" in p else "- | -")
+        lines.append(f"| {p['workload']} | {sps} | {p['oracle']} | {p['chosen']} | {p['frac_chosen']:.3f} | {ref} | "
                      f"{p['frac_rule_1']:.3f} | {p['frac_rule_cpu']:.3f} |")
     return "\n".join(lines)
+
+
+def _verdict(t: dict | None) -> str:
+    if not t:
+        return "-"
+    return "all met" if t["all"] else ", ".join(k for k, v in t.items() if not v and k != "all") + " missed"
 
 
 def render_markdown(result: dict, command: str, title: str = "STPA evaluation", notes=()) -> str:
@@ -296,26 +323,39 @@ def render_markdown(result: dict, command: str, title: str = "STPA evaluation", 
                   f"Model: {ev.get('model')}", "",
                   f"Targets: mean >= 0.95: {'met' if t['mean_ge_0.95'] else 'MISSED'}; "
                   f"min >= 0.85: {'met' if t['min_ge_0.85'] else 'MISSED'}; better than both fixed rules: "
-                  f"{'met' if t['beats_fixed_rules'] else 'MISSED'}.", "", evaluation_tables(ev), ""]
+                  f"{'met' if t['beats_fixed_rules'] else 'MISSED'}."]
+        tr = ev.get("targets_refined")
+        if tr:
+            parts.append(f"With the online check: mean >= 0.95: {'met' if tr['mean_ge_0.95'] else 'MISSED'}; "
+                         f"min >= 0.85: {'met' if tr['min_ge_0.85'] else 'MISSED'}; better than both fixed rules: "
+                         f"{'met' if tr['beats_fixed_rules'] else 'MISSED'}.")
+        parts += ["", evaluation_tables(ev), ""]
     if result.get("evaluation_runs"):
         parts += ["## Repeated evaluation runs (same held-out workloads, oracle re-measured each run)", "",
-                  "| run | load average (start / end) | STPA mean | STPA min | 1 worker mean | 1 worker min | "
-                  "cpu_count mean | cpu_count min | targets |", "|---|---|---|---|---|---|---|---|---|"]
+                  "| run | load average (start / end) | STPA mean | STPA min | + online check mean | + online check min | "
+                  "1 worker mean | 1 worker min | cpu_count mean | cpu_count min | targets (STPA / + online check) |",
+                  "|---|---|---|---|---|---|---|---|---|---|---|"]
         for i, r in enumerate(result["evaluation_runs"], 1):
             s, t = r["summary"], r["targets"]
             la = r.get("loadavg") or [None, None]
             fmt = lambda v: f"{v[0]:.2f}" if v else "?"  # noqa: E731
+            rf = s.get("frac_refined", {"mean": float("nan"), "min": float("nan")})
             parts.append(f"| {i} | {fmt(la[0])} / {fmt(la[1])} | {s['frac_chosen']['mean']:.3f} | "
-                         f"{s['frac_chosen']['min']:.3f} | {s['frac_rule_1']['mean']:.3f} | {s['frac_rule_1']['min']:.3f} | "
+                         f"{s['frac_chosen']['min']:.3f} | {rf['mean']:.3f} | {rf['min']:.3f} | "
+                         f"{s['frac_rule_1']['mean']:.3f} | {s['frac_rule_1']['min']:.3f} | "
                          f"{s['frac_rule_cpu']['mean']:.3f} | {s['frac_rule_cpu']['min']:.3f} | "
-                         f"{'all met' if t['all'] else ', '.join(k for k, v in t.items() if not v and k != 'all') + ' missed'} |")
+                         f"{_verdict(t)} / {_verdict(targets(s, 'frac_refined') if 'frac_refined' in s else None)} |")
         pooled = result["evaluation_pooled"]
         s, t = pooled["summary"], pooled["targets"]
+        refined = ""
+        if "frac_refined" in s:
+            refined = (f"STPA + online check mean {s['frac_refined']['mean']:.3f}, min {s['frac_refined']['min']:.3f} "
+                       f"(targets {_verdict(pooled.get('targets_refined'))}); ")
         parts += ["", f"Pooled over the {pooled['runs']} runs (per workload, the mean fraction of each run's oracle): "
-                  f"STPA mean {s['frac_chosen']['mean']:.3f}, min {s['frac_chosen']['min']:.3f}; 1 worker mean "
+                  f"STPA mean {s['frac_chosen']['mean']:.3f}, min {s['frac_chosen']['min']:.3f}; {refined}1 worker mean "
                   f"{s['frac_rule_1']['mean']:.3f}, min {s['frac_rule_1']['min']:.3f}; os.cpu_count() mean "
-                  f"{s['frac_rule_cpu']['mean']:.3f}, min {s['frac_rule_cpu']['min']:.3f}; targets "
-                  f"{'all met' if t['all'] else ', '.join(k for k, v in t.items() if not v and k != 'all') + ' missed'}.",
+                  f"{s['frac_rule_cpu']['mean']:.3f}, min {s['frac_rule_cpu']['min']:.3f}; STPA targets "
+                  f"{_verdict(t)}.",
                   "", "The per-workload table above is the last run.", ""]
     if notes:
         parts += ["## Notes", ""] + [f"- {n}" for n in notes] + [""]
@@ -348,6 +388,8 @@ def print_summary(result: dict, console=None) -> None:
         for col in ("rule", "mean", "min"):
             tab.add_column(col)
         tab.add_row(f"STPA ({ev.get('model_family')})", f"{s['frac_chosen']['mean']:.3f}", f"{s['frac_chosen']['min']:.3f}")
+        if "frac_refined" in s:
+            tab.add_row("STPA + online check", f"{s['frac_refined']['mean']:.3f}", f"{s['frac_refined']['min']:.3f}")
         tab.add_row("1 worker", f"{s['frac_rule_1']['mean']:.3f}", f"{s['frac_rule_1']['min']:.3f}")
         tab.add_row(f"os.cpu_count() = {ev['rule_cpu_workers']}", f"{s['frac_rule_cpu']['mean']:.3f}",
                     f"{s['frac_rule_cpu']['min']:.3f}")
@@ -356,7 +398,8 @@ def print_summary(result: dict, console=None) -> None:
         t = ev["targets"]
         console.print(f"targets: mean>=0.95 {'ok' if t['mean_ge_0.95'] else 'MISSED'}, "
                       f"min>=0.85 {'ok' if t['min_ge_0.85'] else 'MISSED'}, "
-                      f"beats fixed rules {'ok' if t['beats_fixed_rules'] else 'MISSED'}")
+                      f"beats fixed rules {'ok' if t['beats_fixed_rules'] else 'MISSED'}; with the online check: "
+                      f"{_verdict(ev.get('targets_refined'))}")
     console.print(f"total {result['seconds']:.0f} s")
 
 

@@ -250,7 +250,8 @@ def plan_steps(seconds_per_step: float, target_s: float, lo: int = 3, hi: int = 
 
 
 def measure(wl: Workload, sizes, reps: int = 2, target_s: float = 0.05, on_measure=None):
-    """Features and best-of-``reps`` steps/s per pool size of one workload.
+    """Features, best-of-``reps`` steps/s per pool size, steps per timing,
+    and the timing function (``run(workers) -> steps/s``) of one workload.
 
     Sizes are measured round-robin, in a rotated order each repetition, so
     that drift in the machine's load hits all sizes alike.
@@ -273,4 +274,4 @@ def measure(wl: Workload, sizes, reps: int = 2, target_s: float = 0.05, on_measu
             best[w] = max(best.get(w, 0.0), sps)
             if on_measure is not None:
                 on_measure(wl, w)
-    return feats, best, steps
+    return feats, best, steps, run

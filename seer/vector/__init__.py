@@ -18,9 +18,12 @@ rows carry a live agent's data (see :class:`SeerVectorEnv`).
 
 **Backends.**  ``"thread"``: the copies are the entities of a SEER model run
 by :class:`seer.Runtime`'s worker pool (for envs that release the GIL, such
-as SEER's own).  ``"process"``: the copies live in worker processes; rows
-live in shared memory and each step is coordinated through flags in it (no
-pipes; see ``seer/vector/_process.py``).  Copy ``c`` is reset with seed
+as SEER's own, whose whole step and autoreset run in C on this path: see
+``csrc/seer_vector.h``).  ``"process"``: the copies live in worker processes;
+rows live in shared memory and each step is coordinated through flags in it
+(no pipes; see ``seer/vector/_process.py``); :class:`ProcessVectorEnv` adds
+env-pool stepping (``send``/``recv``: the rows of whichever workers finish
+first).  Copy ``c`` is reset with seed
 ``seed + c`` for any worker count, so results are identical across worker
 counts and backends.  ``"ray"``: the copies are split into shards, each a
 Ray actor running its copies on its own local thread or process pool, on
@@ -42,7 +45,7 @@ from seer.vector._env import EnvCopyError, SeerVectorEnv
 from seer.vector._layout import SpaceMismatchError
 
 __all__ = ["make", "SeerVectorEnv", "EnvCopyError", "SpaceMismatchError", "AutoresetMode", "BACKENDS",
-           "RayVectorEnv"]
+           "ProcessVectorEnv", "RayVectorEnv"]
 
 BACKENDS = ("thread", "process", "ray")
 
@@ -52,6 +55,10 @@ def __getattr__(name):  # RayVectorEnv without importing Ray until it is used
         from seer.vector._ray import RayVectorEnv
 
         return RayVectorEnv
+    if name == "ProcessVectorEnv":
+        from seer.vector._process import ProcessVectorEnv
+
+        return ProcessVectorEnv
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
@@ -194,9 +201,12 @@ def make(env_fn: Callable[[], Any], num_envs: int, backend: str = "thread", work
                         context=context, inline=inline, **options)
     else:
         raise ValueError(f"backend={backend!r} is unknown: expected one of {list(BACKENDS)}")
+    cls = SeerVectorEnv
+    if backend == "process":
+        from seer.vector._process import ProcessVectorEnv as cls
     try:
-        return SeerVectorEnv(impl, autoreset_mode, copy=copy, validate_actions=validate_actions,
-                             env_name=impl.specs[0].metadata.get("name") or getattr(env_fn, "__module__", None))
+        return cls(impl, autoreset_mode, copy=copy, validate_actions=validate_actions,
+                   env_name=impl.specs[0].metadata.get("name") or getattr(env_fn, "__module__", None))
     except BaseException:
         impl.close()
         raise

@@ -82,9 +82,17 @@ class SeerVectorEnv(VectorEnv):
         self.copy = copy
         self.validate_actions = validate_actions
         self._bounds = row_bounds(L, specs)
+        # the same finite bounds on every row: one min and one max check every
+        # row at once (NaN fails both; only a failure looks at the live rows)
+        self._uniform_bounds = None
+        if self._bounds is not None:
+            lo, hi = self._bounds
+            if np.isfinite(lo).all() and np.isfinite(hi).all() and (lo == lo.min()).all() and (hi == hi.max()).all():
+                self._uniform_bounds = (float(lo.min()), float(hi.max()))
         self._name = env_name or self.metadata.get("name") or "env"
         self._b = backend.bufs
         self._alive = np.zeros(self.num_envs, bool)
+        self._all_rows = np.ones(self.num_envs, bool)
         self._ended = np.zeros(self.num_copies, bool)
         self._failed: dict[int, str] = {}
         self._reset_done = False
@@ -258,26 +266,29 @@ class SeerVectorEnv(VectorEnv):
             raise
         self._waiting = False
         b = self._b
-        errors = [(m[1], m[2]) for m in msgs if m[0] == "error"]
-        for m in msgs:
-            if m[0] == "restart":
-                warnings.warn(f"seer.vector: env copy {m[1]} failed and was restarted:\n{m[2]}", RuntimeWarning,
-                              stacklevel=2)
-        self._alive = b["alive"].copy()
+        if msgs:
+            errors = [(m[1], m[2]) for m in msgs if m[0] == "error"]
+            for m in msgs:
+                if m[0] == "restart":
+                    warnings.warn(f"seer.vector: env copy {m[1]} failed and was restarted:\n{m[2]}", RuntimeWarning,
+                                  stacklevel=2)
+        else:
+            errors = None
+        alive = b["alive"].copy()
+        self._alive = alive
         self._ended = b["ended"].copy()
         if errors:
             for c, _ in errors:
                 self._failed[c] = "its step raised"
             raise self._copy_error("step", errors)
-        infos = self._infos(msgs)
-        R = self.num_envs
+        infos = self._infos(msgs) if msgs or self._layout.same_step else {}
         infos["mask"] = b["mask"].copy()
-        infos["_mask"] = np.ones(R, bool)
-        infos["alive"] = self._alive.copy()
-        infos["_alive"] = np.ones(R, bool)
+        infos["_mask"] = self._all_rows.copy()
+        infos["alive"] = alive.copy()
+        infos["_alive"] = self._all_rows.copy()
         if b["restarted"].any():
             infos["restarted"] = np.repeat(b["restarted"], self.agents_per_copy)
-            infos["_restarted"] = np.ones(R, bool)
+            infos["_restarted"] = self._all_rows.copy()
         return (self._out(b["obs"]), b["rew"].copy(), b["term"].copy(), b["trunc"].copy(), infos)
 
     def _out(self, arr: np.ndarray) -> np.ndarray:
@@ -328,6 +339,9 @@ class SeerVectorEnv(VectorEnv):
         if not discrete and a.dtype.kind not in "fiu":
             raise ValueError(f"actions have dtype {a.dtype}: expected a real dtype for {space}")
         if not self.validate_actions:
+            return a
+        ub = self._uniform_bounds
+        if ub is not None and a.size and a.min() >= ub[0] and a.max() <= ub[1]:
             return a
         live = self._alive
         if not live.any():

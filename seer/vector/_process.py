@@ -31,12 +31,15 @@ its own share in ``step_wait`` and then waits for the others, so ``workers``
 processes keep ``workers`` cores busy and nobody waits on a core someone
 else needs (on the 2-core machine this is worth ~15%: see bench/results).
 
-Work assignment is static: copy ``c`` lives in one worker for its whole life
-(contiguous chunks of ``num_copies / workers``) because a PettingZoo env's
-state is a Python object inside that process: it cannot be stepped anywhere
-else.  Dynamic hand-out (a shared counter of the next copy to step) would
-need the env state in shared memory; the thread backend does it (the
-runtime's claim set hands copies to idle workers).
+Copies live in one worker for their whole life (contiguous chunks of
+``num_copies / workers``) because a PettingZoo env's state is a Python
+object inside that process: it cannot be stepped anywhere else.  What is
+handed out dynamically is the waiting: env-pool stepping (``send`` /
+``recv``, :class:`ProcessVectorEnv`) gives each worker its own request flag
+(REQ, answered by REQDONE in its line), so the caller takes the rows of
+whichever workers finish first and a slow copy stalls only its own worker's
+share.  Copies with seer.vector's native path (the built-in envs) run their
+whole step and autoreset in C inside the worker.
 
 Pipes carry only what is not per step: start-up (spaces, layout), payloads
 too large for the shared areas (large infos, ``call`` results), and a
@@ -59,15 +62,19 @@ from multiprocessing import shared_memory
 import numpy as np
 
 from seer.errors import ClosedError, WorkerError
+from seer.vector._env import SeerVectorEnv
 from seer.vector._layout import Layout, build_layout, describe_copy
+from seer.vector._pool import EnvPool
 from seer.vector._runner import CALL, CLOSE, RESET, STEP, CopyRunner, make_parallel
 
 _X86 = platform.machine().lower() in ("x86_64", "amd64", "i386", "i686", "x86")
 
-# control area: line 0 = parent's flags; line 1 + w = worker w's flags (64 bytes each)
+# control area: line 0 = parent's flags; line 1 + w = worker w's (64 bytes each)
 LINE = 8
 GEN, CMD, CMDLEN = 0, 1, 2
-DONE, MSGLEN = 0, 1
+# in worker w's line: DONE, MSGLEN, REQDONE written by the worker; REQ (an
+# env-pool step request for this worker alone) by the parent
+DONE, MSGLEN, REQ, REQDONE = 0, 1, 2, 3
 
 OP_NAMES = {STEP: "stepping", RESET: "resetting", CALL: "calling into", CLOSE: "closing"}
 
@@ -148,14 +155,18 @@ def _parent_gone(parent_sentinel, parent_pid: int) -> bool:
     return False
 
 
-def _wait_gen(ctl, last: int, parent_pid: int, yield_s: float, parent_sentinel=None) -> int | None:
+def _wait_work(ctl, last_gen: int, req_at: int, last_req: int, parent_pid: int, yield_s: float,
+               parent_sentinel=None) -> tuple[int, int] | None:
+    """Wait until the parent publishes an op for everyone (GEN) or an
+    env-pool step for this worker (its REQ); (GEN, REQ), or None once the
+    parent is gone."""
     t0 = time.perf_counter()
     check = t0 + 0.2
     dt = 20e-6
     while True:
-        g = int(ctl[GEN])
-        if g != last:
-            return g
+        g, r = int(ctl[GEN]), int(ctl[req_at])
+        if g != last_gen or r != last_req:
+            return g, r
         now = time.perf_counter()
         if now - t0 < yield_s:
             os.sched_yield()
@@ -220,15 +231,37 @@ def _serve(w, conn, shared: _Shared, runner: CopyRunner, copies, gen, parent_pid
     yield_s = opts["yield_s"]
     parent = mp.parent_process()
     sentinel = getattr(parent, "sentinel", None) if parent is not None else None
-    last = gen
-    while True:
-        g = _wait_gen(ctl, last, parent_pid, yield_s, sentinel)
-        if g is None:  # the parent is gone
-            return
-        last = g
+    last, last_req = gen, int(ctl[mine + REQ])
+
+    def reply(out, flag: int, value: int) -> None:
+        data = pickle.dumps(out, protocol=pickle.HIGHEST_PROTOCOL) if out else b""
+        over = len(data) > len(region)
+        if data and not over:
+            region[:len(data)] = np.frombuffer(data, np.uint8)
+        ctl[mine + MSGLEN] = -1 if over else len(data)
         if fence_lock is not None:
             with fence_lock:
                 pass
+        ctl[mine + flag] = value  # the publishing store
+        if over:  # after the flag: the parent reads the pipe once it sees it
+            conn.send_bytes(data)
+
+    while True:
+        got = _wait_work(ctl, last, mine + REQ, last_req, parent_pid, yield_s, sentinel)
+        if got is None:  # the parent is gone
+            return
+        g, r = got
+        if fence_lock is not None:
+            with fence_lock:
+                pass
+        if g == last:  # an env-pool step of this worker's copies
+            last_req = r
+            runner.msgs = []
+            for c in copies:
+                runner.step(c)
+            reply(runner.msgs, REQDONE, r)
+            continue
+        last = g
         cmd = int(ctl[CMD])
         if cmd == CLOSE:
             ctl[mine + MSGLEN] = 0
@@ -257,17 +290,7 @@ def _serve(w, conn, shared: _Shared, runner: CopyRunner, copies, gen, parent_pid
             out = (res, runner.msgs)
         else:
             raise RuntimeError(f"worker {w} got unknown command {cmd}")
-        data = pickle.dumps(out, protocol=pickle.HIGHEST_PROTOCOL) if out else b""
-        over = len(data) > len(region)
-        if data and not over:
-            region[:len(data)] = np.frombuffer(data, np.uint8)
-        ctl[mine + MSGLEN] = -1 if over else len(data)
-        if fence_lock is not None:
-            with fence_lock:
-                pass
-        ctl[mine + DONE] = g
-        if over:  # after DONE: the parent reads the pipe once it sees DONE
-            conn.send_bytes(data)
+        reply(out, DONE, g)
 
 
 # =============================================================================================
@@ -337,6 +360,12 @@ class ProcessBackend:
         self.shares = [list(map(int, s)) for s in np.array_split(np.arange(num_copies), workers) if len(s)]
         self.num_workers = len(self.shares)
         self.owner = {c: w for w, s in enumerate(self.shares) for c in s}
+        # env-pool stepping (seer.vector._pool): a worker's copies are a shard
+        self.num_shards = self.num_workers
+        self.copy_ranges = [(s[0], s[-1] + 1) for s in self.shares]
+        self.inflight: dict[int, int] = {}  # worker -> its REQ number
+        self._done_shards: list[int] = []
+        self._acc: list = []
         self.procs: list[_Proc] = []
         self.child: dict[int, _Proc] = {}
         self._shared_box = [None]
@@ -574,6 +603,84 @@ class ProcessBackend:
         self._restart_msgs = getattr(self, "_restart_msgs", {})
         self._restart_msgs[p.w] = [("restart", c, tb) for c in p.copies] + list(ready[1])
 
+    # ---- env-pool stepping (seer.vector._pool.EnvPool) -----------------------------------------
+
+    def submit(self, shards) -> None:
+        """Step the copies of workers ``shards`` (their action rows are in
+        place) without waiting: one REQ store each."""
+        self._check()
+        self._fence()
+        for w in shards:
+            at = self.shared.line(w) + REQ
+            req = int(self.ctl[at]) + 1
+            self.inflight[w] = req
+            if w in self.child:
+                self.ctl[at] = req  # the publishing store
+            # the inline share (worker 0 is this process) runs in collect
+
+    def collect(self, min_shards=None, timeout=None) -> tuple[list, list]:
+        """Gather in-flight env-pool steps: all (``min_shards=None``) or at
+        least ``min_shards`` plus any others done by then; (shards, messages).
+        ``timeout`` raises ``multiprocessing.TimeoutError`` with too few done
+        (those done stay gathered for the next call)."""
+        self._check()
+        ctl, inflight = self.ctl, self.inflight
+        if 0 in inflight and 0 not in self.child:  # our own share first
+            r = self.runner
+            r.msgs = []
+            for c in self.shares[0]:
+                r.step(c)
+            del inflight[0]
+            self._acc += r.msgs
+            self._done_shards.append(0)
+        total = len(self._done_shards) + len(inflight)
+        need = total if min_shards is None else min(int(min_shards), total)
+        t0 = time.perf_counter()
+        next_check, dt = t0 + 0.002, 20e-6
+        while True:
+            for w in [w for w, req in inflight.items() if ctl[self.shared.line(w) + REQDONE] == req]:
+                self._fence()
+                del inflight[w]
+                self._acc += self._count(self._read_msgs(w))
+                self._done_shards.append(w)
+            if len(self._done_shards) >= need:
+                break
+            now = time.perf_counter()
+            if now >= next_check:
+                next_check = now + 0.002
+                for p in self._dead():
+                    if p.w in inflight:
+                        del inflight[p.w]
+                        self._worker_died(p, STEP)  # raises unless restart_failed
+                        self._acc += self._count(self._restart_msgs.pop(p.w, []))
+                        self._done_shards.append(p.w)
+            if timeout is not None and now - t0 > timeout and len(self._done_shards) < need:
+                raise mp.TimeoutError(f"the vector env's step has timed out after {timeout} s (workers "
+                                      f"{sorted(inflight)} still busy); wait again or close()")
+            if now - t0 < self._parent_yield_s:
+                os.sched_yield()
+            else:
+                time.sleep(dt)
+                dt = min(dt * 2, self._parent_sleep_cap)
+        shards, self._done_shards = sorted(self._done_shards), []
+        msgs, self._acc = self._acc, []
+        return shards, msgs
+
+    def _read_msgs(self, w: int) -> list:
+        n = int(self.ctl[self.shared.line(w) + MSGLEN])
+        if n > 0:
+            return pickle.loads(self.shared.msg[w][:n].tobytes())
+        if n < 0:
+            return pickle.loads(self.child[w].conn.recv_bytes())
+        return []
+
+    def _count(self, msgs: list) -> list:
+        """Restarts reported by worker processes (the inline runner counts its own)."""
+        for kind, c, *_ in msgs:
+            if kind == "restart":
+                self.restart_counts[c] += 1
+        return msgs
+
     def _run_inline(self, op: int, payload=None):
         r = self.runner
         if r is None:
@@ -610,6 +717,11 @@ class ProcessBackend:
         return out
 
     # ---- backend interface -------------------------------------------------------------------
+
+    @property
+    def row_ranges(self) -> list[tuple[int, int]]:
+        A = self.layout.slots
+        return [(c0 * A, c1 * A) for c0, c1 in self.copy_ranges]
 
     def reset(self, options) -> list:
         b = self.bufs
@@ -681,3 +793,21 @@ class ProcessBackend:
         finally:
             self.ctl = self.bufs = self.shared = None
             self._finalizer()
+
+
+# =============================================================================================
+# the vector env
+
+
+class ProcessVectorEnv(EnvPool, SeerVectorEnv):
+    """A :class:`~seer.vector.SeerVectorEnv` whose copies run in worker
+    processes, from ``seer.vector.make(..., backend="process")``.
+
+    On top of the whole :class:`~seer.vector.SeerVectorEnv` contract:
+    env-pool stepping (:class:`~seer.vector._pool.EnvPool`), with one shard
+    per worker process (``shard_copies[w]``: its copies):
+    :meth:`send` steps some workers' copies, :meth:`recv` returns the rows
+    of the first workers to finish, so a slow copy holds up its own worker's
+    copies only.  (A copy cannot move between processes: a PettingZoo env is
+    a Python object inside one of them.)
+    """

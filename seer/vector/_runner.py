@@ -19,15 +19,24 @@ from gymnasium.vector import AutoresetMode
 from seer.vector._layout import CopySpec, Layout, describe_copy
 
 STEP, RESET, CALL, CLOSE = 1, 2, 3, 4
+NATIVE_STEP, NATIVE_AUTORESET = 1, 2  # SEER_VEC_STEP, SEER_VEC_AUTORESET of csrc/seer_vector.h
 
 
 def make_parallel(env_fn: Callable[[], Any]):
     """``env_fn()`` as a PettingZoo ParallelEnv (AEC envs go through
-    ``pettingzoo.utils.aec_to_parallel``)."""
+    ``pettingzoo.utils.aec_to_parallel``).
+
+    It runs inside :func:`seer.stpa.nested_pool`: a copy's own SEER runtime
+    (``workers="auto"``) gets one worker, as the vector env's pool (threads,
+    processes or shards) already spreads the copies over the cores; an
+    ``env_fn`` that passes ``workers=`` explicitly gets what it asks for."""
     from pettingzoo import AECEnv
     from pettingzoo.utils.conversions import aec_to_parallel
 
-    env = env_fn()
+    from seer.stpa import nested_pool
+
+    with nested_pool():
+        env = env_fn()
     if isinstance(env, AECEnv):
         env = aec_to_parallel(env)
     for attr in ("possible_agents", "reset", "step", "observation_space", "action_space"):
@@ -68,6 +77,7 @@ class CopyRunner:
         self.restarts: dict[int, int] = dict.fromkeys(envs, 0)
         self.discrete = isinstance(layout.act_space, spaces.Discrete)
         self.msgs: list = []
+        self.vec = NativeCopies(layout, bufs, envs)
 
     # ---- writing rows ------------------------------------------------------------------------
 
@@ -165,7 +175,22 @@ class CopyRunner:
 
     # ---- ops ---------------------------------------------------------------------------------
 
+    def native_op(self, c: int) -> int:
+        """The native op for a step of copy ``c``: step, autoreset (a due
+        NEXT_STEP reset without a chosen seed), or 0 (the PettingZoo path)."""
+        if not self.vec.native[c]:
+            return 0
+        if c not in self.pending:
+            return NATIVE_STEP
+        return NATIVE_AUTORESET if self.pending[c] is None else 0
+
     def step(self, c: int) -> None:
+        op = self.native_op(c)
+        if op:
+            self.pending.pop(c, None)
+            self.vec.run(c, op)
+            self.native_done(c)
+            return
         b, A = self.b, self.A
         env = self.envs[c]
         alive_before = None
@@ -253,6 +278,39 @@ class CopyRunner:
         except Exception:
             self._failed(c, traceback.format_exc(), alive_before)
 
+    def native_done(self, c: int) -> None:
+        """After the native path stepped copy ``c`` (in C: rows, masks,
+        ``ended``): what needs Python, i.e. its failure, or its episode end."""
+        b = self.b
+        rc = int(self.vec.status[c])
+        if rc:
+            try:
+                self.envs[c].seer_native_failed(rc)
+                raise RuntimeError(f"the native step of copy {c} failed with status {rc}")
+            except Exception:
+                sl = slice(c * self.A, (c + 1) * self.A)
+                self._failed(c, traceback.format_exc(), b["alive"][sl].copy())
+            return
+        b["restarted"][c] = False
+        sl = slice(c * self.A, (c + 1) * self.A)
+        if self.L.same_step:
+            b["final_mask"][sl] = False
+        if not b["ended"][c]:
+            return
+        try:
+            if self.autoreset == AutoresetMode.NEXT_STEP:
+                self.pending[c] = None
+            elif self.autoreset == AutoresetMode.SAME_STEP:
+                b["final_obs"][sl] = b["obs"][sl]
+                b["final_mask"][sl] = b["mask"][sl]
+                env = self.envs[c]
+                obs2, info2 = env.reset()
+                self._write_obs(c, obs2, b["obs"])
+                self._write_alive(c, env)
+                self._infos(c, info2)
+        except Exception:
+            self._failed(c, traceback.format_exc(), None)
+
     def reset(self, c: int, seed, options) -> None:
         b = self.b
         try:
@@ -307,6 +365,7 @@ class CopyRunner:
             return
         try:
             old = self.envs.pop(c)
+            self.vec.attach(c, None)
             try:
                 old.close()
             except Exception:
@@ -316,6 +375,7 @@ class CopyRunner:
             if not same_spaces(spec, self.specs[c]):
                 raise ValueError(f"the restarted copy {c} has other agents or spaces than the original")
             self.envs[c] = env
+            self.vec.attach(c, env)
             self.restarts[c] += 1
             self.restarted(c, alive_before)
             self.msgs.append(("restart", c, tb))
@@ -342,3 +402,76 @@ class CopyRunner:
             self._write_obs(c, obs_d, b["obs"])
             self._write_alive(c, self.envs[c])
             self._infos(c, info_d)
+
+
+class NativeCopies:
+    """seer.vector's native path (csrc/seer_vector.h): the copies whose
+    whole step runs in C, straight from the action rows into the other rows.
+
+    A copy qualifies when its env's own class (not a wrapper's forwarding)
+    has ``seer_native_copy()`` returning ``(step function, struct)`` and the
+    rows are its own spaces, unpadded; the built-in envs do.  The others
+    (and every reset) go through the PettingZoo API.
+    """
+
+    def __init__(self, layout: Layout, bufs: dict[str, np.ndarray], envs: dict[int, Any]):
+        from seer._seer_c import ffi
+
+        C = layout.num_copies
+        self.native = np.zeros(C, bool)
+        self.status = np.zeros(C, np.int32)
+        self._ok = (layout.obs_pads is None and layout.act_pads is None
+                    and isinstance(layout.act_space, spaces.Box))
+        self._agents = layout.agents
+        self._A = layout.slots
+        v = ffi.new("seer_vec_copies *")
+        self._step = ffi.new("seer_copy_step_fn[]", C)
+        self._env = ffi.new("void *[]", C)
+        self._keep = [v, bufs]
+        self._held: dict[int, Any] = {}  # each native copy's struct
+
+        def ptr(ctype, arr):
+            p = ffi.cast(ctype, ffi.from_buffer(arr, require_writable=False))
+            self._keep.append(p)
+            return p
+
+        v.num_copies, v.slots = C, layout.slots
+        v.act_row_bytes = bufs["act"][0].nbytes
+        v.obs_row_bytes = bufs["obs"][0].nbytes
+        v.act = ptr("uint8_t *", bufs["act"])
+        v.obs = ptr("uint8_t *", bufs["obs"])
+        v.rew = ptr("double *", bufs["rew"])
+        for name in ("term", "trunc", "mask", "alive", "ended"):
+            setattr(v, name, ptr("uint8_t *", bufs[name]))
+        v.step, v.env = self._step, self._env
+        v.status = ptr("int32_t *", self.status)
+        self.struct = v
+        for c, env in envs.items():
+            self.attach(c, env)
+
+    def attach(self, c: int, env) -> None:
+        """(Re)bind copy ``c`` to ``env`` (None: none)."""
+        from seer._seer_c import ffi
+
+        native = None
+        method = getattr(type(env), "seer_native_copy", None) if env is not None else None
+        if self._ok and method is not None and len(self._agents[c]) == self._A:
+            native = method(env)
+        if native is None:
+            self._step[c], self._env[c] = ffi.NULL, ffi.NULL
+            self._held.pop(c, None)
+            self.native[c] = False
+        else:
+            fn, struct = native
+            self._step[c], self._env[c] = fn, struct
+            self._held[c] = struct
+            self.native[c] = True
+
+    @property
+    def native_any(self) -> bool:
+        return bool(self.native.any())
+
+    def run(self, c: int, op: int) -> None:
+        from seer._seer_c import ffi, lib
+
+        lib.seer_vec_run_copies(self.struct, ffi.new("int32_t[1]", [c]), ffi.new("int32_t[1]", [op]), 1)

@@ -1,13 +1,17 @@
 """Thread backend: env copies are the entities of a SEER model, stepped by the
 runtime's worker pool.
 
-One vector step is one :meth:`seer.Runtime.step`: an event of kind
-``env_copy`` at time ``k`` for each copy (payload: the op), horizon ``k + 1``.
-Copies never send each other events, so the lookahead is the whole step
-length and every step is one window in which the runtime hands the copies to
-its workers.  The Python handler releases the GIL only where the copy's own
-code does (SEER's built-in envs run their event streams in C with the GIL
-released; pure-Python envs gain nothing from threads: use the process
+One vector step is one :meth:`seer.Runtime.step`: an event at time ``k``
+for each copy, horizon ``k + 1``.  Copies never send each other events, so
+the lookahead is the whole step length and every step is one window in which
+the runtime hands the copies to its workers.
+
+Two event kinds.  ``env_copy_native`` (a native handler) steps a copy that
+has seer.vector's native path (SEER's built-in envs): the copy's whole step
+runs in C, rows in and rows out, so a vector step of such copies never takes
+the GIL.  ``env_copy`` (a Python handler; payload: the op) runs every other
+op through the PettingZoo API; it releases the GIL only where the copy's own
+code does, so pure-Python envs gain nothing from threads (use the process
 backend for them).
 """
 
@@ -15,24 +19,32 @@ from __future__ import annotations
 
 import numpy as np
 
-from seer.model import EventKind, Model
+from seer.model import EventKind, Model, Native
 from seer.runtime import Runtime
 from seer.vector._layout import build_layout, describe_copy
-from seer.vector._runner import RESET, STEP, CopyRunner, make_parallel
+from seer.vector._runner import NATIVE_STEP, RESET, STEP, CopyRunner, make_parallel
+
+
+PY_KIND, NATIVE_KIND = 0, 1
 
 
 class _CopiesModel(Model):
-    """Entities: env copies.  One kind, ``env_copy``, whose payload is the op."""
+    """Entities: env copies.  Kinds: ``env_copy`` (Python; payload: the op)
+    and ``env_copy_native`` (a step through the native path)."""
 
     lookahead = 1.0
     shared_state = ()
     #: STPA must not probe by stepping: that would step the env copies
     stpa_probe = False
 
-    def __init__(self, num_copies: int, run):
+    def __init__(self, num_copies: int, run, native_copies):
         self.num_entities = num_copies
-        self.kinds = [EventKind("env_copy", run, batched=True)]
+        self.kinds = [EventKind("env_copy", run, batched=True),
+                      EventKind("env_copy_native", Native("seer_vec_copy_step"))]
         self.state = {"ops": np.zeros(num_copies, np.int64)}
+        self.native_model = native_copies
+        #: the share of copies on the native path (STPA's static feature)
+        self.native_share = 0.0
 
     def reset(self, runtime, seed):
         pass
@@ -40,9 +52,15 @@ class _CopiesModel(Model):
 
 def _auto_workers(model) -> int:
     """STPA's choice.  It cannot probe (stepping copies changes them), so its
-    documented heuristic decides: one worker for Python handlers, which
-    serialize on the GIL.  Envs that release the GIL for most of a step
-    should pass ``workers=`` explicitly (or use the process backend)."""
+    documented heuristic decides: copies that all run on the native path are
+    independent C work, one per usable core (at most one per copy); Python
+    handlers serialize on the GIL, so one worker for them.  Envs that release
+    the GIL for most of a Python step should pass ``workers=`` explicitly (or
+    use the process backend)."""
+    if model.native_share == 1.0:
+        from seer.runtime import usable_cores
+
+        return max(1, min(usable_cores(), model.num_entities))
     try:
         from seer.stpa import select_workers_for_model
 
@@ -72,7 +90,8 @@ class ThreadBackend:
         self.bufs = self.layout.allocate()
         self.runner = CopyRunner(self.layout, self.bufs, envs, specs, autoreset, env_fn, restart)
         self._options = None
-        self.model = _CopiesModel(num_copies, self._handle)
+        self.model = _CopiesModel(num_copies, self._handle, self.runner.vec.struct)
+        self.model.native_share = float(self.runner.vec.native.mean())
         if workers == "auto":
             workers = _auto_workers(self.model)
         self.num_workers = workers
@@ -81,8 +100,15 @@ class ThreadBackend:
         # holds up one worker, not a batch of copies behind it)
         self.runtime = Runtime(self.model, workers=workers, python_batch=1 if workers > 1 else 256)
         self._k = 0
-        self._ones = np.ones(num_copies, np.int32)
         self._all = np.arange(num_copies, dtype=np.int32)
+        # one step's events, pushed from these arrays (entities: the copies in
+        # order; a reset's subset is written into the front)
+        self._entities = self._all.copy()
+        self._times = np.zeros(num_copies)
+        self._kinds = np.zeros(num_copies, np.int32)
+        self._payloads = np.zeros(num_copies, np.int64)
+        self._push_ptrs = self.runtime.queue.prepare_push(self._entities, self._times, self._kinds, self._payloads)
+        self._steady_kinds()
         self.closed = False
 
     # the handler: a batch of copies (one event each) on one runtime worker
@@ -95,13 +121,59 @@ class ThreadBackend:
                 runner.reset(c, int(b["seeds"][c]) if b["seeded"][c] else None, self._options)
 
     def _run(self, copies: np.ndarray, op: int) -> list:
-        self.runner.msgs = []
+        runner = self.runner
+        runner.msgs = []
         k = self._k
-        self.runtime.schedule(copies, np.full(len(copies), float(k)), np.zeros(len(copies), np.int32),
-                              np.full(len(copies), op, np.int64))
-        self.runtime.step(float(k + 1))
-        self._k = k + 1
-        return self.runner.msgs
+        n = len(copies)
+        kinds, payloads, times = self._kinds[:n], self._payloads[:n], self._times[:n]
+        times.fill(k)
+        native = None
+        vec = runner.vec
+        if op == STEP and vec.native_any:
+            # copies is every copy (in order): index by copy
+            native = vec.native
+            if runner.pending:
+                native = native.copy()
+                for c in list(runner.pending):
+                    nop = runner.native_op(c)
+                    native[c] = nop != 0
+                    if nop:
+                        del runner.pending[c]
+                        payloads[c] = nop
+                    else:
+                        payloads[c] = op
+                    kinds[c] = NATIVE_KIND if nop else PY_KIND
+        else:
+            kinds.fill(PY_KIND)
+            payloads.fill(op)
+        dirty = native is not vec.native  # kinds/payloads differ from the steady state
+        try:
+            self.runtime.queue.push_prepared(self._push_ptrs, n)
+            self.runtime.step_quick(float(k + 1))
+            self._k = k + 1
+        finally:
+            if dirty:
+                self._steady_kinds()
+        if native is not None:
+            # what needs Python after the native steps: failures and episode ends
+            b = self.bufs
+            if b["ended"].any() or vec.status.any():
+                look = (b["ended"] | (vec.status != 0)) & native
+                for c in np.flatnonzero(look).tolist():
+                    runner.native_done(c)  # may restart a copy: a new env, maybe not native
+                self._steady_kinds()
+            if b["restarted"].any():
+                b["restarted"][native] = False
+            if self.layout.same_step:
+                b["final_mask"].reshape(-1, self.layout.slots)[native & ~b["ended"]] = False
+        return runner.msgs
+
+    def _steady_kinds(self) -> None:
+        """Kinds and payloads of a step with no reset due: native copies take
+        the native kind (these arrays are reused step after step)."""
+        native = self.runner.vec.native
+        self._kinds[:] = np.where(native, NATIVE_KIND, PY_KIND)
+        self._payloads[:] = np.where(native, NATIVE_STEP, STEP)
 
     # ---- backend interface -------------------------------------------------------------------
 
@@ -109,9 +181,11 @@ class ThreadBackend:
         self._options = options
         try:
             sel = np.flatnonzero(self.bufs["select"]).astype(np.int32)
+            self._entities[:len(sel)] = sel
             return self._run(sel, RESET)
         finally:
             self._options = None
+            self._entities[:] = self._all
 
     def step_async(self) -> None:
         self._msgs = self._run(self._all, STEP)

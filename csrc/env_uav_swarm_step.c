@@ -1,0 +1,384 @@
+/* UAV swarm: a whole env step in C (see env_uav_swarm.h).
+ *
+ * Every float expression mirrors the numpy readout of envs/_uav_reference.py
+ * (NumpyReadout) operation for operation, including the order in which
+ * separation penalties are summed (numpy's bincount over the pair list), so
+ * the SEER engine and the reference stay bit-identical; -ffp-contract=off
+ * keeps the compiler from fusing multiply-adds. */
+#include "env_uav_swarm.h"
+
+#include <math.h>
+#include <string.h>
+
+static inline int64_t clamp_cell(double x, double size, int64_t n) {
+    int64_t c = (int64_t)floor(x / size);
+    return c < 0 ? 0 : (c > n - 1 ? n - 1 : c);
+}
+
+/* Counting sort of the live UAVs by cell key (ascending id within a cell,
+ * as numpy's stable argsort): start[k]..start[k+1] are cell k's items. */
+static void bucket(const uint8_t *alive, const int32_t *key, int32_t n, int64_t cells, int32_t *start,
+                   int32_t *items) {
+    memset(start, 0, sizeof(int32_t) * (size_t)(cells + 1));
+    for (int32_t i = 0; i < n; i++)
+        if (alive[i]) start[key[i] + 1]++;
+    for (int64_t k = 0; k < cells; k++) start[k + 1] += start[k];
+    int32_t live = start[cells];
+    for (int32_t i = 0; i < n; i++)
+        if (alive[i]) items[start[key[i]]++] = i;
+    /* the fill advanced start[k] to start[k + 1]: shift back */
+    for (int64_t k = cells; k > 0; k--) start[k] = start[k - 1];
+    start[0] = 0;
+    for (int32_t i = live; i < n; i++) items[i] = -1;
+}
+
+void seer_uav_prepare_step(seer_uav_env *e) {
+    const seer_uav *m = e->m;
+    const int32_t n = m->num_uavs;
+    const int64_t nx = m->grid_nx, ny = m->grid_ny, nz = m->grid_nz;
+    int32_t *key = e->sep_key; /* scratch: free until the readout */
+    for (int32_t i = 0; i < n; i++) {
+        const double *p = m->pos + 3 * (int64_t)i;
+        int32_t *c = e->cell_of + 3 * (int64_t)i;
+        c[0] = (int32_t)clamp_cell(p[0], e->cell, nx);
+        c[1] = (int32_t)clamp_cell(p[1], e->cell, ny);
+        c[2] = (int32_t)clamp_cell(p[2], e->cell, nz);
+        key[i] = (int32_t)(((int64_t)c[2] * ny + c[1]) * nx + c[0]);
+        m->energy[i] = 0.0;
+    }
+    bucket(e->alive, key, n, nx * ny * nz, e->cell_start, e->cell_items);
+}
+
+/* ---- reset ---------------------------------------------------------------- */
+
+/* SplitMix64: the env's seed stream and the initial state's draws. */
+static inline uint64_t splitmix(uint64_t *s) {
+    uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+static inline double unit(uint64_t *s) { return (double)(splitmix(s) >> 11) * 0x1.0p-53; }
+
+/* Uniform in [0, n): Lemire's multiply-shift (bias below n / 2^64). */
+static inline int32_t below(uint64_t *s, int32_t n) {
+    return (int32_t)(((unsigned __int128)splitmix(s) * (uint64_t)n) >> 64);
+}
+
+int64_t seer_uav_next_seed(seer_uav_env *e) {
+    return (int64_t)(splitmix((uint64_t *)&e->episode[SEER_UAV_EP_SEED]) & 0x7fffffff);
+}
+
+/* The first n entries of a uniform permutation of 0..slots-1 (partial
+ * Fisher-Yates), as lattice coordinates (x, y, z). */
+static void lattice_sample(seer_uav_env *e, uint64_t *rng, int32_t n, int32_t slots, int32_t *out) {
+    int32_t *perm = e->perm;
+    const int32_t side = e->lattice_side;
+    for (int32_t k = 0; k < slots; k++) perm[k] = k;
+    for (int32_t i = 0; i < n; i++) {
+        const int32_t j = i + below(rng, slots - i);
+        const int32_t t = perm[i];
+        perm[i] = perm[j];
+        perm[j] = t;
+        out[3 * i] = perm[i] % side;
+        out[3 * i + 1] = (perm[i] / side) % side;
+        out[3 * i + 2] = perm[i] / (side * side);
+    }
+}
+
+void seer_uav_initial_state(seer_uav_env *e, uint64_t seed) {
+    seer_uav *m = e->m;
+    const int32_t n = m->num_uavs, C = m->table_cap, side = e->lattice_side;
+    const int32_t slots = side * side * e->layers;
+    uint64_t rng = seed;
+    /* cell_of is rebuilt before every step: scratch for the lattice picks */
+    int32_t *start = e->cell_of;
+    lattice_sample(e, &rng, n, slots, start);
+    for (int32_t i = 0; i < n; i++)
+        for (int k = 0; k < 3; k++)
+            m->pos[3 * (int64_t)i + k] =
+                e->pad + ((double)start[3 * i + k] + 0.5) * e->start_spacing - e->jitter + 2.0 * e->jitter * unit(&rng);
+    lattice_sample(e, &rng, n, slots, start);
+    const double dims[3] = {side, side, e->layers};
+    double *target = (double *)e->target;
+    for (int32_t i = 0; i < n; i++)
+        for (int k = 0; k < 3; k++)
+            target[3 * (int64_t)i + k] =
+                e->half[k] + ((double)start[3 * i + k] - (dims[k] - 1.0) / 2.0) * e->formation_spacing;
+    memset(m->vel, 0, sizeof(double) * 3 * (size_t)n);
+    memset(e->acc, 0, sizeof(double) * 3 * (size_t)n);
+    memset(m->energy, 0, sizeof(double) * (size_t)n);
+    memset(e->alive, 1, (size_t)n);
+    memset(m->bcast, 0, sizeof(double) * 6 * (size_t)n);
+    memset(m->nb_state, 0, sizeof(double) * 6 * (size_t)C * (size_t)n);
+    memset(m->nb_count, 0, sizeof(int32_t) * (size_t)n);
+    memset(m->sent, 0, sizeof(int64_t) * (size_t)n);
+    memset(m->received, 0, sizeof(int64_t) * (size_t)n);
+    memset(e->cell_of, 0, sizeof(int32_t) * 3 * (size_t)n);
+    for (int32_t i = 0; i < n; i++) {
+        m->bcast_tick[i] = -1;
+        for (int32_t s = 0; s < C; s++) {
+            m->nb_src[(int64_t)C * i + s] = -1;
+            m->nb_tick[(int64_t)C * i + s] = -1;
+        }
+    }
+}
+
+int seer_uav_env_reset(seer_uav_env *e, uint64_t seed) {
+    const int32_t n = e->m->num_uavs;
+    seer_rt_reset(e->rt, seed);
+    seer_uav_initial_state(e, seed);
+    for (int32_t i = 0; i < n; i++) { /* every UAV's clock starts at tick 0 */
+        const double t = 0.0;
+        const int32_t kind = SEER_UAV_TICK;
+        const int64_t payload = 0;
+        int64_t bad = 0;
+        const int rc = seer_queue_push_many(e->q, &i, &t, &kind, &payload, NULL, NULL, 1, &bad);
+        if (rc != SEER_OK) return rc;
+    }
+    int64_t *ep = e->episode;
+    ep[SEER_UAV_EP_TICK] = ep[SEER_UAV_EP_STEPS] = ep[SEER_UAV_EP_TRUNCATED] = 0;
+    ep[SEER_UAV_EP_LIVE] = n;
+    ep[SEER_UAV_EP_VERSION]++;
+    ep[SEER_UAV_EP_SEED] = (int64_t)seed;
+    seer_uav_readout(e, 0, 1);
+    return SEER_OK;
+}
+
+/* ---- readout ------------------------------------------------------------- */
+
+/* The half of the 27 neighbour offsets (dz, dy, dx) numpy's pair search
+ * visits: (0, 0, 0) first, then the 13 lexicographically greater ones. */
+static const int8_t HALF[14][3] = {
+    {0, 0, 0},  {0, 0, 1},  {0, 1, -1}, {0, 1, 0},  {0, 1, 1}, {1, -1, -1}, {1, -1, 0},
+    {1, -1, 1}, {1, 0, -1}, {1, 0, 0},  {1, 0, 1},  {1, 1, -1}, {1, 1, 0},  {1, 1, 1},
+};
+
+/* Separation penalties and collisions over the pairs of live UAVs closer
+ * than d_safe, in numpy's pair order: UAVs by (cell, id), then offsets in
+ * HALF order, then the neighbour cell's UAVs by id (in its own cell only
+ * those after this one).  sep_a / sep_b are bincount(a, pen) and
+ * bincount(b, pen). */
+static void separation(seer_uav_env *e) {
+    const seer_uav *m = e->m;
+    const int32_t n = m->num_uavs;
+    const int64_t nx = e->sep_nx, ny = e->sep_ny, nz = e->sep_nz;
+    const double r2 = e->d_safe * e->d_safe;
+    memset(e->sep_a, 0, sizeof(double) * (size_t)n);
+    memset(e->sep_b, 0, sizeof(double) * (size_t)n);
+    memset(e->collided, 0, (size_t)n);
+    for (int32_t i = 0; i < n; i++) {
+        const double *p = m->pos + 3 * (int64_t)i;
+        const int64_t x = clamp_cell(p[0], e->d_safe, nx), y = clamp_cell(p[1], e->d_safe, ny),
+                      z = clamp_cell(p[2], e->d_safe, nz);
+        e->sep_key[i] = (int32_t)((z * ny + y) * nx + x);
+    }
+    const int64_t cells = nx * ny * nz;
+    bucket(e->alive, e->sep_key, n, cells, e->sep_start, e->sep_items);
+    const int32_t live = e->sep_start[cells];
+    for (int32_t r = 0; r < live; r++) {
+        const int32_t a = e->sep_items[r];
+        const int64_t k = e->sep_key[a];
+        const int64_t x = k % nx, y = (k / nx) % ny, z = k / (nx * ny);
+        const double *pa = m->pos + 3 * (int64_t)a;
+        for (int o = 0; o < 14; o++) {
+            const int64_t zz = z + HALF[o][0], yy = y + HALF[o][1], xx = x + HALF[o][2];
+            if (xx < 0 || xx >= nx || yy < 0 || yy >= ny || zz < 0 || zz >= nz) continue;
+            const int64_t kk = (zz * ny + yy) * nx + xx;
+            const int32_t lo = o == 0 ? r + 1 : e->sep_start[kk];
+            for (int32_t q = lo; q < e->sep_start[kk + 1]; q++) {
+                const int32_t b = e->sep_items[q];
+                const double *pb = m->pos + 3 * (int64_t)b;
+                const double d0 = pb[0] - pa[0], d1 = pb[1] - pa[1], d2 = pb[2] - pa[2];
+                const double dd = d0 * d0 + d1 * d1 + d2 * d2;
+                if (!(dd < r2)) continue;
+                const double d = sqrt(dd);
+                const double pen = (e->d_safe - d) / e->d_safe;
+                e->sep_a[a] += pen;
+                e->sep_b[b] += pen;
+                if (d < e->d_col) e->collided[a] = e->collided[b] = 1;
+            }
+        }
+    }
+}
+
+static inline float clip(float v, float bound) {
+    return v < -bound ? -bound : (v > bound ? bound : v);
+}
+
+static void observe(seer_uav_env *e, int64_t J) {
+    const seer_uav *m = e->m;
+    const int32_t n = m->num_uavs, C = m->table_cap, K = e->k_neighbors, D = e->obs_dim;
+    const float bound = (float)e->obs_bound;
+    const double two_vmax = 2.0 * m->v_max;
+    const int64_t oldest = J - e->max_age_ticks;
+    double key[SEER_UAV_MAX_TABLE];
+    int32_t slot[SEER_UAV_MAX_TABLE];
+    for (int32_t i = 0; i < n; i++) {
+        float *o = e->obs + (int64_t)D * i;
+        const double *p = m->pos + 3 * (int64_t)i, *v = m->vel + 3 * (int64_t)i;
+        const double *g = e->target + 3 * (int64_t)i;
+        for (int k = 0; k < 3; k++) {
+            o[k] = (float)((p[k] - e->centre[k]) / e->half[k]);
+            o[3 + k] = (float)(v[k] / m->v_max);
+            o[6 + k] = (float)((g[k] - p[k]) / e->target_scale);
+        }
+        memset(o + 9, 0, sizeof(float) * (size_t)(D - 9));
+        /* fresh table entries, nearest first: a stable insertion sort on
+         * numpy's key row * 1024 + min(d2, 1023) (slots are in sender order) */
+        const int32_t cnt = m->nb_count[i];
+        const int64_t *tk = m->nb_tick + (int64_t)C * i;
+        const double *st = m->nb_state + (int64_t)6 * C * i;
+        int32_t used = 0;
+        for (int32_t s = 0; s < cnt && s < C; s++) {
+            if (tk[s] < oldest) continue;
+            const double *q = st + 6 * (int64_t)s;
+            const double r0 = q[0] - p[0], r1 = q[1] - p[1], r2 = q[2] - p[2];
+            const double d2 = r0 * r0 + r1 * r1 + r2 * r2;
+            const double kv = (double)i * 1024.0 + (d2 < 1023.0 ? d2 : 1023.0);
+            int32_t at = used++;
+            while (at > 0 && key[at - 1] > kv) {
+                key[at] = key[at - 1];
+                slot[at] = slot[at - 1];
+                at--;
+            }
+            key[at] = kv;
+            slot[at] = s;
+        }
+        for (int32_t rank = 0; rank < used && rank < K; rank++) {
+            const double *q = st + 6 * (int64_t)slot[rank];
+            float *f = o + 9 + 7 * rank;
+            for (int k = 0; k < 3; k++) {
+                f[k] = (float)((q[k] - p[k]) / e->radius);
+                f[3 + k] = (float)((q[3 + k] - v[k]) / two_vmax);
+            }
+            f[6] = 1.0f;
+        }
+        for (int32_t k = 0; k < D; k++) o[k] = clip(o[k], bound);
+    }
+}
+
+void seer_uav_readout(seer_uav_env *e, int64_t J, int32_t first) {
+    const seer_uav *m = e->m;
+    const int32_t n = m->num_uavs;
+    for (int32_t i = 0; i < n; i++) {
+        const double *p = m->pos + 3 * (int64_t)i, *g = e->target + 3 * (int64_t)i;
+        const double d0 = g[0] - p[0], d1 = g[1] - p[1], d2 = g[2] - p[2];
+        e->dist[i] = sqrt(d0 * d0 + d1 * d1 + d2 * d2);
+    }
+    if (!first) {
+        separation(e);
+        for (int32_t i = 0; i < n; i++) {
+            const double *p = m->pos + 3 * (int64_t)i;
+            int out = 0;
+            for (int k = 0; k < 3; k++) out |= (p[k] < 0.0) | (p[k] > e->hi[k]);
+            e->oob[i] = (uint8_t)(out && e->alive[i]);
+            const double progress = e->prev_dist[i] - e->dist[i];
+            const double sep = e->sep_a[i] + e->sep_b[i];
+            e->reward[i] = e->w_progress * progress - e->w_energy * m->energy[i] - e->w_separation * sep -
+                           e->c_collision * (double)e->collided[i] - e->c_out_of_bounds * (double)e->oob[i] +
+                           e->r_goal * (double)(e->dist[i] < e->goal_radius);
+        }
+    }
+    memcpy(e->prev_dist, e->dist, sizeof(double) * (size_t)n);
+    observe(e, J);
+}
+
+/* ---- steps ---------------------------------------------------------------- */
+
+/* Advance one env step; the lost UAVs are still alive (see retire). */
+static int advance(seer_uav_env *e) {
+    seer_uav_prepare_step(e);
+    const int64_t J1 = e->episode[SEER_UAV_EP_TICK] + e->ticks_per_step;
+    const int rc = seer_rt_step(e->rt, (double)J1 * e->m->tick);
+    if (rc != SEER_OK) return rc;
+    e->episode[SEER_UAV_EP_TICK] = J1;
+    e->episode[SEER_UAV_EP_STEPS]++;
+    seer_uav_readout(e, J1, 0);
+    return SEER_OK;
+}
+
+/* Collided and out-of-bounds UAVs leave; max_cycles truncates the episode. */
+static void retire(seer_uav_env *e) {
+    const int32_t n = e->m->num_uavs;
+    int64_t live = 0, changed = 0;
+    for (int32_t i = 0; i < n; i++) {
+        if (e->alive[i] && (e->collided[i] | e->oob[i])) {
+            e->alive[i] = 0;
+            changed = 1;
+        }
+        live += e->alive[i];
+    }
+    if (e->episode[SEER_UAV_EP_STEPS] >= e->max_cycles) {
+        e->episode[SEER_UAV_EP_TRUNCATED] = 1;
+        changed = 1;
+    }
+    e->episode[SEER_UAV_EP_LIVE] = live;
+    e->episode[SEER_UAV_EP_VERSION] += changed;
+}
+
+int seer_uav_env_step(seer_uav_env *e) {
+    const int rc = advance(e);
+    if (rc == SEER_OK) retire(e);
+    return rc;
+}
+
+/* A copy's autoreset: every slot live again, the rows of a fresh episode. */
+static int copy_reset(seer_uav_env *e, const seer_copy_rows *rows) {
+    const int32_t n = e->m->num_uavs, D = e->obs_dim;
+    const int rc = seer_uav_env_reset(e, (uint64_t)seer_uav_next_seed(e));
+    if (rc != SEER_OK) return rc;
+    memcpy(rows->obs, e->obs, sizeof(float) * (size_t)n * (size_t)D);
+    for (int32_t i = 0; i < n; i++) {
+        rows->rew[i] = 0.0;
+        rows->term[i] = rows->trunc[i] = rows->mask[i] = 0;
+        rows->alive[i] = 1;
+    }
+    *rows->ended = 0;
+    return SEER_OK;
+}
+
+int seer_uav_copy_step(void *env, const seer_copy_rows *rows, int32_t op) {
+    seer_uav_env *e = env;
+    const int32_t n = e->m->num_uavs, D = e->obs_dim;
+    float *obs = rows->obs;
+    if (op == SEER_VEC_AUTORESET) return copy_reset(e, rows);
+    if (op != SEER_VEC_STEP) return SEER_E_ARG;
+    if (e->episode[SEER_UAV_EP_TRUNCATED] || e->episode[SEER_UAV_EP_LIVE] == 0) {
+        /* nothing to step: the copy's episode is over */
+        memset(obs, 0, sizeof(float) * (size_t)n * (size_t)D);
+        for (int32_t i = 0; i < n; i++) {
+            rows->rew[i] = 0.0;
+            rows->term[i] = rows->trunc[i] = rows->mask[i] = rows->alive[i] = 0;
+        }
+        *rows->ended = 1;
+        return SEER_OK;
+    }
+    const float *act = rows->act;
+    for (int32_t i = 0; i < n; i++)
+        if (e->alive[i])
+            for (int k = 0; k < 3; k++) e->acc[3 * (int64_t)i + k] = (double)act[3 * (int64_t)i + k] * e->a_max;
+    const int rc = advance(e);
+    if (rc != SEER_OK) return rc;
+    const uint8_t truncated = e->episode[SEER_UAV_EP_STEPS] >= e->max_cycles;
+    for (int32_t i = 0; i < n; i++) {
+        float *o = obs + (int64_t)D * i;
+        if (e->alive[i]) { /* acted in this step */
+            memcpy(o, e->obs + (int64_t)D * i, sizeof(float) * (size_t)D);
+            rows->rew[i] = e->reward[i];
+            rows->term[i] = e->collided[i] | e->oob[i];
+            rows->trunc[i] = truncated;
+            rows->mask[i] = 1;
+        } else {
+            memset(o, 0, sizeof(float) * (size_t)D);
+            rows->rew[i] = 0.0;
+            rows->term[i] = rows->trunc[i] = rows->mask[i] = 0;
+        }
+    }
+    retire(e);
+    const uint8_t over = e->episode[SEER_UAV_EP_TRUNCATED] || e->episode[SEER_UAV_EP_LIVE] == 0;
+    for (int32_t i = 0; i < n; i++) rows->alive[i] = e->alive[i] && !over;
+    *rows->ended = over;
+    return SEER_OK;
+}

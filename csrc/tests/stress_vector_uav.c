@@ -1,0 +1,334 @@
+/* Validation program for seer.vector's native path over the UAV swarm
+ * (seer_vector.c, env_uav_swarm*.c, seer_runtime.c, seer_queue.c), without
+ * Python: copies of the swarm, each with its own one-worker runtime, are
+ * the entities of an outer runtime whose native handler steps them.
+ *
+ *   stress_vector_uav [copies] [uavs] [steps] [max_workers] [seed]
+ *
+ * Runs the same actions with 1 outer worker, then 2..max_workers pthreads,
+ * and checks after every step:
+ *   - no copy failed (status 0);
+ *   - rows: a row acted (mask) only if its UAV was live before the step; a
+ *     live row after the step acted and was neither terminated nor
+ *     truncated; an ended copy has no live row; an autoreset copy has every
+ *     row live and none acted; observations are finite and within +-10;
+ *   - determinism: a hash of every row after every step is the same for
+ *     every pool size.
+ * A canary after the observation rows (and AddressSanitizer after every
+ * other buffer) catches a step writing past them.
+ * Prints "stress_vector_uav: OK ..." and exits 0, or names what broke.
+ */
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "env_uav_swarm.h"
+#include "seer_queue.h"
+#include "seer_runtime.h"
+#include "seer_vector.h"
+
+#define CANARY 0x5EE2CA11u
+#define K_NEIGHBORS 6
+#define OBS_DIM (9 + 7 * K_NEIGHBORS)
+#define TABLE 24
+
+static int failures;
+#define CHECK(cond, ...)                                      \
+    do {                                                      \
+        if (!(cond)) {                                        \
+            if (failures++ < 5) {                             \
+                fprintf(stderr, "stress_vector_uav: FAIL: "); \
+                fprintf(stderr, __VA_ARGS__);                 \
+                fprintf(stderr, "\n");                        \
+            }                                                 \
+        }                                                     \
+    } while (0)
+
+static void *zalloc(size_t n) {
+    void *p = calloc(1, n ? n : 1);
+    if (!p) {
+        fprintf(stderr, "stress_vector_uav: out of memory\n");
+        exit(2);
+    }
+    return p;
+}
+
+/* One copy: the model's arrays, its runtime, its env struct (the same
+ * constants as envs/_uav_model.py's UavConfig defaults). */
+typedef struct copy {
+    seer_uav m;
+    seer_uav_env e;
+    seer_queue *q;
+    seer_runtime *rt;
+    void *blocks[40];
+    int nblocks;
+} copy;
+
+static void *own(copy *c, size_t bytes) {
+    void *p = zalloc(bytes);
+    c->blocks[c->nblocks++] = p;
+    return p;
+}
+
+static void copy_init(copy *c, int32_t n) {
+    memset(c, 0, sizeof *c);
+    const double pad = 16.0, spacing = 8.0, cell = 8.0 + 2.0 * 10.0 * 0.1;
+    const int32_t layers = 4;
+    int32_t side = (int32_t)ceil(sqrt(ceil((double)n / layers)));
+    if (side < 1) side = 1;
+    const double hi[3] = {2 * pad + side * spacing, 2 * pad + side * spacing, 2 * pad + layers * spacing};
+    seer_uav *m = &c->m;
+    m->num_uavs = n;
+    m->table_cap = TABLE;
+    m->max_recipients = 32;
+    m->grid_nx = (int32_t)ceil(hi[0] / cell);
+    m->grid_ny = (int32_t)ceil(hi[1] / cell);
+    m->grid_nz = (int32_t)ceil(hi[2] / cell);
+    m->tick = 0.01;
+    m->radius2 = 64.0;
+    m->v_max = 10.0;
+    m->v_max2 = 100.0;
+    m->pos = own(c, sizeof(double) * 3 * n);
+    m->vel = own(c, sizeof(double) * 3 * n);
+    double *acc = own(c, sizeof(double) * 3 * n);
+    m->acc = acc;
+    double *ctrl_dt = own(c, sizeof(double) * n);
+    int32_t *period = own(c, sizeof(int32_t) * n);
+    static const int32_t periods[3] = {10, 5, 2};
+    for (int32_t i = 0; i < n; i++) {
+        period[i] = periods[i % 3];
+        ctrl_dt[i] = period[i] * 0.01;
+    }
+    m->ctrl_dt = ctrl_dt;
+    m->period = period;
+    uint8_t *alive = own(c, (size_t)n);
+    m->alive = alive;
+    m->energy = own(c, sizeof(double) * n);
+    m->bcast = own(c, sizeof(double) * 6 * n);
+    m->bcast_tick = own(c, sizeof(int64_t) * n);
+    m->nb_src = own(c, sizeof(int32_t) * TABLE * n);
+    m->nb_tick = own(c, sizeof(int64_t) * TABLE * n);
+    m->nb_state = own(c, sizeof(double) * 6 * TABLE * n);
+    m->nb_count = own(c, sizeof(int32_t) * n);
+    m->sent = own(c, sizeof(int64_t) * n);
+    m->received = own(c, sizeof(int64_t) * n);
+    double *snap_pos = own(c, sizeof(double) * 3 * n), *snap_bcast = own(c, sizeof(double) * 6 * n);
+    int64_t *snap_tick = own(c, sizeof(int64_t) * n);
+    m->snap_pos = snap_pos;
+    m->snap_bcast = snap_bcast;
+    m->snap_bcast_tick = snap_tick;
+    int32_t *cell_of = own(c, sizeof(int32_t) * 3 * n);
+    int64_t cells = (int64_t)m->grid_nx * m->grid_ny * m->grid_nz;
+    int32_t *cell_start = own(c, sizeof(int32_t) * (cells + 1)), *cell_items = own(c, sizeof(int32_t) * n);
+    m->cell_of = cell_of;
+    m->cell_start = cell_start;
+    m->cell_items = cell_items;
+
+    seer_uav_env *e = &c->e;
+    e->m = m;
+    e->ticks_per_step = 10;
+    e->k_neighbors = K_NEIGHBORS;
+    e->obs_dim = OBS_DIM;
+    e->max_age_ticks = 10;
+    e->max_cycles = 40; /* truncations as well as losses */
+    e->sep_nx = (int32_t)ceil(hi[0] / 3.0);
+    e->sep_ny = (int32_t)ceil(hi[1] / 3.0);
+    e->sep_nz = (int32_t)ceil(hi[2] / 3.0);
+    e->cell = cell;
+    e->a_max = 5.0;
+    e->radius = 8.0;
+    e->d_safe = 3.0;
+    e->d_col = 1.0;
+    e->goal_radius = 1.0;
+    e->w_progress = 1.0;
+    e->w_energy = 0.01;
+    e->w_separation = 1.0;
+    e->c_collision = 10.0;
+    e->c_out_of_bounds = 10.0;
+    e->r_goal = 0.1;
+    e->target_scale = 20.0;
+    e->obs_bound = 10.0;
+    for (int k = 0; k < 3; k++) e->centre[k] = e->half[k] = hi[k] / 2, e->hi[k] = hi[k];
+    e->lattice_side = side;
+    e->layers = layers;
+    e->start_spacing = spacing;
+    e->formation_spacing = 5.0;
+    e->pad = pad;
+    e->jitter = 1.5;
+    e->acc = acc;
+    e->alive = alive;
+    e->target = own(c, sizeof(double) * 3 * n);
+    e->cell_start = cell_start;
+    e->cell_items = cell_items;
+    e->cell_of = cell_of;
+    e->prev_dist = own(c, sizeof(double) * n);
+    e->episode = own(c, sizeof(int64_t) * SEER_UAV_EP_LEN);
+    e->obs = own(c, sizeof(float) * OBS_DIM * n);
+    e->reward = own(c, sizeof(double) * n);
+    e->collided = own(c, (size_t)n);
+    e->oob = own(c, (size_t)n);
+    e->sep_start = own(c, sizeof(int32_t) * ((size_t)e->sep_nx * e->sep_ny * e->sep_nz + 1));
+    e->sep_items = own(c, sizeof(int32_t) * n);
+    e->sep_key = own(c, sizeof(int32_t) * n);
+    e->sep_a = own(c, sizeof(double) * n);
+    e->sep_b = own(c, sizeof(double) * n);
+    e->dist = own(c, sizeof(double) * n);
+    e->perm = own(c, sizeof(int32_t) * side * side * layers);
+
+    c->q = seer_queue_new(n, 2, (uint32_t)(n * 66 + 8192));
+    c->rt = seer_rt_new(c->q, 1, 0.005, 100);
+    if (!c->q || !c->rt) {
+        fprintf(stderr, "stress_vector_uav: cannot build a copy's runtime\n");
+        exit(2);
+    }
+    seer_rt_set_handler(c->rt, SEER_UAV_TICK, seer_uav_tick);
+    seer_rt_set_handler(c->rt, SEER_UAV_RECV, seer_uav_recv);
+    seer_rt_set_model(c->rt, m);
+    seer_rt_add_snapshot(c->rt, m->pos, snap_pos, sizeof(double) * 3 * n);
+    seer_rt_add_snapshot(c->rt, m->bcast, snap_bcast, sizeof(double) * 6 * n);
+    seer_rt_add_snapshot(c->rt, m->bcast_tick, snap_tick, sizeof(int64_t) * n);
+    e->rt = c->rt;
+    e->q = c->q;
+}
+
+static void copy_free(copy *c) {
+    seer_rt_free(c->rt);
+    seer_queue_free(c->q);
+    for (int i = 0; i < c->nblocks; i++) free(c->blocks[i]);
+}
+
+static uint64_t fnv(uint64_t h, const void *p, size_t n) {
+    const unsigned char *b = p;
+    for (size_t i = 0; i < n; i++) h = (h ^ b[i]) * 0x100000001B3ull;
+    return h;
+}
+
+static void *pool_worker(void *arg) {
+    void **a = arg;
+    seer_rt_worker_main(a[0], (int32_t)(intptr_t)a[1]);
+    return NULL;
+}
+
+/* Runs every step with `workers` outer workers; returns the rows' hash. */
+static uint64_t run(int32_t copies, int32_t uavs, int32_t steps, int32_t workers, uint64_t seed) {
+    const int32_t A = uavs, R = copies * A;
+    copy *cp = zalloc(sizeof(copy) * copies);
+    /* rows as seer/vector/_layout.py lays them out, a canary word after */
+    const size_t obs_block = sizeof(float) * OBS_DIM * A, obs_bytes = obs_block * copies;
+    uint8_t *obs = zalloc(obs_bytes + sizeof(uint32_t));
+    *(uint32_t *)(obs + obs_bytes) = CANARY;
+    float *act = zalloc(sizeof(float) * 3 * R);
+    double *rew = zalloc(sizeof(double) * R);
+    uint8_t *term = zalloc(R), *trunc = zalloc(R), *mask = zalloc(R), *alive = zalloc(R), *before = zalloc(R);
+    uint8_t *ended = zalloc(copies);
+    seer_copy_step_fn *fns = zalloc(sizeof(seer_copy_step_fn) * copies);
+    void **envs = zalloc(sizeof(void *) * copies);
+    int32_t *status = zalloc(sizeof(int32_t) * copies);
+    for (int32_t c = 0; c < copies; c++) {
+        copy_init(&cp[c], uavs);
+        CHECK(seer_uav_env_reset(&cp[c].e, seed + (uint64_t)c) == SEER_OK, "reset of copy %d failed", c);
+        fns[c] = seer_uav_copy_step;
+        envs[c] = &cp[c].e;
+        memset(alive + (size_t)c * A, 1, (size_t)A);
+    }
+    seer_vec_copies v = {copies, A, 3 * sizeof(float), OBS_DIM * sizeof(float), (const uint8_t *)act, obs,
+                         rew, term, trunc, mask, alive, ended, fns, envs, status};
+    seer_queue *oq = seer_queue_new(copies, 1, (uint32_t)(copies * 4 + 1024));
+    seer_runtime *ort = seer_rt_new(oq, workers, 1.0, 200);
+    seer_rt_set_handler(ort, 0, seer_vec_copy_step);
+    seer_rt_set_model(ort, &v);
+    pthread_t *th = zalloc(sizeof(pthread_t) * workers);
+    void *(*args)[2] = zalloc(sizeof(void *[2]) * workers);
+    for (int32_t w = 1; w < workers; w++) {
+        args[w][0] = ort;
+        args[w][1] = (void *)(intptr_t)w;
+        pthread_create(&th[w], NULL, pool_worker, args[w]);
+    }
+    uint64_t h = 0xCBF29CE484222325ull, lcg = seed * 6364136223846793005ull + 1;
+    int32_t ends = 0, resets = 0;
+    int32_t *op = zalloc(sizeof(int32_t) * copies);
+    for (int32_t k = 0; k < steps; k++) {
+        for (int32_t r = 0; r < 3 * R; r++) {
+            lcg = lcg * 6364136223846793005ull + 1442695040888963407ull;
+            act[r] = (float)((double)(lcg >> 11) * 0x1.0p-53 * 2.0 - 1.0);
+        }
+        memcpy(before, alive, (size_t)R);
+        for (int32_t c = 0; c < copies; c++) {
+            op[c] = ended[c] ? SEER_VEC_AUTORESET : SEER_VEC_STEP;
+            resets += ended[c];
+            const double t = (double)k;
+            const int32_t kind = 0;
+            const int64_t payload = op[c];
+            int64_t bad;
+            CHECK(seer_queue_push_many(oq, &c, &t, &kind, &payload, NULL, NULL, 1, &bad) == SEER_OK, "push");
+        }
+        CHECK(seer_rt_step(ort, (double)(k + 1)) == SEER_OK, "outer step %d failed", k);
+        for (int32_t c = 0; c < copies; c++) {
+            const uint8_t *o = obs + obs_block * c;
+            CHECK(status[c] == 0, "copy %d failed with %d at step %d", c, status[c], k);
+            int32_t live = 0, acted = 0;
+            for (int32_t i = 0; i < A; i++) {
+                const int32_t r = c * A + i;
+                live += alive[r];
+                acted += mask[r];
+                if (op[c] == SEER_VEC_STEP) {
+                    CHECK(!mask[r] || before[r], "copy %d row %d acted while dead (step %d)", c, i, k);
+                    CHECK(!alive[r] || (mask[r] && !term[r] && !trunc[r]), "copy %d row %d live without acting", c, i);
+                    CHECK(mask[r] || (!term[r] && !trunc[r] && rew[r] == 0.0), "copy %d row %d: data without mask", c, i);
+                }
+                const float *f = (const float *)o + (size_t)OBS_DIM * i;
+                for (int32_t j = 0; j < OBS_DIM; j++)
+                    CHECK(isfinite(f[j]) && fabsf(f[j]) <= 10.0f, "copy %d row %d obs[%d] = %g", c, i, j, f[j]);
+            }
+            if (op[c] == SEER_VEC_AUTORESET)
+                CHECK(live == A && acted == 0 && !ended[c], "copy %d autoreset: %d live, %d acted", c, live, acted);
+            if (ended[c]) {
+                CHECK(live == 0, "copy %d ended with %d live rows", c, live);
+                ends++;
+            }
+            h = fnv(h, o, obs_block);
+        }
+        CHECK(*(const uint32_t *)(obs + obs_bytes) == CANARY, "a copy wrote past the observation rows");
+        h = fnv(h, rew, sizeof(double) * R);
+        h = fnv(h, term, R);
+        h = fnv(h, trunc, R);
+        h = fnv(h, mask, R);
+        h = fnv(h, alive, R);
+        h = fnv(h, ended, copies);
+    }
+    CHECK(ends > 0 && resets > 0, "no episode ended (%d) or was reset (%d): the run proves little", ends, resets);
+    seer_rt_shutdown(ort);
+    for (int32_t w = 1; w < workers; w++) pthread_join(th[w], NULL);
+    seer_rt_free(ort);
+    seer_queue_free(oq);
+    for (int32_t c = 0; c < copies; c++) copy_free(&cp[c]);
+    free(cp), free(obs), free(act), free(rew), free(term), free(trunc), free(mask), free(alive), free(before);
+    free(ended), free(fns), free(envs), free(status), free(th), free(args), free(op);
+    printf("  workers %d: %d episode ends, %d autoresets, hash %016llx\n", workers, ends, resets,
+           (unsigned long long)h);
+    return h;
+}
+
+int main(int argc, char **argv) {
+    const int32_t copies = argc > 1 ? atoi(argv[1]) : 6;
+    const int32_t uavs = argc > 2 ? atoi(argv[2]) : 12;
+    const int32_t steps = argc > 3 ? atoi(argv[3]) : 120;
+    const int32_t max_workers = argc > 4 ? atoi(argv[4]) : 3;
+    const uint64_t seed = argc > 5 ? strtoull(argv[5], NULL, 10) : 7;
+    if (copies < 1 || uavs < 1 || steps < 1 || max_workers < 1) {
+        fprintf(stderr, "usage: stress_vector_uav [copies>=1] [uavs>=1] [steps>=1] [max_workers>=1] [seed]\n");
+        return 2;
+    }
+    const uint64_t h1 = run(copies, uavs, steps, 1, seed);
+    for (int32_t w = 2; w <= max_workers; w++)
+        CHECK(run(copies, uavs, steps, w, seed) == h1, "rows with %d workers differ from 1 worker", w);
+    if (failures) {
+        fprintf(stderr, "stress_vector_uav: %d failures\n", failures);
+        return 1;
+    }
+    printf("stress_vector_uav: OK %d copies x %d UAVs, %d steps, 1..%d workers, identical rows\n", copies, uavs,
+           steps, max_workers);
+    return 0;
+}
