@@ -274,33 +274,42 @@ def gil_free_fraction(scenario: str, copies: int = 8, steps: int = 300) -> float
         envs = seer.vector.make(functools.partial(uav_env, scenario), copies, backend="thread", workers=1)
     except Exception:
         return None
-    try:
-        rt, spent = envs._backend.runtime, [0.0]
-        orig = rt.step_quick
+    import seer.vector._thread as thread_backend
 
-        def timed(h):
+    lib, spent = thread_backend.lib, [0.0]
+
+    class Timed:  # the module's cffi lib, timing the one-call native step
+        def __getattr__(self, name):
+            return getattr(lib, name)
+
+        def seer_vec_step_all(self, *args):
             t = time.perf_counter()
-            orig(h)
+            rc = lib.seer_vec_step_all(*args)
             spent[0] += time.perf_counter() - t
+            return rc
 
-        rt.step_quick = timed
+    thread_backend.lib = Timed()
+    try:
         envs.reset(seed=0)
         rng = np.random.default_rng(0)
-        act = rng.uniform(-1, 1, envs.action_space.shape).astype(np.float32)
-        for _ in range(20):
-            envs.step(act)
+        pool = [rng.uniform(-1, 1, envs.action_space.shape).astype(np.float32) for _ in range(ACTION_POOL)]
+        for k in range(20):
+            envs.step(pool[k % ACTION_POOL])
         spent[0] = 0.0
         t0 = time.perf_counter()
-        for _ in range(steps):
-            envs.step(act)
+        for k in range(steps):
+            envs.step(pool[k % ACTION_POOL])
         return spent[0] / (time.perf_counter() - t0)
-    except AttributeError:  # private attributes: best effort
-        return None
     finally:
+        thread_backend.lib = lib
         envs.close()
 
 
-UAV_SCENARIOS = ("default", "small", "large")
+UAV_CASES = (("default", 8), ("default", 16), ("small", 8), ("large", 8))
+
+
+def uav_key(scenario: str, copies: int) -> str:
+    return scenario if copies == 8 else f"{scenario} x{copies}"
 
 
 def bench_uav(args) -> dict:
@@ -309,8 +318,7 @@ def bench_uav(args) -> dict:
     except ImportError as exc:
         return {"skipped": f"uav_swarm_v0 is not available: {exc}"}
     out = {}
-    for scenario in UAV_SCENARIOS:
-        copies = 8
+    for scenario, copies in UAV_CASES:
         fn = functools.partial(uav_env, scenario)
         cands = {
             "sequential": Sequential(fn, copies),
@@ -324,8 +332,8 @@ def bench_uav(args) -> dict:
             for c in cands.values():
                 c.close()
         capacity = res.pop("_capacity")
-        f = gil_free_fraction(scenario)
-        out[scenario] = {"copies": copies, "agent_steps_per_s": res, "capacity_per_round": capacity, "gil_free_fraction": f,
+        f = gil_free_fraction(scenario, copies)
+        out[uav_key(scenario, copies)] = {"scenario": scenario, "copies": copies, "agent_steps_per_s": res, "capacity_per_round": capacity, "gil_free_fraction": f,
                          "amdahl_bound_2_threads": None if f is None else 1.0 / ((1 - f) + f / 2),
                          "thread_w2_vs_w1": res["thread_w2"]["best"] / res["thread_w1"]["best"],
                          "thread_w1_vs_sequential": res["thread_w1"]["best"] / res["sequential"]["best"],
@@ -504,10 +512,11 @@ def summary(res: dict) -> list[str]:
                     f"{s['seer_best_vs_best_other']:.2f}x | {ok(s['seer_best_vs_best_other'], 1.3)} |")
     u = res.get("uav")
     if u and "skipped" not in u:
-        for sc in UAV_SCENARIOS:
+        for sc in [uav_key(*c) for c in UAV_CASES]:
             if sc in u:
                 d = u[sc]
-                rows.append(f"| uav_swarm_v0 {sc!r} x8: thread backend workers=2 vs workers=1 | >= 1.7x | "
+                rows.append(f"| uav_swarm_v0 {d.get('scenario', sc)!r} x{d['copies']}: thread backend workers=2 vs "
+                            f"workers=1 | >= 1.7x | "
                             f"{d['thread_w2_vs_w1']:.2f}x (process backend: {d['process_w2_vs_thread_w1']:.2f}x) | "
                             f"{ok(d['thread_w2_vs_w1'], 1.7)} |")
     elif u:
@@ -580,11 +589,11 @@ def markdown(res: dict) -> str:
             L += ["## uav_swarm_v0", "", u["skipped"], ""]
         else:
             L += ["## uav_swarm_v0 (thread backend scaling)", ""] + run_line(u)
-            for sc in UAV_SCENARIOS:
+            for sc in [uav_key(*c) for c in UAV_CASES]:
                 if sc not in u:
                     continue
                 d = u[sc]
-                L += [f"### scenario {sc!r}, {d['copies']} copies, agent-steps/s", "",
+                L += [f"### scenario {d.get('scenario', sc)!r}, {d['copies']} copies, agent-steps/s", "",
                       "| candidate | best | median |", "| --- | ---: | ---: |"]
                 for k, v in d["agent_steps_per_s"].items():
                     L.append(f"| {k} | {v['best']:,.0f} | {v['median']:,.0f} |")

@@ -142,9 +142,8 @@ typedef struct seer_uav_env {
     uint8_t *collided;         /* N                                        */
     uint8_t *oob;              /* N                                        */
     /* scratch */
-    int32_t *sep_start;        /* sep_nx * sep_ny * sep_nz + 1             */
-    int32_t *sep_items;        /* N                                        */
-    int32_t *sep_key;          /* N                                        */
+    uint64_t *sep_sorted;      /* N: live UAVs as (cell << 32 | id), sorted */
+    int32_t *sep_key;          /* N: the broadcast grid's cell keys        */
     double *sep_a;             /* N                                        */
     double *sep_b;             /* N                                        */
     double *dist;              /* N                                        */

@@ -8,6 +8,7 @@
 #include "env_uav_swarm.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 static inline int64_t clamp_cell(double x, double size, int64_t n) {
@@ -155,11 +156,29 @@ static const int8_t HALF[14][3] = {
     {1, -1, 1}, {1, 0, -1}, {1, 0, 0},  {1, 0, 1},  {1, 1, -1}, {1, 1, 0},  {1, 1, 1},
 };
 
+static int cmp_u64(const void *a, const void *b) {
+    const uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* First index in sorted[lo, hi) whose cell (the high 32 bits) is >= cell. */
+static int32_t lower_cell(const uint64_t *sorted, int32_t lo, int32_t hi, uint64_t cell) {
+    const uint64_t want = cell << 32;
+    while (lo < hi) {
+        const int32_t mid = lo + (hi - lo) / 2;
+        if (sorted[mid] < want) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo;
+}
+
 /* Separation penalties and collisions over the pairs of live UAVs closer
  * than d_safe, in numpy's pair order: UAVs by (cell, id), then offsets in
  * HALF order, then the neighbour cell's UAVs by id (in its own cell only
  * those after this one).  sep_a / sep_b are bincount(a, pen) and
- * bincount(b, pen). */
+ * bincount(b, pen).  The live UAVs are sorted by (cell, id) and a cell's
+ * run is found by binary search: O(n log n), where numpy's dense cell table
+ * (as fine as d_safe over the whole world) costs O(cells) every step. */
 static void separation(seer_uav_env *e) {
     const seer_uav *m = e->m;
     const int32_t n = m->num_uavs;
@@ -168,27 +187,29 @@ static void separation(seer_uav_env *e) {
     memset(e->sep_a, 0, sizeof(double) * (size_t)n);
     memset(e->sep_b, 0, sizeof(double) * (size_t)n);
     memset(e->collided, 0, (size_t)n);
+    uint64_t *sorted = e->sep_sorted;
+    int32_t live = 0;
     for (int32_t i = 0; i < n; i++) {
+        if (!e->alive[i]) continue;
         const double *p = m->pos + 3 * (int64_t)i;
         const int64_t x = clamp_cell(p[0], e->d_safe, nx), y = clamp_cell(p[1], e->d_safe, ny),
                       z = clamp_cell(p[2], e->d_safe, nz);
-        e->sep_key[i] = (int32_t)((z * ny + y) * nx + x);
+        sorted[live++] = ((uint64_t)((z * ny + y) * nx + x) << 32) | (uint32_t)i;
     }
-    const int64_t cells = nx * ny * nz;
-    bucket(e->alive, e->sep_key, n, cells, e->sep_start, e->sep_items);
-    const int32_t live = e->sep_start[cells];
+    qsort(sorted, (size_t)live, sizeof(uint64_t), cmp_u64);
     for (int32_t r = 0; r < live; r++) {
-        const int32_t a = e->sep_items[r];
-        const int64_t k = e->sep_key[a];
+        const int32_t a = (int32_t)(uint32_t)sorted[r];
+        const int64_t k = (int64_t)(sorted[r] >> 32);
         const int64_t x = k % nx, y = (k / nx) % ny, z = k / (nx * ny);
         const double *pa = m->pos + 3 * (int64_t)a;
         for (int o = 0; o < 14; o++) {
             const int64_t zz = z + HALF[o][0], yy = y + HALF[o][1], xx = x + HALF[o][2];
             if (xx < 0 || xx >= nx || yy < 0 || yy >= ny || zz < 0 || zz >= nz) continue;
-            const int64_t kk = (zz * ny + yy) * nx + xx;
-            const int32_t lo = o == 0 ? r + 1 : e->sep_start[kk];
-            for (int32_t q = lo; q < e->sep_start[kk + 1]; q++) {
-                const int32_t b = e->sep_items[q];
+            const uint64_t kk = (uint64_t)((zz * ny + yy) * nx + xx);
+            /* offsets after (0, 0, 0) only look at greater cells */
+            int32_t q = o == 0 ? r + 1 : lower_cell(sorted, r + 1, live, kk);
+            for (; q < live && (sorted[q] >> 32) == kk; q++) {
+                const int32_t b = (int32_t)(uint32_t)sorted[q];
                 const double *pb = m->pos + 3 * (int64_t)b;
                 const double d0 = pb[0] - pa[0], d1 = pb[1] - pa[1], d2 = pb[2] - pa[2];
                 const double dd = d0 * d0 + d1 * d1 + d2 * d2;

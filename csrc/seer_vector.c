@@ -21,8 +21,61 @@ static int run_copy(seer_vec_copies *v, int32_t c, int32_t op) {
 }
 
 int seer_vec_copy_step(seer_ctx *ctx, const seer_event *ev) {
-    run_copy(ctx->model, ev->entity, (int32_t)ev->payload);
+    seer_vec_copies *v = ctx->model;
+    run_copy(v, v->order ? v->order[ev->entity] : ev->entity, (int32_t)ev->payload);
     return 0;
+}
+
+/* Copies by descending cost estimate (a counting sort on live rows; ties
+ * in copy order), into v->order_buf. */
+static void lpt_order(seer_vec_copies *v, const uint8_t *due) {
+    const int32_t C = v->num_copies, A = v->slots;
+    int32_t *count = v->count_buf; /* A + 2 */
+    int32_t *key = v->key_buf;
+    for (int32_t k = 0; k <= A + 1; k++) count[k] = 0;
+    for (int32_t c = 0; c < C; c++) {
+        int32_t live = 0;
+        const uint8_t *al = v->alive + (int64_t)c * A;
+        for (int32_t j = 0; j < A; j++) live += al[j];
+        key[c] = due[c] ? A : live;
+        count[A - key[c] + 1]++;
+    }
+    for (int32_t k = 0; k <= A; k++) count[k + 1] += count[k];
+    for (int32_t c = 0; c < C; c++) v->order_buf[count[A - key[c]]++] = c;
+}
+
+/* Every live row's actions within [act_lo, act_hi]; NaN fails the test. */
+int seer_vec_actions_ok(const seer_vec_copies *v) {
+    const int64_t R = (int64_t)v->num_copies * v->slots;
+    const int32_t D = v->act_dim;
+    const float lo = v->act_lo, hi = v->act_hi;
+    const float *a = (const float *)v->act;
+    for (int64_t r = 0; r < R; r++) {
+        if (!v->alive[r]) continue;
+        for (int32_t j = 0; j < D; j++) {
+            const float x = a[r * D + j];
+            if (!(x >= lo && x <= hi)) return 0;
+        }
+    }
+    return 1;
+}
+
+int seer_vec_step_all(seer_vec_copies *v, seer_runtime *rt, seer_queue *q, int32_t kind, double t, uint8_t *due) {
+    const int32_t C = v->num_copies;
+    if (v->act_check && !seer_vec_actions_ok(v)) return SEER_VEC_E_ACTION;
+    lpt_order(v, due);
+    for (int32_t e = 0; e < C; e++) {
+        const int32_t c = v->order_buf[e];
+        const int64_t op = due[c] ? SEER_VEC_AUTORESET : SEER_VEC_STEP;
+        int64_t bad;
+        const int rc = seer_queue_push_many(q, &e, &t, &kind, &op, NULL, NULL, 1, &bad);
+        if (rc != SEER_OK) return rc;
+        due[c] = 0;
+    }
+    v->order = v->order_buf;
+    const int rc = seer_rt_step(rt, t + 1.0);
+    v->order = NULL;
+    return rc;
 }
 
 int64_t seer_vec_run_copies(seer_vec_copies *v, const int32_t *copies, const int32_t *ops, int64_t n) {

@@ -26,6 +26,10 @@ typedef struct seer_copy_rows {
     uint8_t *ended;   /* 1: the copy's episode ended in this step   */
 } seer_copy_rows;
 
+/* seer_vec_step_all found an action outside [act_lo, act_hi] (or NaN) in a
+ * live row: nothing was stepped. */
+#define SEER_VEC_E_ACTION -100
+
 /* Ops of a copy step function (the payloads of seer.vector's events). */
 #define SEER_VEC_STEP 1      /* act -> everything else                            */
 #define SEER_VEC_AUTORESET 2 /* reset with the env's next seed: obs and alive rows */
@@ -49,12 +53,36 @@ typedef struct seer_vec_copies {
     seer_copy_step_fn *step;     /* num_copies; NULL: not native        */
     void **env;                  /* num_copies                          */
     int32_t *status;             /* num_copies: rc of the last step     */
+    /* seer_vec_step_all's hand-out order: during its step, entity e runs
+     * copy order[e]; NULL otherwise (entity e is copy e) */
+    int32_t *order;
+    int32_t *order_buf;          /* num_copies                          */
+    int32_t *count_buf;          /* slots + 2                           */
+    int32_t *key_buf;            /* num_copies                          */
+    /* seer_vec_step_all checks the live rows' actions first when act_check:
+     * act_dim float32 values per row, each within [act_lo, act_hi] */
+    int32_t act_check;
+    int32_t act_dim;
+    float act_lo;
+    float act_hi;
 } seer_vec_copies;
 
 /* Native handler of the thread backend's copies model (entity = copy).  A
  * copy's failure is recorded in status[copy], never fails the window: the
  * vector env reports it with the copy's index. */
 int seer_vec_copy_step(seer_ctx *ctx, const seer_event *ev);
+/* One vector step of copies that all take the native path, in one call:
+ * an event of `kind` at time t for every copy (an autoreset where due[c],
+ * which is then cleared), then the runtime's step to t + 1.  Copies go to
+ * the workers longest first (live rows, a due reset counting as a full
+ * copy: LPT order), so no worker is left with a big copy at the end.
+ * With act_check, the live rows' actions are checked before anything
+ * runs: SEER_VEC_E_ACTION if one is out of bounds or NaN (the caller names
+ * it).  Returns the runtime's status (or a push error). */
+int seer_vec_step_all(seer_vec_copies *v, seer_runtime *rt, seer_queue *q, int32_t kind, double t, uint8_t *due);
+/* 1 when every live row's actions are within [act_lo, act_hi] (the check
+ * seer_vec_step_all does first), else 0. */
+int seer_vec_actions_ok(const seer_vec_copies *v);
 /* Runs ops[k] on copies[k] for k < n, one after another; returns how many
  * failed. */
 int64_t seer_vec_run_copies(seer_vec_copies *v, const int32_t *copies, const int32_t *ops, int64_t n);

@@ -358,8 +358,7 @@ class UavModel(Model):
         e = ffi.new("seer_uav_env *")
         sep_dims = np.maximum(np.ceil(cfg.world_hi / cfg.d_safe).astype(np.int64), 1)
         self._scratch = {
-            "prev_dist": np.zeros(n), "sep_start": np.zeros(int(np.prod(sep_dims)) + 1, np.int32),
-            "sep_items": np.zeros(n, np.int32), "sep_key": np.zeros(n, np.int32),
+            "prev_dist": np.zeros(n), "sep_sorted": np.zeros(n, np.uint64), "sep_key": np.zeros(n, np.int32),
             "sep_a": np.zeros(n), "sep_b": np.zeros(n), "dist": np.zeros(n),
             "perm": np.zeros(cfg.lattice_side ** 2 * cfg.layers, np.int32),
         }
@@ -397,8 +396,9 @@ class UavModel(Model):
         e.reward = ptr("double *", self.out.reward)
         e.collided = ptr("uint8_t *", self.out.collided)
         e.oob = ptr("uint8_t *", self.out.oob)
+        ctypes = {np.dtype(np.int32): "int32_t *", np.dtype(np.uint64): "uint64_t *", np.dtype(np.float64): "double *"}
         for name, arr in self._scratch.items():
-            setattr(e, name, ptr(("int32_t *" if arr.dtype == np.int32 else "double *"), arr))
+            setattr(e, name, ptr(ctypes[arr.dtype], arr))
         self._keep = keep
         self.native_env = e
 

@@ -441,6 +441,11 @@ class Runtime:
             self._trace.add(ev[: n_ev[0]].copy(), win[: n_win[0]].copy(), int(dropped[0]))
 
     @property
+    def tracing(self) -> bool:
+        """Whether this runtime records a trace (built with ``trace=True``)."""
+        return self._trace_buffers is not None
+
+    @property
     def trace(self) -> Trace:
         """Everything recorded so far (empty unless built with ``trace=True``)."""
         return self._trace

@@ -132,3 +132,28 @@ def test_copies_built_with_workers_auto_get_one_worker_each():
         env = uav_swarm_v0.parallel_env(scenario="small")
     assert env.workers == 1 and rec[0].source == "nested"
     env.close()
+
+
+def test_bad_actions_are_named_and_nothing_steps_when_c_checks_them():
+    v = seer.vector.make(functools.partial(make, True, scenario="small", max_cycles=1000), 2, backend="thread",
+                         workers=2)
+    try:
+        assert v._native_check  # the values are checked in C, inside the step's one call
+        v.reset(seed=0)
+        act = np.zeros(v.action_space.shape, np.float32)
+        v.step(act)
+        before = [e._out.episode.copy() for e in v._backend.runner.envs.values()]
+        for bad, what in ((np.nan, "nan"), (1.5, "1.5")):
+            act[11, 2] = bad
+            with pytest.raises(ValueError, match=rf"row 11 \(copy 1, agent 'uav_3'\) is \[0.0, 0.0, {what}\]"):
+                v.step(act)
+        after = [e._out.episode.copy() for e in v._backend.runner.envs.values()]
+        assert all((a == b).all() for a, b in zip(before, after))  # no copy stepped
+        act[11, 2] = 0.0
+        alive = v._alive.copy()
+        dead = int(np.flatnonzero(~alive)[0]) if not alive.all() else None
+        if dead is not None:  # a dead row's action is ignored, whatever it holds
+            act[dead] = np.nan
+        v.step(act)
+    finally:
+        v.close()

@@ -169,8 +169,7 @@ static void copy_init(copy *c, int32_t n) {
     e->reward = own(c, sizeof(double) * n);
     e->collided = own(c, (size_t)n);
     e->oob = own(c, (size_t)n);
-    e->sep_start = own(c, sizeof(int32_t) * ((size_t)e->sep_nx * e->sep_ny * e->sep_nz + 1));
-    e->sep_items = own(c, sizeof(int32_t) * n);
+    e->sep_sorted = own(c, sizeof(uint64_t) * n);
     e->sep_key = own(c, sizeof(int32_t) * n);
     e->sep_a = own(c, sizeof(double) * n);
     e->sep_b = own(c, sizeof(double) * n);

@@ -13,6 +13,7 @@ from gymnasium.vector.utils import batch_space
 
 from seer.errors import ClosedError, HandlerError, WorkerError
 from seer.vector._layout import row_bounds
+from seer.vector._runner import ActionsRejected
 
 
 class EnvCopyError(HandlerError):
@@ -89,6 +90,12 @@ class SeerVectorEnv(VectorEnv):
             lo, hi = self._bounds
             if np.isfinite(lo).all() and np.isfinite(hi).all() and (lo == lo.min()).all() and (hi == hi.max()).all():
                 self._uniform_bounds = (float(lo.min()), float(hi.max()))
+        # the thread backend's native path can check the values in C, inside
+        # the step's one call (the error still comes from _check_actions)
+        self._native_check = False
+        native_check = getattr(backend, "check_actions_natively", None)
+        if validate_actions and self._uniform_bounds is not None and native_check is not None:
+            self._native_check = bool(native_check(*self._uniform_bounds))
         self._name = env_name or self.metadata.get("name") or "env"
         self._b = backend.bufs
         self._alive = np.zeros(self.num_envs, bool)
@@ -249,8 +256,12 @@ class SeerVectorEnv(VectorEnv):
                 f"env copies {np.flatnonzero(self._ended).tolist()} ended and autoreset_mode is DISABLED: reset "
                 f"them with options={{'reset_mask': mask}} before stepping"
             )
-        self._b["act"][...] = self._check_actions(actions)
-        self._backend.step_async()
+        self._b["act"][...] = self._check_actions(actions, values=not self._native_check)
+        try:
+            self._backend.step_async()
+        except ActionsRejected:
+            self._check_actions(actions)  # raises, naming the row and the value
+            raise ValueError("actions were rejected (NaN or out of bounds in a live row)") from None
         self._waiting = True
 
     def step_wait(self, timeout: float | None = None):
@@ -324,7 +335,9 @@ class SeerVectorEnv(VectorEnv):
 
     # ---- actions -----------------------------------------------------------------------------
 
-    def _check_actions(self, actions) -> np.ndarray:
+    def _check_actions(self, actions, values: bool = True) -> np.ndarray:
+        """``actions`` as an array of the right shape and dtype kind, and
+        (``values``) every live row's value in its space; errors name the row."""
         space = self.single_action_space
         a = np.asarray(actions)
         want = self.action_space.shape
@@ -338,11 +351,15 @@ class SeerVectorEnv(VectorEnv):
             raise ValueError(f"actions have dtype {a.dtype}: {space} needs integer actions")
         if not discrete and a.dtype.kind not in "fiu":
             raise ValueError(f"actions have dtype {a.dtype}: expected a real dtype for {space}")
-        if not self.validate_actions:
+        if not self.validate_actions or not values:
             return a
         ub = self._uniform_bounds
-        if ub is not None and a.size and a.min() >= ub[0] and a.max() <= ub[1]:
-            return a
+        if ub is not None and a.size:
+            if ub[0] == -ub[1]:  # symmetric: one pass (NaN fails it too)
+                if np.abs(a).max() <= ub[1]:
+                    return a
+            elif a.min() >= ub[0] and a.max() <= ub[1]:
+                return a
         live = self._alive
         if not live.any():
             return a

@@ -404,6 +404,11 @@ class CopyRunner:
             self._infos(c, info_d)
 
 
+class ActionsRejected(Exception):
+    """The native action check found a live row's action out of bounds or
+    NaN; nothing was stepped (the vector env then names the row)."""
+
+
 class NativeCopies:
     """seer.vector's native path (csrc/seer_vector.h): the copies whose
     whole step runs in C, straight from the action rows into the other rows.
@@ -424,6 +429,7 @@ class NativeCopies:
                     and isinstance(layout.act_space, spaces.Box))
         self._agents = layout.agents
         self._A = layout.slots
+        self._act_space = layout.act_space
         v = ffi.new("seer_vec_copies *")
         self._step = ffi.new("seer_copy_step_fn[]", C)
         self._env = ffi.new("void *[]", C)
@@ -445,6 +451,16 @@ class NativeCopies:
             setattr(v, name, ptr("uint8_t *", bufs[name]))
         v.step, v.env = self._step, self._env
         v.status = ptr("int32_t *", self.status)
+        self._order = np.zeros(C, np.int32)
+        self._count = np.zeros(layout.slots + 2, np.int32)
+        self._key = np.zeros(C, np.int32)
+        v.order = ffi.NULL
+        v.order_buf = ptr("int32_t *", self._order)
+        v.count_buf = ptr("int32_t *", self._count)
+        v.key_buf = ptr("int32_t *", self._key)
+        v.act_check = 0
+        self.due = np.zeros(C, np.uint8)  # seer_vec_step_all's autoresets due
+        self.due_ptr = ptr("uint8_t *", self.due)
         self.struct = v
         for c, env in envs.items():
             self.attach(c, env)
@@ -467,9 +483,30 @@ class NativeCopies:
             self._held[c] = struct
             self.native[c] = True
 
+    def check_actions_natively(self, lo: float, hi: float) -> bool:
+        """Let C check the live rows' actions (float32 rows, every value in
+        [lo, hi]) before a step; False when the rows are not float32."""
+        space = self._act_space
+        if not (isinstance(space, spaces.Box) and space.dtype == np.float32):
+            return False
+        v = self.struct
+        v.act_dim = int(np.prod(space.shape, dtype=np.int64))
+        v.act_lo, v.act_hi = lo, hi
+        v.act_check = 1
+        return True
+
+    def actions_ok(self) -> bool:
+        from seer._seer_c import lib
+
+        return not self.struct.act_check or bool(lib.seer_vec_actions_ok(self.struct))
+
     @property
     def native_any(self) -> bool:
         return bool(self.native.any())
+
+    @property
+    def native_all(self) -> bool:
+        return bool(self.native.all())
 
     def run(self, c: int, op: int) -> None:
         from seer._seer_c import ffi, lib

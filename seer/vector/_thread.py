@@ -19,10 +19,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from seer._seer_c import lib
 from seer.model import EventKind, Model, Native
 from seer.runtime import Runtime
 from seer.vector._layout import build_layout, describe_copy
-from seer.vector._runner import NATIVE_STEP, RESET, STEP, CopyRunner, make_parallel
+from seer.vector._runner import NATIVE_STEP, RESET, STEP, ActionsRejected, CopyRunner, make_parallel
 
 
 PY_KIND, NATIVE_KIND = 0, 1
@@ -109,6 +110,9 @@ class ThreadBackend:
         self._payloads = np.zeros(num_copies, np.int64)
         self._push_ptrs = self.runtime.queue.prepare_push(self._entities, self._times, self._kinds, self._payloads)
         self._steady_kinds()
+        # the one-call step: NEXT_STEP autoresets only (SAME_STEP resets in
+        # Python), no trace to collect
+        self._fast = autoreset.value == "NextStep" and not self.runtime.tracing
         self.closed = False
 
     # the handler: a batch of copies (one event each) on one runtime worker
@@ -119,6 +123,37 @@ class ThreadBackend:
                 runner.step(c)
             else:
                 runner.reset(c, int(b["seeds"][c]) if b["seeded"][c] else None, self._options)
+
+    def _step_all_native(self) -> list:
+        """A step of copies that all take the native path, with no reset due
+        but autoresets: one C call (seer_vec_step_all) pushes the events in
+        LPT order and runs the runtime's step."""
+        runner, vec, rt = self.runner, self.runner.vec, self.runtime
+        runner.msgs = []
+        if runner.pending:
+            vec.due[list(runner.pending)] = 1
+            runner.pending.clear()
+        rt.check_steppable()
+        k = self._k
+        rc = lib.seer_vec_step_all(vec.struct, rt.native_handle, rt.queue.native_handle, NATIVE_KIND, float(k),
+                                   vec.due_ptr)
+        if rc == lib.SEER_VEC_E_ACTION:
+            for c in np.flatnonzero(vec.due).tolist():  # still due: nothing ran
+                runner.pending[c] = None
+            vec.due[:] = 0
+            raise ActionsRejected()
+        if rc != lib.SEER_OK:
+            rt.fail(rc)
+        rt.now = float(k + 1)
+        self._k = k + 1
+        b = self.bufs
+        if b["ended"].any() or vec.status.any():
+            for c in np.flatnonzero(b["ended"] | (vec.status != 0)).tolist():
+                runner.native_done(c)
+            self._steady_kinds()
+        if b["restarted"].any():
+            b["restarted"][:] = False
+        return runner.msgs
 
     def _run(self, copies: np.ndarray, op: int) -> list:
         runner = self.runner
@@ -187,8 +222,18 @@ class ThreadBackend:
             self._options = None
             self._entities[:] = self._all
 
+    def check_actions_natively(self, lo: float, hi: float) -> bool:
+        """Whether C checks the actions (every step) instead of the vector env."""
+        return self.runner.vec.check_actions_natively(lo, hi)
+
     def step_async(self) -> None:
-        self._msgs = self._run(self._all, STEP)
+        vec, pending = self.runner.vec, self.runner.pending
+        if self._fast and vec.native_all and all(v is None for v in pending.values()):
+            self._msgs = self._step_all_native()
+        else:
+            if not vec.actions_ok():
+                raise ActionsRejected()
+            self._msgs = self._run(self._all, STEP)
 
     def step_wait(self, timeout=None) -> list:
         msgs, self._msgs = self._msgs, None
