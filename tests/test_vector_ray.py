@@ -260,6 +260,19 @@ def test_rollout_equals_stepping(ray_cluster):
 # ---- dead shards --------------------------------------------------------------------------------
 
 
+def dead(ray, actor, timeout=10.0):
+    """Wait until a killed actor is gone: ray.kill only asks for it, and a
+    call sent right after may still be served."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            ray.get(actor.ping.remote(), timeout=timeout)
+        except ray.exceptions.RayActorError:
+            return
+        time.sleep(0.05)
+    raise AssertionError("the killed actor still answers")
+
+
 def test_killed_shard_is_named_and_nothing_hangs(ray_cluster):
     ray = ray_cluster
     envs = seer.vector.make(toy, 4, num_shards=2, **RAY)
@@ -267,6 +280,7 @@ def test_killed_shard_is_named_and_nothing_hangs(ray_cluster):
     envs.step(np.zeros(12, np.int64))
     actors = envs.actors
     ray.kill(actors[1])
+    dead(ray, actors[1])
     t0 = time.monotonic()
     with pytest.raises(WorkerError) as info:
         envs.step(np.zeros(12, np.int64))
