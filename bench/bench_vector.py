@@ -226,6 +226,17 @@ def measure(cands: dict, rounds: int, seconds: float, warmup: float) -> dict:
     return out
 
 
+def measure_and_close(cands: dict, args) -> tuple[dict, list]:
+    """:func:`measure` the candidates, then close them all; (scores, cores
+    available per round)."""
+    try:
+        res = measure(cands, args.rounds, args.seconds, args.warmup)
+    finally:
+        for c in cands.values():
+            c.close()
+    return res, res.pop("_capacity")
+
+
 # ---- sections ----------------------------------------------------------------------------------
 
 
@@ -241,12 +252,7 @@ def bench_spread(args) -> dict:
     except ImportError as exc:
         print(f"  supersuit skipped: {exc}")
     cands["gymnasium_async"] = GymAsync(copies)
-    try:
-        res = measure(cands, args.rounds, args.seconds, args.warmup)
-    finally:
-        for c in cands.values():
-            c.close()
-    capacity = res.pop("_capacity")
+    res, capacity = measure_and_close(cands, args)
     seq = res["sequential"]["best"]
     seer_best = max(res["seer_process"]["best"], res["seer_process_inline"]["best"])
     others = {k: res[k]["best"] for k in ("supersuit", "gymnasium_async") if k in res}
@@ -326,12 +332,7 @@ def bench_uav(args) -> dict:
             "thread_w2": SeerVec(fn, copies, backend="thread", workers=2),
             "process_w2": SeerVec(fn, copies, backend="process", workers=2),  # inline="auto"
         }
-        try:
-            res = measure(cands, args.rounds, args.seconds, args.warmup)
-        finally:
-            for c in cands.values():
-                c.close()
-        capacity = res.pop("_capacity")
+        res, capacity = measure_and_close(cands, args)
         f = gil_free_fraction(scenario, copies)
         out[uav_key(scenario, copies)] = {"scenario": scenario, "copies": copies, "agent_steps_per_s": res, "capacity_per_round": capacity, "gil_free_fraction": f,
                          "amdahl_bound_2_threads": None if f is None else 1.0 / ((1 - f) + f / 2),
@@ -402,12 +403,7 @@ def bench_pool(args) -> dict:
         "seer_process_lockstep": SeerVec(fn, copies, backend="process", workers=2, inline=False),
         "seer_process_env_pool": SeerPool(fn, copies, backend="process", workers=2, inline=False),
     }
-    try:
-        res = measure(cands, args.rounds, args.seconds, args.warmup)
-    finally:
-        for c in cands.values():
-            c.close()
-    capacity = res.pop("_capacity")
+    res, capacity = measure_and_close(cands, args)
     return {"copies": copies, "env": "simple_spread_v3 (N=3), 5% of steps +4 ms", "agent_steps_per_s": res,
             "capacity_per_round": capacity,
             "pool_vs_lockstep": res["seer_process_env_pool"]["best"] / res["seer_process_lockstep"]["best"]}
@@ -549,7 +545,11 @@ NOTES = """## Notes
   --num-copies 8`, 886,176 agent-steps, process backend): mean episode return -24.1 over the first fifth of the run,
   -22.4 over the last (independent PPO with a shared policy learns this task slowly).
 - `sequential` is a bare loop over the ParallelEnvs with dict actions; it does not batch observations into arrays,
-  which the vector envs do (the thread backend with 1 worker shows that cost: ~10-15% on uav_swarm_v0).
+  which the vector envs do.  On uav_swarm_v0 the thread backend with 1 worker is still 1.5-4x faster than it: the
+  native path never builds the dicts.
+- Env pool: `Straggling` copies of simple_spread take 4 ms longer on 5% of their steps (a slow reset, a physics
+  hiccup); lockstep `step` waits for the slowest copy of every step, the env pool steps again whichever worker's
+  copies came back.
 """
 
 

@@ -517,6 +517,15 @@ class ProcessBackend:
             return []
         return [sentinels[s] for s in mpc.wait(list(sentinels), timeout=0)]
 
+    def _pause(self, waited: float, dt: float) -> float:
+        """One pause of the parent's wait: sched_yield for the first
+        ``yield_s``, then sleeps doubling up to the cap; the next sleep."""
+        if waited < self._parent_yield_s:
+            os.sched_yield()
+            return dt
+        time.sleep(dt)
+        return min(dt * 2, self._parent_sleep_cap)
+
     def _wait(self, timeout, op: int) -> dict[int, object]:
         """Wait for every worker to finish op ``self.gen``; return its messages."""
         ctl, gen = self.ctl, self.gen
@@ -547,11 +556,7 @@ class ProcessBackend:
             if timeout is not None and now - t0 > timeout:
                 raise mp.TimeoutError(f"the vector env's {OP_NAMES.get(op, 'op')} step has timed out after "
                                       f"{timeout} s (workers {pending} still busy); call step_wait again or close()")
-            if now - t0 < self._parent_yield_s:
-                os.sched_yield()
-            else:
-                time.sleep(dt)
-                dt = min(dt * 2, self._parent_sleep_cap)
+            dt = self._pause(now - t0, dt)
         took = time.perf_counter() - t0
         self._expect[op] = took if op not in self._expect else 0.8 * self._expect[op] + 0.2 * took
         self._fence()
@@ -657,11 +662,7 @@ class ProcessBackend:
             if timeout is not None and now - t0 > timeout and len(self._done_shards) < need:
                 raise mp.TimeoutError(f"the vector env's step has timed out after {timeout} s (workers "
                                       f"{sorted(inflight)} still busy); wait again or close()")
-            if now - t0 < self._parent_yield_s:
-                os.sched_yield()
-            else:
-                time.sleep(dt)
-                dt = min(dt * 2, self._parent_sleep_cap)
+            dt = self._pause(now - t0, dt)
         shards, self._done_shards = sorted(self._done_shards), []
         msgs, self._acc = self._acc, []
         return shards, msgs
