@@ -1,6 +1,8 @@
 """The UAV swarm model (``seer.envs.uav_swarm_v0``) as a SEER model with
 native handlers, plus the parts both implementations share: configuration,
-initial state, the broadcast grid and the step-end readout.
+state arrays, the initial state (drawn in C), the broadcast grid's layout and
+the step's outputs (:class:`StepBuffers`).  The step-end readout runs in C for
+the SEER engine; its numpy original is the reference's ``NumpyReadout``.
 
 Time.  One *tick* is 0.01 s, the gcd of the UAV periods.  An event at tick
 ``j`` has time ``j * 0.01`` (computed from the integer, in C and in Python
@@ -33,8 +35,9 @@ of tick times (``(j + 1) * 0.01`` may be one ulp under ``j * 0.01 + 0.01``)
 can never make a one-tick delay look shorter than the lookahead.  Every
 window ``[T, T + 0.005)`` holds exactly the events of one tick.
 
-The broadcast grid (cell size ``radius + 2 v_max dt``) is rebuilt in numpy
-once per env step from the step-start positions.  A UAV moves at most
+The broadcast grid (cell size ``radius + 2 v_max dt``) is rebuilt once per
+env step (in C, ``seer_uav_prepare_step``; the reference builds the same in
+numpy with :class:`BroadcastGrid`) from the step-start positions.  A UAV moves at most
 ``v_max dt`` in a step, so every pair within ``radius`` at any time of the
 step lies in neighbouring cells of that grid.  The reference does the same.
 """

@@ -21,7 +21,10 @@ period and reschedules itself; ``RECV`` delivers a neighbour's broadcast
 0.01 s after it was sent (the model's lookahead is 0.005 s, so every
 message is later than the lookahead).  The step's action event is the
 write of the commanded accelerations before ``runtime.step(t + dt)``; the
-observations and rewards are read in numpy after the step has drained.
+observations and rewards are read out after the step has drained.  The whole
+step (grid, events, readout, losses) is one C call, ``seer_uav_env_step`` in
+csrc/env_uav_swarm_step.c; seer.vector's thread backend runs it for every copy
+without the GIL.
 
 Sensing.  A broadcast reaches the (at most 32) nearest live UAVs within
 ``radius = 8 m``, found through a spatial grid (O(N) per step, not O(N^2)).
