@@ -60,8 +60,10 @@ int seer_vec_actions_ok(const seer_vec_copies *v) {
     return 1;
 }
 
-int seer_vec_step_all(seer_vec_copies *v, seer_runtime *rt, seer_queue *q, int32_t kind, double t, uint8_t *due) {
+int seer_vec_step_all(seer_vec_copies *v, seer_runtime *rt, seer_queue *q, int32_t kind, double t, uint8_t *due,
+                      int64_t *attention) {
     const int32_t C = v->num_copies;
+    *attention = 0;
     if (v->act_check && !seer_vec_actions_ok(v)) return SEER_VEC_E_ACTION;
     lpt_order(v, due);
     for (int32_t e = 0; e < C; e++) {
@@ -75,6 +77,7 @@ int seer_vec_step_all(seer_vec_copies *v, seer_runtime *rt, seer_queue *q, int32
     v->order = v->order_buf;
     const int rc = seer_rt_step(rt, t + 1.0);
     v->order = NULL;
+    for (int32_t c = 0; c < C; c++) *attention += v->ended[c] || v->status[c] != 0;
     return rc;
 }
 

@@ -78,8 +78,11 @@ int seer_vec_copy_step(seer_ctx *ctx, const seer_event *ev);
  * copy: LPT order), so no worker is left with a big copy at the end.
  * With act_check, the live rows' actions are checked before anything
  * runs: SEER_VEC_E_ACTION if one is out of bounds or NaN (the caller names
- * it).  Returns the runtime's status (or a push error). */
-int seer_vec_step_all(seer_vec_copies *v, seer_runtime *rt, seer_queue *q, int32_t kind, double t, uint8_t *due);
+ * it).  *attention counts the copies that ended or failed in the step
+ * (what the caller must look at).  Returns the runtime's status (or a push
+ * error). */
+int seer_vec_step_all(seer_vec_copies *v, seer_runtime *rt, seer_queue *q, int32_t kind, double t, uint8_t *due,
+                      int64_t *attention);
 /* 1 when every live row's actions are within [act_lo, act_hi] (the check
  * seer_vec_step_all does first), else 0. */
 int seer_vec_actions_ok(const seer_vec_copies *v);

@@ -75,6 +75,7 @@ class CopyRunner:
         self.pending: dict[int, Any] = {}  # copy -> seed of its due NEXT_STEP reset
         self.last_seed: dict[int, int | None] = dict.fromkeys(envs)
         self.restarts: dict[int, int] = dict.fromkeys(envs, 0)
+        self.any_restarts = False  # a copy was ever restarted (its rows flag it once)
         self.discrete = isinstance(layout.act_space, spaces.Discrete)
         self.msgs: list = []
         self.vec = NativeCopies(layout, bufs, envs)
@@ -394,6 +395,7 @@ class CopyRunner:
             b["trunc"][sl] = alive_before
         b["ended"][c] = True
         b["restarted"][c] = True
+        self.any_restarts = True
         seed = self.restart_seed(c)
         if self.autoreset == AutoresetMode.NEXT_STEP:
             self.pending[c] = seed
@@ -461,6 +463,8 @@ class NativeCopies:
         v.act_check = 0
         self.due = np.zeros(C, np.uint8)  # seer_vec_step_all's autoresets due
         self.due_ptr = ptr("uint8_t *", self.due)
+        self.attention = ffi.new("int64_t *")
+        self.native_all = False
         self.struct = v
         for c, env in envs.items():
             self.attach(c, env)
@@ -482,6 +486,7 @@ class NativeCopies:
             self._step[c], self._env[c] = fn, struct
             self._held[c] = struct
             self.native[c] = True
+        self.native_all = bool(self.native.all())
 
     def check_actions_natively(self, lo: float, hi: float) -> bool:
         """Let C check the live rows' actions (float32 rows, every value in
@@ -504,9 +509,6 @@ class NativeCopies:
     def native_any(self) -> bool:
         return bool(self.native.any())
 
-    @property
-    def native_all(self) -> bool:
-        return bool(self.native.all())
 
     def run(self, c: int, op: int) -> None:
         from seer._seer_c import ffi, lib

@@ -136,7 +136,7 @@ class ThreadBackend:
         rt.check_steppable()
         k = self._k
         rc = lib.seer_vec_step_all(vec.struct, rt.native_handle, rt.queue.native_handle, NATIVE_KIND, float(k),
-                                   vec.due_ptr)
+                                   vec.due_ptr, vec.attention)
         if rc == lib.SEER_VEC_E_ACTION:
             for c in np.flatnonzero(vec.due).tolist():  # still due: nothing ran
                 runner.pending[c] = None
@@ -147,11 +147,11 @@ class ThreadBackend:
         rt.now = float(k + 1)
         self._k = k + 1
         b = self.bufs
-        if b["ended"].any() or vec.status.any():
+        if vec.attention[0]:  # copies that ended or failed
             for c in np.flatnonzero(b["ended"] | (vec.status != 0)).tolist():
                 runner.native_done(c)
             self._steady_kinds()
-        if b["restarted"].any():
+        if runner.any_restarts:
             b["restarted"][:] = False
         return runner.msgs
 
