@@ -6,7 +6,9 @@
  *   stress_vector_uav [copies] [uavs] [steps] [max_workers] [seed]
  *
  * Runs the same actions with 1 outer worker, then 2..max_workers pthreads,
- * and checks after every step:
+ * stepping through the runtime's native handler on even steps and through
+ * seer_vec_step_all (LPT hand-out, action check) on odd ones, and checks
+ * after every step:
  *   - no copy failed (status 0);
  *   - rows: a row acted (mask) only if its UAV was live before the step; a
  *     live row after the step acted and was neither terminated nor
@@ -232,8 +234,11 @@ static uint64_t run(int32_t copies, int32_t uavs, int32_t steps, int32_t workers
         envs[c] = &cp[c].e;
         memset(alive + (size_t)c * A, 1, (size_t)A);
     }
+    int32_t *order = zalloc(sizeof(int32_t) * copies), *count = zalloc(sizeof(int32_t) * (A + 2));
+    int32_t *key = zalloc(sizeof(int32_t) * copies);
     seer_vec_copies v = {copies, A, 3 * sizeof(float), OBS_DIM * sizeof(float), (const uint8_t *)act, obs,
-                         rew, term, trunc, mask, alive, ended, fns, envs, status};
+                         rew, term, trunc, mask, alive, ended, fns, envs, status, NULL, order, count, key,
+                         1, 3, -1.0f, 1.0f};
     seer_queue *oq = seer_queue_new(copies, 1, (uint32_t)(copies * 4 + 1024));
     seer_runtime *ort = seer_rt_new(oq, workers, 1.0, 200);
     seer_rt_set_handler(ort, 0, seer_vec_copy_step);
@@ -248,6 +253,7 @@ static uint64_t run(int32_t copies, int32_t uavs, int32_t steps, int32_t workers
     uint64_t h = 0xCBF29CE484222325ull, lcg = seed * 6364136223846793005ull + 1;
     int32_t ends = 0, resets = 0;
     int32_t *op = zalloc(sizeof(int32_t) * copies);
+    uint8_t *due = zalloc(copies);
     for (int32_t k = 0; k < steps; k++) {
         for (int32_t r = 0; r < 3 * R; r++) {
             lcg = lcg * 6364136223846793005ull + 1442695040888963407ull;
@@ -256,14 +262,41 @@ static uint64_t run(int32_t copies, int32_t uavs, int32_t steps, int32_t workers
         memcpy(before, alive, (size_t)R);
         for (int32_t c = 0; c < copies; c++) {
             op[c] = ended[c] ? SEER_VEC_AUTORESET : SEER_VEC_STEP;
+            due[c] = ended[c];
             resets += ended[c];
-            const double t = (double)k;
-            const int32_t kind = 0;
-            const int64_t payload = op[c];
-            int64_t bad;
-            CHECK(seer_queue_push_many(oq, &c, &t, &kind, &payload, NULL, NULL, 1, &bad) == SEER_OK, "push");
         }
-        CHECK(seer_rt_step(ort, (double)(k + 1)) == SEER_OK, "outer step %d failed", k);
+        if (k % 2) {
+            /* odd steps: the one-call step (LPT hand-out, actions checked) */
+            int64_t attention = -1;
+            int32_t live_row = -1;
+            for (int32_t r = 0; r < R && live_row < 0; r++)
+                if (alive[r]) live_row = r;
+            if (k == 1 && live_row >= 0) { /* a bad action in a live row: refused, nothing runs */
+                const float keep = act[3 * live_row];
+                act[3 * live_row] = NAN;
+                CHECK(seer_vec_step_all(&v, ort, oq, 0, (double)k, due, &attention) == SEER_VEC_E_ACTION,
+                      "a NaN action was not refused");
+                CHECK(memcmp(alive, before, (size_t)R) == 0, "a refused step changed rows");
+                act[3 * live_row] = keep;
+            }
+            CHECK(seer_vec_step_all(&v, ort, oq, 0, (double)k, due, &attention) == SEER_OK, "step_all %d failed", k);
+            int64_t want = 0;
+            for (int32_t c = 0; c < copies; c++) {
+                want += ended[c] || status[c];
+                CHECK(!due[c], "copy %d still due after step_all", c);
+            }
+            CHECK(attention == want, "step_all reported %lld copies to look at, %lld ended or failed",
+                  (long long)attention, (long long)want);
+        } else {
+            for (int32_t c = 0; c < copies; c++) {
+                const double t = (double)k;
+                const int32_t kind = 0;
+                const int64_t payload = op[c];
+                int64_t bad;
+                CHECK(seer_queue_push_many(oq, &c, &t, &kind, &payload, NULL, NULL, 1, &bad) == SEER_OK, "push");
+            }
+            CHECK(seer_rt_step(ort, (double)(k + 1)) == SEER_OK, "outer step %d failed", k);
+        }
         for (int32_t c = 0; c < copies; c++) {
             const uint8_t *o = obs + obs_block * c;
             CHECK(status[c] == 0, "copy %d failed with %d at step %d", c, status[c], k);
@@ -304,7 +337,8 @@ static uint64_t run(int32_t copies, int32_t uavs, int32_t steps, int32_t workers
     seer_queue_free(oq);
     for (int32_t c = 0; c < copies; c++) copy_free(&cp[c]);
     free(cp), free(obs), free(act), free(rew), free(term), free(trunc), free(mask), free(alive), free(before);
-    free(ended), free(fns), free(envs), free(status), free(th), free(args), free(op);
+    free(ended), free(fns), free(envs), free(status), free(th), free(args), free(op), free(due);
+    free(order), free(count), free(key);
     printf("  workers %d: %d episode ends, %d autoresets, hash %016llx\n", workers, ends, resets,
            (unsigned long long)h);
     return h;
