@@ -157,3 +157,24 @@ def test_bad_actions_are_named_and_nothing_steps_when_c_checks_them():
         v.step(act)
     finally:
         v.close()
+
+
+@pytest.mark.parametrize("mode", [AutoresetMode.NEXT_STEP, AutoresetMode.SAME_STEP])
+def test_a_failing_native_copy_restarts_and_its_rows_say_so(monkeypatch, mode):
+    # every copy's queue is too small: each step fails, restart_failed replaces the copy
+    monkeypatch.setattr(M.UavModel, "queue_capacity", lambda self: self.cfg.num_uavs + 8)
+    v = seer.vector.make(functools.partial(make, True, scenario="small"), 2, backend="thread", workers=2,
+                         restart_failed=True, autoreset_mode=mode)
+    try:
+        v.reset(seed=0)
+        with pytest.warns(RuntimeWarning, match="restarted"):
+            for _ in range(5):
+                *_, infos = v.step(np.zeros(v.action_space.shape, np.float32))
+                if "restarted" in infos:
+                    break
+        assert "restarted" in infos, "no copy was restarted"
+        failed = [c for c in range(2) if infos["restarted"][8 * c]]
+        assert failed and all(infos["restarted"][8 * c:8 * c + 8].all() for c in failed)
+        assert sum(v.restarts) >= len(failed)
+    finally:
+        v.close()

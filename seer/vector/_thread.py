@@ -146,14 +146,20 @@ class ThreadBackend:
             rt.fail(rc)
         rt.now = float(k + 1)
         self._k = k + 1
-        b = self.bufs
-        if vec.attention[0]:  # copies that ended or failed
-            for c in np.flatnonzero(b["ended"] | (vec.status != 0)).tolist():
-                runner.native_done(c)
-            self._steady_kinds()
-        if runner.any_restarts:
-            b["restarted"][:] = False
+        self._after_native(vec.native, bool(vec.attention[0]))
         return runner.msgs
+
+    def _after_native(self, native: np.ndarray, attention: bool) -> None:
+        """After a step of the ``native`` copies: clear their restart flags of
+        the last step first, then hand the copies that ended or failed to
+        Python (a failure may restart a copy, which flags it again)."""
+        runner, vec, b = self.runner, self.runner.vec, self.bufs
+        if runner.any_restarts:
+            b["restarted"][native] = False
+        if attention:
+            for c in np.flatnonzero((b["ended"] | (vec.status != 0)) & native).tolist():
+                runner.native_done(c)  # may restart a copy: a new env, maybe not native
+            self._steady_kinds()
 
     def _run(self, copies: np.ndarray, op: int) -> list:
         runner = self.runner
@@ -190,15 +196,8 @@ class ThreadBackend:
             if dirty:
                 self._steady_kinds()
         if native is not None:
-            # what needs Python after the native steps: failures and episode ends
             b = self.bufs
-            if b["ended"].any() or vec.status.any():
-                look = (b["ended"] | (vec.status != 0)) & native
-                for c in np.flatnonzero(look).tolist():
-                    runner.native_done(c)  # may restart a copy: a new env, maybe not native
-                self._steady_kinds()
-            if b["restarted"].any():
-                b["restarted"][native] = False
+            self._after_native(native, bool(b["ended"].any() or vec.status.any()))
             if self.layout.same_step:
                 b["final_mask"].reshape(-1, self.layout.slots)[native & ~b["ended"]] = False
         return runner.msgs
