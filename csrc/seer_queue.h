@@ -34,6 +34,7 @@ typedef struct seer_queue seer_queue;
 #define SEER_E_HANDLER -8    /* a handler reported failure                   */
 #define SEER_E_NOMEM -9      /* allocation failed at construction            */
 #define SEER_E_ARG -10       /* other bad argument                           */
+#define SEER_E_CLOSED -11    /* the step was interrupted by seer_rt_interrupt */
 
 /* Returns NULL when memory cannot be had; sizes are checked by the caller. */
 seer_queue *seer_queue_new(int32_t num_entities, int32_t num_kinds, uint32_t capacity);

@@ -78,6 +78,10 @@ int seer_rt_step(seer_runtime *rt, double horizon);
 /* Body of pool threads 1..num_workers-1; returns after seer_rt_shutdown. */
 void seer_rt_worker_main(seer_runtime *rt, int32_t worker);
 void seer_rt_shutdown(seer_runtime *rt);
+/* From any thread: make a running step stop at its workers' next event and
+ * return SEER_E_CLOSED (close() from another thread waits for that return
+ * before it frees the runtime).  No effect on a step that already failed. */
+void seer_rt_interrupt(seer_runtime *rt);
 void seer_rt_last_error(const seer_runtime *rt, seer_error_info *out);
 int64_t seer_rt_events_total(const seer_runtime *rt);
 double seer_rt_window_end(const seer_runtime *rt, int32_t worker);

@@ -115,6 +115,12 @@ class ClosingParallelEnv(ParallelEnv):
         if self._runtime is not None:
             self._runtime.close()
 
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
     def __del__(self):
         try:
             self.close()

@@ -470,26 +470,27 @@ class SeerSim:
     def reset(self, seed: int, max_cycles: int | None = None) -> None:
         """The whole reset in C (``seer_uav_env_reset``, which seer.vector's
         native autoreset runs too)."""
-        self.model.set_max_cycles(max_cycles)
         rt = self.runtime
-        rt.check_open()
         seed = int(seed) & (2**64 - 1)
-        rc = lib.seer_uav_env_reset(self.model.native_env, seed)
-        rt.mark_reset(seed)
-        if rc != lib.SEER_OK:
-            rt.fail(rc)
+        with rt.exclusive("reset()"):
+            self.model.set_max_cycles(max_cycles)
+            rc = lib.seer_uav_env_reset(self.model.native_env, seed)
+            rt.mark_reset(seed)
+            if rc != lib.SEER_OK:
+                rt.fail(rc)
 
     def step(self) -> None:
         rt = self.runtime
-        rt.check_steppable()
-        events0 = rt.events_total()
-        rc = lib.seer_uav_env_step(self.model.native_env)
-        self.last_events = rt.events_total() - events0
-        if self._trace:
-            rt.collect_trace()
-        if rc != lib.SEER_OK:
-            rt.fail(rc)
-        rt.now = self.J * TICK_S
+        with rt.exclusive("step()"):
+            rt.check_steppable()
+            events0 = rt.events_total()
+            rc = lib.seer_uav_env_step(self.model.native_env)
+            self.last_events = rt.events_total() - events0
+            if self._trace:
+                rt.collect_trace()
+            if rc != lib.SEER_OK:
+                rt.fail(rc)
+            rt.now = self.J * TICK_S
 
     def advance(self) -> None:
         self.model.prepare_step()

@@ -181,21 +181,23 @@ class WirelessSeer:
         self.events = 0
 
     def reset(self, seed: int, layout: dict | None = None):
-        self.model.layout = layout
-        self.runtime.reset(seed)
-        self.t = 0.0
-        self.events = 0
-        self._finalize()
+        with self.runtime.exclusive("reset()"):
+            self.model.layout = layout
+            self.runtime.reset(seed)
+            self.t = 0.0
+            self.events = 0
+            self._finalize()
         return self.obs
 
     def step(self, actions: np.ndarray):
         nz = np.flatnonzero(actions)
-        if nz.size:
-            self.runtime.schedule(self._ue_ent[nz], np.full(nz.size, self.t), self._kind_action[: nz.size],
-                                  actions[nz].astype(np.int64))
-        self.t += wm.DT
-        self.events += self.runtime.step(self.t).events
-        self._finalize()
+        with self.runtime.exclusive("step()"):
+            if nz.size:
+                self.runtime.schedule(self._ue_ent[nz], np.full(nz.size, self.t), self._kind_action[: nz.size],
+                                      actions[nz].astype(np.int64))
+            self.events += self.runtime.step(self.t + wm.DT).events
+            self.t += wm.DT
+            self._finalize()
         return self.obs, self.reward
 
     def _finalize(self) -> None:

@@ -65,6 +65,7 @@ from __future__ import annotations
 import gymnasium
 import numpy as np
 
+from seer.errors import ClosedError
 from seer.envs import _uav_model as M
 from seer.envs._common import (
     ClosingParallelEnv,
@@ -205,12 +206,13 @@ class UavSwarmEnv(ClosingParallelEnv):
         agents = self.agents
         if type(actions) is dict and len(actions) == len(agents):
             try:
-                arr = np.array([actions[a] for a in agents], dtype=np.float64)
+                # no dtype= here: a cast would turn complex actions real silently
+                arr = np.array([actions[a] for a in agents])
             except (KeyError, ValueError, TypeError):
                 arr = None
-            if (arr is not None and arr.shape == (len(agents), 3) and np.isfinite(arr).all()
+            if (arr is not None and arr.dtype.kind in "fiu" and arr.shape == (len(agents), 3) and np.isfinite(arr).all()
                     and arr.min() >= -1.0 and arr.max() <= 1.0):
-                return arr
+                return arr.astype(np.float64, copy=False)
         validate_actions(actions, agents, self.action_space)
         # validate_actions found nothing wrong with the values themselves
         return np.array([np.asarray(actions[a], np.float64) for a in agents])
@@ -227,7 +229,7 @@ class UavSwarmEnv(ClosingParallelEnv):
 
     def _check_open(self):
         if self._closed:
-            raise RuntimeError("this uav_swarm_v0 env is closed")
+            raise ClosedError("this uav_swarm_v0 env is closed")
 
     def close(self):
         sim = getattr(self, "_sim", None)

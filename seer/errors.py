@@ -1,8 +1,14 @@
 """SEER's exceptions.  Each one subclasses the builtin a caller would expect."""
 
+from gymnasium.error import ClosedEnvironmentError
+
 
 class SeerError(Exception):
     """Base class of every error SEER raises on purpose."""
+
+
+class InvalidArgumentError(SeerError, ValueError, TypeError):
+    """An argument has the wrong type or value (the message names both)."""
 
 
 class InvalidEventError(SeerError, ValueError):
@@ -35,8 +41,13 @@ class HandlerError(SeerError, RuntimeError):
         self.time = time
 
 
-class ClosedError(SeerError, RuntimeError):
+class ClosedError(SeerError, RuntimeError, ClosedEnvironmentError):
     """The object was closed, by the user or after an unrecoverable failure."""
+
+
+class MisuseError(SeerError, RuntimeError):
+    """A call the object cannot take now: from a second thread while another
+    call is running, or from inside one of its own handlers."""
 
 
 class WorkerError(SeerError, RuntimeError):

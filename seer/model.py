@@ -29,7 +29,11 @@ class EventKind:
         handler: A :class:`Native` handler, or a Python callable
             ``handler(ctx, events)`` where ``events`` is a structured array
             (fields entity, time, kind, payload, source, seq) holding at most
-            one event per entity, all of this kind.
+            one event per entity, all of this kind.  The array is the
+            handler's own copy (it may keep it); ``ctx`` is valid only during
+            the call, and the handler must not call back into its runtime
+            (``step``, ``reset``, ``schedule``, ``close`` raise
+            :class:`~seer.errors.MisuseError` there).
         batched: With ``False`` a Python handler is called once per event as
             ``handler(ctx, event)``, which pins errors to one event at the
             price of one Python call each.

@@ -8,7 +8,7 @@ import numbers
 import numpy as np
 
 from seer._seer_c import ffi, lib
-from seer.errors import InvalidEventError, NotClaimedError, PastEventError, QueueFullError
+from seer.errors import InvalidArgumentError, InvalidEventError, NotClaimedError, PastEventError, QueueFullError
 
 #: Layout of one popped event; matches ``seer_event`` in csrc/seer_queue.h.
 EVENT_DTYPE = np.dtype(
@@ -139,7 +139,8 @@ class EventQueue:
                 entity was already handed).
             kinds: Integer array of event kinds.
             payloads: Optional int64 array (default zeros).
-            sources: Optional emitting entities, for tie-breaking (default -1).
+            sources: Optional emitting entities, for tie-breaking: -1 (from
+                outside, the default) or an entity id.
             seqs: Optional per-source sequence numbers (default: one
                 queue-wide counter).
         """
@@ -149,6 +150,12 @@ class EventQueue:
         knd = _as_array("kinds", kinds, np.int32, n, integer=True)
         pay = None if payloads is None else _as_array("payloads", payloads, np.int64, n, integer=True)
         src = None if sources is None else _as_array("sources", sources, np.int32, n, integer=True)
+        if src is not None and src.size and (src.min() < -1 or src.max() >= self.num_entities):
+            i = int(np.flatnonzero((src < -1) | (src >= self.num_entities))[0])
+            raise InvalidEventError(
+                f"sources value {src[i]} at index {i} is out of range: expected -1 (outside) or "
+                f"0 <= source < {self.num_entities}"
+            )
         sq = None if seqs is None else _as_array("seqs", seqs, np.uint32, n, integer=True)
         if n == 0:
             return
@@ -247,17 +254,23 @@ class EventQueue:
         """
         if not isinstance(horizon, numbers.Real) or isinstance(horizon, bool) or math.isnan(horizon):
             raise InvalidEventError(f"horizon={horizon!r} is invalid: expected a float that is not NaN")
-        if not isinstance(max_events, numbers.Integral) or max_events < 1:
-            raise ValueError(f"max_events={max_events!r} is invalid: expected an integer >= 1")
-        if per_entity is not None and (not isinstance(per_entity, numbers.Integral) or per_entity < 1):
-            raise ValueError(f"per_entity={per_entity!r} is invalid: expected None or an integer >= 1")
+        if not isinstance(max_events, numbers.Integral) or isinstance(max_events, bool) or not 1 <= max_events < 2**63:
+            raise InvalidArgumentError(f"max_events={max_events!r} is invalid: expected an integer in [1, 2**63)")
+        if per_entity is not None and (not isinstance(per_entity, numbers.Integral) or isinstance(per_entity, bool)
+                                       or not 1 <= per_entity <= _INT32.max):
+            raise InvalidArgumentError(f"per_entity={per_entity!r} is invalid: expected None or an integer in [1, {_INT32.max}]")
         if out is None:
-            out = np.empty(int(max_events), EVENT_DTYPE)
+            # no pop returns more than the pool holds
+            out = np.empty(min(int(max_events), self.capacity), EVENT_DTYPE)
+        elif not isinstance(out, np.ndarray):
+            raise InvalidArgumentError(f"out must be a numpy array of seer.EVENT_DTYPE, got {type(out).__name__}")
         elif out.dtype != EVENT_DTYPE or out.ndim != 1 or not out.flags.c_contiguous:
-            raise ValueError(f"out must be a contiguous 1-D array of EVENT_DTYPE, got {out.dtype} {out.shape}")
+            raise InvalidArgumentError(f"out must be a contiguous 1-D array of EVENT_DTYPE, got {out.dtype} {out.shape}")
+        elif not out.flags.writeable:
+            raise InvalidArgumentError("out is read-only: pop writes the events into it; pass a writeable array")
         cap = min(int(max_events), out.shape[0])
         n = lib.seer_queue_pop(
-            self._q, float(horizon), ffi.from_buffer("seer_event[]", out), cap, int(per_entity or 0)
+            self._q, float(horizon), ffi.from_buffer("seer_event[]", out, require_writable=True), cap, int(per_entity or 0)
         )
         return out[:n]
 

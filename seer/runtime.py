@@ -8,16 +8,19 @@ import numbers
 import os
 import threading
 import traceback
+import warnings
 import weakref
 
 import numpy as np
 
 from seer._seer_c import ffi, lib
+from seer.guard import CLOSE_WAIT_S, CallGuard
 from seer.errors import (
     CausalityError,
     ClosedError,
     HandlerError,
     InvalidEventError,
+    MisuseError,
     PastEventError,
     QueueFullError,
     SeerError,
@@ -65,6 +68,7 @@ class HandlerContext:
 
     @property
     def window_end(self) -> float:
+        self._core.check_handling("ctx.window_end")
         return float(lib.seer_rt_window_end(self._core.rt, self.worker))
 
     def emit(self, targets, times, kinds, payloads=None, *, sources=None) -> None:
@@ -75,6 +79,7 @@ class HandlerContext:
         at least the model's lookahead after its source's current time, an
         event to the source itself not before it.
         """
+        self._core.check_handling("ctx.emit()")
         batch = self.events
         tgt = _as_array("targets", np.atleast_1d(targets), np.int32, None, integer=True)
         n = tgt.shape[0]
@@ -101,8 +106,9 @@ class HandlerContext:
 
     def uniform(self, entities) -> np.ndarray:
         """Uniform [0, 1) draws from each entity's counter-based stream."""
-        ent = _as_array("entities", np.atleast_1d(entities), np.int32, None, integer=True)
         core = self._core
+        core.check_handling("ctx.uniform()")
+        ent = _as_array("entities", np.atleast_1d(entities), np.int32, None, integer=True)
         if ent.size and (ent.min() < 0 or ent.max() >= core.num_entities):
             raise InvalidEventError(f"entities must be in [0, {core.num_entities}), got {ent.min()}..{ent.max()}")
         out = np.empty(ent.shape[0], np.float64)
@@ -132,12 +138,26 @@ class _Core:
         self.contexts = [HandlerContext(self, w) for w in range(workers)]
         self.threads: list[threading.Thread] = []
         self.closed = False
+        self.guard = CallGuard("this Runtime")
+        self.local = self.guard.local
+
+    def check_handling(self, what: str) -> None:
+        """Calls that only a running handler may make."""
+        if self.closed:
+            raise ClosedError(f"{what}: this Runtime is closed")
+        if not self.guard.in_callback():
+            raise MisuseError(f"{what} called outside a handler: a HandlerContext is valid only inside the "
+                              f"handler call it was passed to")
 
     def dispatch(self, worker: int, kind: int, events, n: int) -> int:
         ctx = self.contexts[worker]
-        batch = np.frombuffer(ffi.buffer(events, n * EVENT_DTYPE.itemsize), EVENT_DTYPE)
+        # A copy, not a view: the worker's C buffer is reused by its next
+        # round and freed by close(), and a handler may keep what it got.
+        batch = np.frombuffer(ffi.buffer(events, n * EVENT_DTYPE.itemsize), EVENT_DTYPE).copy()
         spec = self.kinds[kind]
         ctx.events = batch
+        local = self.local
+        local.handling = True
         i = 0
         try:
             if spec.batched:
@@ -152,6 +172,7 @@ class _Core:
             return i + 1
         finally:
             ctx.events = None
+            local.handling = False
         return 0
 
     def emit_error(self, rc: int, source: int, target: int, kind: int, time: float) -> SeerError:
@@ -179,10 +200,34 @@ class _Core:
             )
         return SeerError(f"emit failed with status {rc}")
 
-    def shutdown(self) -> None:
+    def close(self, wait: float = CLOSE_WAIT_S) -> None:
+        """Close from any thread but a handler's.  A step running in another
+        thread is interrupted (it raises :class:`ClosedError`) and waited
+        for, so the C runtime is never freed under it; a step that does not
+        stop within ``wait`` seconds (a handler that never returns) frees it
+        when it does."""
         if self.closed:
             return
-        self.closed = True
+        guard = self.guard
+        if not guard.begin_close(self.interrupt, self._free, wait):
+            self.closed = True
+            warnings.warn(f"seer.Runtime.close(): {guard.busy_with} in another thread did not stop within "
+                          f"{wait} s of the interrupt (a handler that never returns?); the runtime is closed "
+                          f"and its memory is freed when that call returns", RuntimeWarning, stacklevel=3)
+            return
+        try:
+            self.closed = True
+            self._free()
+        finally:
+            guard.end_close()
+
+    def interrupt(self) -> None:
+        if self.rt != ffi.NULL:
+            lib.seer_rt_interrupt(self.rt)
+
+    def _free(self) -> None:
+        if self.rt == ffi.NULL:
+            return
         lib.seer_rt_shutdown(self.rt)
         for t in self.threads:
             t.join()
@@ -191,7 +236,10 @@ class _Core:
 
 
 def _finalize(core: _Core) -> None:
-    core.shutdown()
+    try:
+        core.close()
+    except MisuseError:  # collected from inside a handler: leave it to exit
+        pass
 
 
 @ffi.def_extern()
@@ -234,6 +282,7 @@ class Runtime:
     def __init__(self, model: Model, workers: int | str = 1, *, capacity: int | None = None,
                  trace: bool = False, trace_capacity: int = 1 << 20, seed: int = 0, python_batch: int = 256):
         _validate_model(model)
+        check_seed(seed)
         if workers == "auto":
             from seer.stpa import select_workers_for_model
 
@@ -286,26 +335,53 @@ class Runtime:
         if self._core.closed:
             raise ClosedError("this Runtime is closed")
 
+    def exclusive(self, what: str) -> "_Exclusive":
+        """Hold the runtime for a call, as :meth:`step` does: for C code that
+        steps or resets it through :attr:`native_handle` (the built-in envs).
+
+        ``with rt.exclusive("step()"): ...`` raises :class:`MisuseError` if
+        another thread holds the runtime or the caller is one of its
+        handlers, and :class:`ClosedError` if it is closed.
+        """
+        return _Exclusive(self._core, what)
+
     def reset(self, seed: int = 0) -> None:
         """Empty the queue, restart every random stream from ``seed`` and let
         the model set its initial state and events."""
-        self._check_open()
-        if not isinstance(seed, numbers.Integral) or isinstance(seed, bool) or seed < 0:
-            raise ValueError(f"seed={seed!r} is invalid: expected a non-negative integer")
-        lib.seer_rt_reset(self._core.rt, int(seed) & (2**64 - 1))
-        self._core.errors.clear()
-        self._needs_reset = None
-        self.now = 0.0
-        self.seed = int(seed)
-        self.model.reset(self, int(seed))
+        check_seed(seed)
+        core = self._core
+        core.guard.enter("reset()")
+        try:
+            lib.seer_rt_reset(core.rt, int(seed))
+            core.errors.clear()
+            self._needs_reset = None
+            self.now = 0.0
+            self.seed = int(seed)
+            self.model.reset(self, int(seed))
+        finally:
+            core.guard.leave()
 
     def close(self) -> None:
-        """Stop and join the worker threads.  Idempotent."""
-        self._finalizer()
+        """Stop and join the worker threads.  Idempotent.
+
+        From another thread while a step runs: that step is interrupted
+        (it raises :class:`ClosedError`) and close returns once it has
+        stopped.  From inside a handler: :class:`MisuseError`.
+        """
+        self._core.close()
+        if self._core.closed:
+            self._finalizer.detach()
 
     @property
     def closed(self) -> bool:
         return self._core.closed
+
+    def interrupt(self) -> None:
+        """Make a step running in another thread stop at its workers' next
+        event and raise :class:`ClosedError` (what :meth:`close` does first;
+        objects built on a runtime call it from their own ``close``).  The
+        runtime then needs :meth:`reset`."""
+        self._core.interrupt()
 
     def __enter__(self) -> "Runtime":
         return self
@@ -316,9 +392,17 @@ class Runtime:
     # ---- events -------------------------------------------------------------
 
     def schedule(self, entities, times, kinds, payloads=None) -> None:
-        """Push external events (actions, initial events); source -1."""
-        self._check_open()
-        self.queue.push_many(entities, times, kinds, payloads)
+        """Push external events (actions, initial events); source -1.
+
+        Not from a handler (use ``ctx.emit``): external events are numbered
+        in push order, which inside a step would depend on thread timing.
+        """
+        core = self._core
+        core.guard.enter("schedule()")
+        try:
+            self.queue.push_many(entities, times, kinds, payloads)
+        finally:
+            core.guard.leave()
 
     def step(self, horizon: float) -> StepStats:
         """Process every event with ``time < horizon``, then return.
@@ -328,24 +412,28 @@ class Runtime:
                 original exception is chained).  Call :meth:`reset` to go on.
             CausalityError: An event to another entity was closer than the lookahead.
         """
-        self.check_steppable()
         if not isinstance(horizon, numbers.Real) or isinstance(horizon, bool) or not math.isfinite(horizon):
             raise ValueError(f"horizon={horizon!r} is invalid: expected a finite float")
-        if horizon < self.now:
-            raise ValueError(f"horizon={horizon} is before the runtime's current time {self.now}")
         core = self._core
-        events0 = lib.seer_rt_events_total(core.rt)
-        windows0 = lib.seer_rt_windows_total(core.rt)
-        rc = lib.seer_rt_step(core.rt, float(horizon))
-        self.collect_trace()
-        if rc != lib.SEER_OK:
-            self.fail(rc)
-        self.now = float(horizon)
-        return StepStats(
-            events=int(lib.seer_rt_events_total(core.rt) - events0),
-            windows=int(lib.seer_rt_windows_total(core.rt) - windows0),
-            horizon=float(horizon),
-        )
+        core.guard.enter("step()")
+        try:
+            self.check_steppable()
+            if horizon < self.now:
+                raise ValueError(f"horizon={horizon} is before the runtime's current time {self.now}")
+            events0 = lib.seer_rt_events_total(core.rt)
+            windows0 = lib.seer_rt_windows_total(core.rt)
+            rc = lib.seer_rt_step(core.rt, float(horizon))
+            self.collect_trace()
+            if rc != lib.SEER_OK:
+                self.fail(rc)
+            self.now = float(horizon)
+            return StepStats(
+                events=int(lib.seer_rt_events_total(core.rt) - events0),
+                windows=int(lib.seer_rt_windows_total(core.rt) - windows0),
+                horizon=float(horizon),
+            )
+        finally:
+            core.guard.leave()
 
     # ---- for native steps (a model's own C code calls seer_rt_step) --------------
 
@@ -377,11 +465,20 @@ class Runtime:
 
     def events_total(self) -> int:
         """Events handled since the runtime was built."""
+        self._check_open()
         return int(lib.seer_rt_events_total(self._core.rt))
 
     def fail(self, rc: int):
         """Raise the error of a failed step (``rc`` from ``seer_rt_step``); the
         runtime then needs :meth:`reset`."""
+        core = self._core
+        if rc == lib.SEER_E_CLOSED:
+            self._needs_reset = "it was interrupted"
+            if core.guard.closed_by_other:
+                raise core.guard.closed_error()
+            raise ClosedError("this Runtime's step was interrupted (Runtime.interrupt() from another thread); "
+                              "call reset() before stepping again")
+        self._check_open()
         err = self._step_error(rc)
         self._needs_reset = str(err)
         raise err from getattr(err, "_seer_cause", None)
@@ -390,14 +487,19 @@ class Runtime:
         """:meth:`step` for a caller that already knows ``horizon`` is a
         finite float not before :attr:`now` (seer.vector's thread backend,
         once per vector step): the same errors, no :class:`StepStats`."""
-        if self._needs_reset or self._core.closed:
-            self.check_steppable()
-        rc = lib.seer_rt_step(self._core.rt, horizon)
-        if self._trace_buffers is not None:
-            self.collect_trace()
-        if rc != lib.SEER_OK:
-            self.fail(rc)
-        self.now = horizon
+        core = self._core
+        core.guard.enter("step()")
+        try:
+            if self._needs_reset or core.closed:
+                self.check_steppable()
+            rc = lib.seer_rt_step(core.rt, horizon)
+            if self._trace_buffers is not None:
+                self.collect_trace()
+            if rc != lib.SEER_OK:
+                self.fail(rc)
+            self.now = horizon
+        finally:
+            core.guard.leave()
 
     def _step_error(self, rc: int) -> SeerError:
         core = self._core
@@ -435,6 +537,7 @@ class Runtime:
         """Move what the workers recorded into :attr:`trace` (``step`` does it)."""
         if self._trace_buffers is None:
             return
+        self._check_open()
         n_ev, n_win, dropped = ffi.new("int64_t *"), ffi.new("int64_t *"), ffi.new("int64_t *")
         for w, (ev, win) in enumerate(self._trace_buffers):
             lib.seer_rt_take_trace(self._core.rt, w, n_ev, n_win, dropped)
@@ -453,6 +556,29 @@ class Runtime:
     def __repr__(self) -> str:
         return (f"Runtime({type(self.model).__name__}, workers={self.workers}, entities={self.model.num_entities}, "
                 f"now={self.now}{', closed' if self.closed else ''})")
+
+
+class _Exclusive:
+    """``with``-block form of ``_Core.enter``/``leave`` (see :meth:`Runtime.exclusive`)."""
+
+    __slots__ = ("_core", "_what")
+
+    def __init__(self, core: _Core, what: str):
+        self._core = core
+        self._what = what
+
+    def __enter__(self) -> None:
+        self._core.guard.enter(self._what)
+
+    def __exit__(self, *exc) -> None:
+        self._core.guard.leave()
+
+
+def check_seed(seed) -> int:
+    """A seed for the counter-based streams: an integer in [0, 2**64)."""
+    if not isinstance(seed, numbers.Integral) or isinstance(seed, bool) or not 0 <= seed < 2**64:
+        raise ValueError(f"seed={seed!r} is invalid: expected an integer in [0, 2**64)")
+    return int(seed)
 
 
 def _validate_model(model: Model) -> None:

@@ -163,7 +163,7 @@ def test_pop_groups_by_entity_and_orders_each_entity():
 
 
 def test_order_breaks_ties_by_source_then_seq():
-    q = EventQueue(num_entities=2, capacity=64)
+    q = EventQueue(num_entities=6, capacity=64)
     # Same entity and time; pushed in scrambled (source, seq) order.
     src = np.array([3, 1, 3, -1, 1, 2], np.int32)
     seq = np.array([7, 9, 2, 0, 4, 1], np.uint32)
@@ -176,7 +176,7 @@ def test_order_breaks_ties_by_source_then_seq():
 
 
 def test_negative_zero_is_zero():
-    q = EventQueue(num_entities=1, capacity=8)
+    q = EventQueue(num_entities=2, capacity=8)
     push(q, [0, 0], [0.0, -0.0], sources=[1, 0], seqs=[0, 0], payloads=[1, 2])
     batch = q.pop(INF)
     assert batch["payload"].tolist() == [2, 1]  # equal times: source 0 first

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import warnings
 from typing import Any
 
@@ -12,6 +13,7 @@ from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
 from seer.errors import ClosedError, HandlerError, WorkerError
+from seer.guard import CLOSE_WAIT_S, CallGuard
 from seer.vector._layout import row_bounds
 from seer.vector._runner import ActionsRejected
 
@@ -27,6 +29,31 @@ class EnvCopyError(HandlerError):
         self.worker = worker
         self.traceback = traceback
         self.errors = errors
+
+
+def one_caller(call: str):
+    """Run the method as ``call`` under the vector env's :class:`CallGuard`:
+    a second thread gets :class:`~seer.errors.MisuseError`, and a call that
+    ``close()`` from another thread interrupted raises
+    :class:`~seer.errors.ClosedError`."""
+
+    def decorate(method):
+        @functools.wraps(method)
+        def guarded(self, *args, **kwargs):
+            guard = self._guard
+            guard.enter(call)
+            try:
+                return method(self, *args, **kwargs)
+            except BaseException as exc:
+                if guard.closed_by_other:
+                    raise guard.closed_error() from exc
+                raise
+            finally:
+                guard.leave()
+
+        return guarded
+
+    return decorate
 
 
 class SeerVectorEnv(VectorEnv):
@@ -104,6 +131,7 @@ class SeerVectorEnv(VectorEnv):
         self._failed: dict[int, str] = {}
         self._reset_done = False
         self._waiting = False
+        self._guard = CallGuard("this vector env")
         self.closed = False
 
     # ---- properties --------------------------------------------------------------------------
@@ -148,6 +176,7 @@ class SeerVectorEnv(VectorEnv):
             broken = getattr(self._backend, "broken", None)
             raise ClosedError("this vector env is closed" + (f" ({broken})" if broken else ""))
 
+    @one_caller("reset()")
     def reset(self, *, seed: int | list | None = None, options: dict[str, Any] | None = None):
         """Reset every copy (or those in ``options["reset_mask"]``, a bool
         array over rows: a copy resets if any of its rows is True).
@@ -234,11 +263,13 @@ class SeerVectorEnv(VectorEnv):
 
     # ---- step --------------------------------------------------------------------------------
 
+    @one_caller("step()")
     def step(self, actions):
         """Step every copy: ``actions`` has one row per agent slot."""
         self.step_async(actions)
         return self.step_wait()
 
+    @one_caller("step_async()")
     def step_async(self, actions) -> None:
         self._check_open()
         if self._waiting:
@@ -264,6 +295,7 @@ class SeerVectorEnv(VectorEnv):
             raise ValueError("actions were rejected (NaN or out of bounds in a live row)") from None
         self._waiting = True
 
+    @one_caller("step_wait()")
     def step_wait(self, timeout: float | None = None):
         """Finish :meth:`step_async`.  ``timeout`` (seconds; process backend)
         raises ``multiprocessing.TimeoutError`` and leaves the step pending."""
@@ -396,6 +428,7 @@ class SeerVectorEnv(VectorEnv):
 
     # ---- copies ------------------------------------------------------------------------------
 
+    @one_caller("call()")
     def _call(self, kind, name, args=(), kwargs=None, values=None) -> tuple:
         self._check_open()
         if self._waiting:
@@ -433,6 +466,26 @@ class SeerVectorEnv(VectorEnv):
     def render(self) -> tuple:
         """Each copy's ``render()``."""
         return self._call("render", "render")
+
+    def close(self, **kwargs) -> None:
+        """Close every copy and the backend's workers.  Idempotent.
+
+        From another thread while a call runs: that call is interrupted (it
+        raises :class:`~seer.errors.ClosedError`) and waited for, at most
+        ``seer.guard.CLOSE_WAIT_S`` seconds; then the backend is closed in
+        any case.  From inside an env copy's code: :class:`MisuseError`.
+        """
+        if self.closed:
+            return
+        guard = self._guard
+        interrupt = getattr(self._backend, "interrupt", None)
+        taken = guard.begin_close(interrupt or (lambda: None), lambda: None, CLOSE_WAIT_S)
+        try:
+            super().close(**kwargs)
+        finally:
+            self.closed = True
+            if taken:
+                guard.end_close()
 
     def close_extras(self, **kwargs) -> None:
         self._backend.close(**kwargs) if kwargs else self._backend.close()

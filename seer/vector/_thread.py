@@ -133,18 +133,19 @@ class ThreadBackend:
         if runner.pending:
             vec.due[list(runner.pending)] = 1
             runner.pending.clear()
-        rt.check_steppable()
         k = self._k
-        rc = lib.seer_vec_step_all(vec.struct, rt.native_handle, rt.queue.native_handle, NATIVE_KIND, float(k),
-                                   vec.due_ptr, vec.attention)
-        if rc == lib.SEER_VEC_E_ACTION:
-            for c in np.flatnonzero(vec.due).tolist():  # still due: nothing ran
-                runner.pending[c] = None
-            vec.due[:] = 0
-            raise ActionsRejected()
-        if rc != lib.SEER_OK:
-            rt.fail(rc)
-        rt.now = float(k + 1)
+        with rt.exclusive("step()"):
+            rt.check_steppable()
+            rc = lib.seer_vec_step_all(vec.struct, rt.native_handle, rt.queue.native_handle, NATIVE_KIND, float(k),
+                                       vec.due_ptr, vec.attention)
+            if rc == lib.SEER_VEC_E_ACTION:
+                for c in np.flatnonzero(vec.due).tolist():  # still due: nothing ran
+                    runner.pending[c] = None
+                vec.due[:] = 0
+                raise ActionsRejected()
+            if rc != lib.SEER_OK:
+                rt.fail(rc)
+            rt.now = float(k + 1)
         self._k = k + 1
         self._after_native(vec.native, bool(vec.attention[0]))
         return runner.msgs
@@ -251,6 +252,11 @@ class ThreadBackend:
 
     def restarts(self) -> list[int]:
         return [self.runner.restarts[c] for c in range(self.layout.num_copies)]
+
+    def interrupt(self) -> None:
+        """Stop a vector step running in another thread (close() from another thread)."""
+        if not self.runtime.closed:
+            self.runtime.interrupt()
 
     def close(self) -> None:
         if self.closed:

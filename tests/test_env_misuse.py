@@ -1,0 +1,169 @@
+"""SEER's envs and the thread-backend vector env under misuse: two threads on
+one object, close from another thread during a step, calls after close, bad
+action dtypes.  Each ends in a SEER error within bounded time, never a hang."""
+
+import threading
+import time
+
+import numpy as np
+import pytest
+
+import seer
+import seer.vector
+from seer.envs import uav_swarm_v0, wireless_v0
+
+pytestmark = pytest.mark.timeout(120)
+
+
+def _uav(workers=2):
+    return uav_swarm_v0.parallel_env(scenario="large", workers=workers)
+
+
+def _wireless(workers=2):
+    return wireless_v0.parallel_env(scenario="large", workers=workers)
+
+
+def _actions(env):
+    return {a: env.action_space(a).sample() for a in env.agents}
+
+
+def _race(step_a, step_b, seconds=20.0):
+    """Run step_a in a thread and step_b here until step_b is refused with
+    MisuseError (or step_a is); return what each side raised."""
+    stop = threading.Event()
+    seen = {"a": [], "b": []}
+
+    def loop_a():
+        while not stop.is_set():
+            try:
+                step_a()
+            except seer.MisuseError as exc:
+                seen["a"].append(exc)
+
+    t = threading.Thread(target=loop_a)
+    t.start()
+    deadline = time.monotonic() + seconds
+    try:
+        while time.monotonic() < deadline and not (seen["a"] or seen["b"]):
+            try:
+                step_b()
+            except seer.MisuseError as exc:
+                seen["b"].append(exc)
+    finally:
+        stop.set()
+        t.join(30)
+    assert not t.is_alive(), "the other thread hung"
+    return seen["a"] + seen["b"]
+
+
+@pytest.mark.parametrize("make", [_uav, _wireless], ids=["uav", "wireless"])
+def test_two_threads_stepping_one_env_are_refused(make):
+    env = make()
+    env.reset(seed=0)
+    acts = _actions(env)
+
+    def step():
+        if not env.agents:
+            env.reset(seed=1)
+            return
+        env.step({a: acts[a] for a in env.agents})
+
+    refused = _race(step, step)
+    assert refused, "concurrent steps were never refused"
+    assert all("another call" in str(e) and "another thread" in str(e) for e in refused)
+    env.reset(seed=0)  # still usable
+    env.step({a: acts[a] for a in env.agents})
+    env.close()
+
+
+@pytest.mark.parametrize("make", [_uav, _wireless], ids=["uav", "wireless"])
+def test_close_from_another_thread_during_steps_ends_the_stepper(make):
+    env = make()
+    env.reset(seed=0)
+    acts = _actions(env)
+    outcome = {}
+
+    def stepper():
+        try:
+            while True:
+                if not env.agents:
+                    env.reset(seed=2)
+                env.step({a: acts[a] for a in env.agents})
+        except BaseException as exc:
+            outcome["exc"] = exc
+
+    t = threading.Thread(target=stepper)
+    t.start()
+    time.sleep(0.3)
+    env.close()
+    t.join(30)
+    assert not t.is_alive()
+    assert isinstance(outcome["exc"], seer.ClosedError), repr(outcome["exc"])
+    with pytest.raises(seer.ClosedError):
+        env.step({a: acts[a] for a in env.possible_agents})
+
+
+def _vector(num_copies=4, workers=2):
+    return seer.vector.make(lambda: uav_swarm_v0.parallel_env(scenario="large", workers=1), num_copies,
+                            backend="thread", workers=workers)
+
+
+def test_two_threads_stepping_one_thread_vector_env_are_refused():
+    envs = _vector()
+    envs.reset(seed=0)
+    actions = np.zeros(envs.action_space.shape, np.float32)
+    refused = _race(lambda: envs.step(actions), lambda: envs.step(actions))
+    assert refused and all(isinstance(e, seer.MisuseError) for e in refused)
+    assert "this vector env" in str(refused[0])
+    obs, *_ = envs.step(actions)  # still usable
+    assert obs.shape == envs.observation_space.shape
+    envs.close()
+
+
+def test_close_from_another_thread_during_vector_steps_ends_the_stepper():
+    envs = _vector()
+    envs.reset(seed=0)
+    actions = np.zeros(envs.action_space.shape, np.float32)
+    outcome = {}
+
+    def stepper():
+        try:
+            while True:
+                envs.step(actions)
+        except BaseException as exc:
+            outcome["exc"] = exc
+
+    t = threading.Thread(target=stepper)
+    t.start()
+    time.sleep(0.3)
+    start = time.monotonic()
+    envs.close()
+    assert time.monotonic() - start < 10
+    t.join(30)
+    assert not t.is_alive()
+    assert isinstance(outcome["exc"], seer.ClosedError), repr(outcome["exc"])
+    assert envs.closed
+    with pytest.raises(seer.ClosedError):
+        envs.step(actions)
+    with pytest.raises(seer.ClosedError):
+        envs.reset(seed=0)
+
+
+@pytest.mark.parametrize("bad", [np.array([0.1 + 1j, 0, 0]), [1j, 0, 0], np.array(["a", "b", "c"])],
+                         ids=["complex-array", "complex-list", "strings"])
+def test_uav_refuses_non_real_actions(bad):
+    with uav_swarm_v0.parallel_env(scenario="small", workers=1) as env:
+        env.reset(seed=0)
+        with pytest.raises(ValueError, match="action of 'uav_0'"):
+            env.step({a: bad for a in env.agents})
+
+
+@pytest.mark.parametrize("bad", [1 + 2j, np.complex64(1)], ids=["complex", "np-complex"])
+def test_wireless_refuses_complex_actions(bad):
+    env = wireless_v0.parallel_env(scenario="small", workers=1)
+    env.reset(seed=0)
+    acts = {a: 0 for a in env.agents}
+    acts[env.agents[0]] = bad
+    with pytest.raises(ValueError, match="action of 'ue_0'"):
+        env.step(acts)
+    env.close()
