@@ -10,8 +10,8 @@ Writes:
 
 * ``seer/data/stpa_dataset.jsonl.gz``: every measurement (one JSON line per
   workload and pool size, with the workload's features);
-* ``seer/data/stpa_model.joblib`` and ``seer/data/stpa_model.json`` (what it
-  was trained on, the model families compared on held-out workloads);
+* ``seer/data/stpa_model.json``: the model as JSON (the fitted parameters, and
+  what it was trained on, the model families compared on held-out workloads);
 * ``bench/results/stpa_eval.json`` and ``.md``: the choices on held-out
   workloads (other random draws, env sizes not trained on) against the best
   pool size measured in the same run, and the fixed rules.
@@ -28,6 +28,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from seer._io import atomic_write_text, atomic_writer
 from seer.stpa import selector as S
 from seer.stpa import tune
 
@@ -88,7 +89,7 @@ def main(argv=None) -> int:
         result = json.loads(args.results.with_suffix(".json").read_text())
         md = tune.render_markdown(result, result["command"], title="STPA: shipped model, held-out evaluation",
                                   notes=NOTES)
-        args.results.with_suffix(".md").write_text(md)
+        atomic_write_text(args.results.with_suffix(".md"), md)
         print(f"wrote {args.results.with_suffix('.md')}")
         return 0
 
@@ -106,14 +107,17 @@ def main(argv=None) -> int:
             do_evaluate=not args.no_evaluate, n_train=args.workloads, n_eval=args.eval_workloads, reps=args.reps,
             seed=args.seed, envs=not args.no_envs, include_shipped=False, progress=not args.no_progress,
             dataset_path=work_ds, model_path=model_path, eval_repeats=args.eval_repeats)
-        with open(work_ds, "rb") as src, gzip.open(shipped_ds, "wb", compresslevel=9) as dst:
+        with open(work_ds, "rb") as src, atomic_writer(shipped_ds, "wb", what="shipped dataset") as raw, \
+                gzip.GzipFile(fileobj=raw, mode="wb", compresslevel=9) as dst:
             shutil.copyfileobj(src, dst)
-    # The model's sidecar names the shipped dataset, not the temporary copy.
+    # The model's metadata names the shipped dataset, not the temporary copy.
     result["model"]["meta"]["datasets"] = [f"seer/data/{S.SHIPPED_DATASET_FILENAME}"]
     model = S.load_model(model_path)
     model.meta["datasets"] = result["model"]["meta"]["datasets"]
     S.save_model(model, model_path)
-    tune.write_sidecar(model, model_path)
+    legacy = data / S.LEGACY_MODEL_FILENAME
+    if legacy.is_file():  # the pickled model of earlier SEER builds must not ship beside the JSON one
+        legacy.unlink()
     result["dataset"] = f"seer/data/{S.SHIPPED_DATASET_FILENAME}"
     result["model_path"] = f"seer/data/{S.MODEL_FILENAME}"
     if "evaluation" in result:
@@ -124,7 +128,7 @@ def main(argv=None) -> int:
         args.results.parent.mkdir(parents=True, exist_ok=True)
         tune.write_json({**result, "command": command}, args.results.with_suffix(".json"))
         md = tune.render_markdown(result, command, title="STPA: shipped model, held-out evaluation", notes=NOTES)
-        args.results.with_suffix(".md").write_text(md)
+        atomic_write_text(args.results.with_suffix(".md"), md)
         print(f"wrote {args.results.with_suffix('.json')} and .md")
     return 0
 

@@ -94,8 +94,8 @@ def seed_from(seed: Any, np_random: np.random.Generator | None) -> int:
     if seed is None:
         rng = np_random if np_random is not None else np.random.default_rng()
         return int(rng.integers(0, 2**31 - 1))
-    if not isinstance(seed, numbers.Integral) or isinstance(seed, bool) or seed < 0:
-        raise ValueError(f"seed={seed!r} is invalid: expected None or a non-negative integer")
+    if not isinstance(seed, numbers.Integral) or isinstance(seed, bool) or not 0 <= seed < 2**64:
+        raise ValueError(f"seed={seed!r} is invalid: expected None or an integer in [0, 2**64)")
     return int(seed)
 
 

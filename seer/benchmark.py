@@ -353,7 +353,10 @@ def plot(doc: dict, path: str) -> None:
         ax.grid(True, which="both", alpha=0.3)
         ax.legend(fontsize=8)
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    from seer._io import atomic_writer
+
+    with atomic_writer(path, "wb", what="--plot file") as f:  # atomic; never through a symlink
+        fig.savefig(f, dpi=120, format=os.path.splitext(str(path))[1][1:].lower() or "png")
     plt.close(fig)
 
 
@@ -406,8 +409,9 @@ def main(args) -> int:
     for t in table(doc):
         console.print(t)
     if args.json:
-        with open(args.json, "w") as f:
-            json.dump(doc, f, indent=2)
+        from seer._io import atomic_write_text
+
+        atomic_write_text(args.json, json.dumps(doc, indent=2), what="--json file")
         console.print(f"wrote {args.json}")
     if args.plot:
         plot(doc, args.plot)
@@ -419,6 +423,10 @@ def add_bench_parser(sub) -> None:
     p = sub.add_parser("bench", help="SEER's headline comparisons on this machine",
                        description=__doc__.split("\n\n")[0])
     p.add_argument("--quick", action="store_true", help="small scenarios and short runs (under a minute)")
-    p.add_argument("--json", metavar="PATH", help="write every number, with the machine's features, as JSON")
-    p.add_argument("--plot", metavar="PATH", help="write a PNG of step latency against entities")
+    from seer.cli import OUTPUT_HELP, output_path_arg, plot_path_arg
+
+    p.add_argument("--json", metavar="PATH", type=output_path_arg,
+                   help=f"write every number, with the machine's features, as JSON; {OUTPUT_HELP}")
+    p.add_argument("--plot", metavar="PATH", type=plot_path_arg,
+                   help=f"write a PNG (or .pdf, .svg) of step latency against entities; {OUTPUT_HELP}")
     p.set_defaults(func=main)

@@ -12,14 +12,106 @@ from __future__ import annotations
 import argparse
 import importlib
 import importlib.util
+import math
 import os
 import sys
 import time
 import warnings
 from pathlib import Path
 
+from seer._io import OutputPathError, atomic_write_text, check_output_path
+
 BENCH_MODULES = ("seer.bench", "seer.benchmark")
 WORKLOADS = ("synthetic-native", "synthetic-python", "synthetic-mixed", "uav_swarm_v0", "wireless_v0")
+#: The env workloads of `seer trace`, and the module holding each one's SCENARIOS.
+ENV_SCENARIOS = {"uav_swarm_v0": "seer.envs._uav_model", "wireless_v0": "seer.envs.wireless_model"}
+#: Largest pool a seer.Runtime accepts.
+MAX_WORKERS = 1024
+#: Figure formats --plot accepts (matplotlib picks the writer from the suffix).
+PLOT_FORMATS = ("png", "pdf", "svg", "jpg", "jpeg", "webp", "tif", "tiff", "eps", "ps")
+OUTPUT_HELP = ("written atomically; an existing symbolic link at this path is refused (not followed), and "
+               "its directory must exist")
+
+
+# ---- argument types: bad values end as `seer CMD: error: argument X: ...` (exit 2) ---------
+
+def int_arg(lo: int, hi: int | None = None):
+    """An argparse type: an integer in ``[lo, hi]``."""
+    expected = f"an integer in [{lo}, {hi}]" if hi is not None else f"an integer >= {lo}"
+
+    def parse(text: str) -> int:
+        try:
+            v = int(text, 10)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not an integer: expected {expected}") from None
+        if v < lo or (hi is not None and v > hi):
+            raise argparse.ArgumentTypeError(f"{v} is out of range: expected {expected}")
+        return v
+
+    return parse
+
+
+def positive_float_arg(text: str) -> float:
+    """An argparse type: a finite number > 0."""
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number: expected a finite number > 0") from None
+    if not (math.isfinite(v) and v > 0):
+        raise argparse.ArgumentTypeError(f"{text!r} is out of range: expected a finite number > 0")
+    return v
+
+
+def output_path_arg(text: str) -> Path:
+    """An argparse type: where a new file may be written (see :func:`seer._io.check_output_path`)."""
+    try:
+        return check_output_path(text, what="output file")
+    except OutputPathError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def plot_path_arg(text: str) -> Path:
+    """An argparse type: an output path ending in a figure format, with matplotlib installed."""
+    path = output_path_arg(text)
+    fmt = path.suffix[1:].lower()
+    if fmt not in PLOT_FORMATS:
+        raise argparse.ArgumentTypeError(f"{text!r} does not end in a figure format: expected a name ending in "
+                                         f"{', '.join('.' + f for f in PLOT_FORMATS)}")
+    if importlib.util.find_spec("matplotlib") is None:
+        raise argparse.ArgumentTypeError("writing a plot needs matplotlib: pip install 'seer[bench]'")
+    return path
+
+
+def sizes_arg(text: str) -> list[int]:
+    """An argparse type: comma-separated pool sizes, 1 included (sorted, without repeats)."""
+    parse = int_arg(1, MAX_WORKERS)
+    try:
+        sizes = sorted({parse(part.strip()) for part in text.split(",")})
+    except argparse.ArgumentTypeError as exc:
+        raise argparse.ArgumentTypeError(f"{text!r} is invalid ({exc}): expected comma-separated pool sizes "
+                                         f"in [1, {MAX_WORKERS}] including 1, e.g. 1,2,4") from None
+    if 1 not in sizes:
+        raise argparse.ArgumentTypeError(f"{text!r} is invalid: expected pool sizes including 1 "
+                                         f"(the reference every speedup is measured against), e.g. 1,2,4")
+    return sizes
+
+
+def directory_arg(text: str) -> Path:
+    """An argparse type: a directory, existing or to be created (not an existing file)."""
+    p = Path(text)
+    if not text.strip():
+        raise argparse.ArgumentTypeError(f"{text!r} is empty: expected a directory")
+    if p.exists() and not p.is_dir():
+        raise argparse.ArgumentTypeError(f"{text!r} exists and is not a directory: expected a directory")
+    return p
+
+
+def existing_dir_arg(text: str) -> Path:
+    """An argparse type: an existing directory."""
+    p = Path(text)
+    if not p.is_dir():
+        raise argparse.ArgumentTypeError(f"{text!r} is not an existing directory")
+    return p
 
 
 # ---- seer info -------------------------------------------------------------------------------
@@ -43,7 +135,7 @@ def cmd_info(args) -> int:
     from seer import stpa
 
     console = Console()
-    hw = stpa.hardware_features(args.sys_root)
+    hw = stpa.hardware_features(args.sys_root or "/sys")
     console.print(f"[bold]SEER {seer.__version__}[/bold]  Python {sys.version.split()[0]}  os.cpu_count()={os.cpu_count()}")
     tab = Table(title="hardware features")
     tab.add_column("feature")
@@ -110,9 +202,11 @@ def add_info_parser(sub) -> None:
     p = sub.add_parser("info", help="machine, hardware features, the STPA model and what workers=\"auto\" picks",
                        description="Show this machine's hardware features, which STPA model is loaded, and what "
                                    "workers=\"auto\" picks for a few workloads.")
-    p.add_argument("--sys-root", default="/sys", help="sysfs root to read the CPU topology from (default /sys)")
+    # No default through the type: a machine without /sys still runs `seer info`.
+    p.add_argument("--sys-root", default=None, type=existing_dir_arg,
+                   help="sysfs root to read the CPU topology from (default /sys)")
     p.add_argument("--no-workloads", action="store_true", help="skip the example choices (no probes run)")
-    p.set_defaults(func=cmd_info)
+    p.set_defaults(func=cmd_info, parser=p)
 
 
 # ---- seer trace ------------------------------------------------------------------------------
@@ -152,7 +246,7 @@ def _traced_runner(args):
     if args.workload == "wireless_v0":
         wm = importlib.import_module("seer.envs.wireless_model")
         WS = importlib.import_module("seer.envs._wireless_seer")
-        params = wm.make_params(args.scenario or "large")
+        params = wm.make_params(args.scenario or "large", num_ue=args.entities if args.entities_given else None)
         core = WS.WirelessSeer(params, args.workers, trace=True)
         core.reset(0)
         actions = np.zeros(params.num_ue, np.int64)
@@ -166,23 +260,56 @@ def _traced_runner(args):
     raise ValueError(f"unknown workload {args.workload!r}: expected one of {list(WORKLOADS)}")
 
 
+def _check_trace_args(args) -> None:
+    """Refuse option combinations the chosen workload would silently ignore, and unknown scenarios."""
+    err = args.parser.error
+    synthetic = args.workload.startswith("synthetic")
+    if synthetic and args.scenario is not None:
+        err(f"--scenario {args.scenario!r} does not apply to {args.workload}: scenarios belong to the env "
+            f"workloads {list(ENV_SCENARIOS)}")
+    if not synthetic:
+        given = [opt for opt, v in (("--fanout", args.fanout), ("--work", args.work),
+                                    ("--step-length", args.step_length)) if v is not None]
+        if given:
+            err(f"{', '.join(given)} {'applies' if len(given) == 1 else 'apply'} only to the synthetic "
+                f"workloads, not to {args.workload}")
+        if args.scenario is not None:
+            try:
+                scenarios = importlib.import_module(ENV_SCENARIOS[args.workload]).SCENARIOS
+            except ImportError as exc:
+                err(f"workload {args.workload!r} is not available here: {exc}")
+            if args.scenario not in scenarios:
+                err(f"--scenario {args.scenario!r} is unknown for {args.workload}: expected one of "
+                    f"{sorted(scenarios)}")
+    args.fanout = 1 if args.fanout is None else args.fanout
+    args.work = 1000 if args.work is None else args.work
+    args.step_length = 1.0 if args.step_length is None else args.step_length
+
+
 def cmd_trace(args) -> int:
+    _check_trace_args(args)
     args.entities_given = args.entities is not None
     if args.entities is None:
         args.entities = 256
+    out = args.output
     try:
         rt, step, close = _traced_runner(args)
     except ImportError as exc:
-        print(f"seer trace: workload {args.workload!r} is not available here: {exc}", file=sys.stderr)
-        return 2
+        args.parser.error(f"workload {args.workload!r} is not available here: {exc}")
+    except ValueError as exc:  # the workload's own check of a value (e.g. too many UEs)
+        args.parser.error(str(exc))
     try:
         t0 = time.perf_counter()
         events = sum(step() for _ in range(args.steps))
         el = time.perf_counter() - t0
         trace = rt.trace
-        out = Path(args.output)
-        out.parent.mkdir(parents=True, exist_ok=True)
-        trace.to_chrome(out)
+        try:
+            trace.to_chrome(out)
+        except OutputPathError as exc:  # the path changed while the workload ran
+            args.parser.error(str(exc))
+        except OSError as exc:
+            print(f"seer trace: error: cannot write {out}: {exc.strerror or exc}", file=sys.stderr)
+            return 1
         summ = trace.summary()
     finally:
         close()
@@ -200,16 +327,23 @@ def add_trace_parser(sub) -> None:
                        description="Run a built-in workload with trace=True for N steps and write the trace "
                                    "in Chrome's Trace Event Format (opens in https://ui.perfetto.dev).")
     p.add_argument("workload", nargs="?", default="synthetic-native", choices=WORKLOADS)
-    p.add_argument("-o", "--output", default="seer-trace.json", help="where to write the JSON (default seer-trace.json)")
-    p.add_argument("-n", "--steps", type=int, default=10, help="steps to run (default 10)")
-    p.add_argument("-w", "--workers", type=int, default=2, help="pool size (default 2)")
-    p.add_argument("--entities", type=int, default=None,
-                   help="entities of a synthetic workload (default 256), or UAVs of uav_swarm_v0")
-    p.add_argument("--scenario", default=None, help="scenario of an env workload")
-    p.add_argument("--fanout", type=int, default=1, help="synthetic: messages per tick (default 1)")
-    p.add_argument("--work", type=int, default=1000, help="synthetic: work iterations per event (default 1000)")
-    p.add_argument("--step-length", type=float, default=1.0, help="synthetic: simulated time per step (default 1.0)")
-    p.set_defaults(func=cmd_trace)
+    p.add_argument("-o", "--output", default="seer-trace.json", type=output_path_arg,
+                   help=f"where to write the JSON (default seer-trace.json); {OUTPUT_HELP}")
+    p.add_argument("-n", "--steps", type=int_arg(1, 1_000_000), default=10, help="steps to run (default 10)")
+    p.add_argument("-w", "--workers", type=int_arg(1, MAX_WORKERS), default=2,
+                   help=f"pool size, 1..{MAX_WORKERS} (default 2)")
+    p.add_argument("--entities", type=int_arg(1, 1 << 20), default=None,
+                   help="entities of a synthetic workload (default 256), UAVs of uav_swarm_v0, or UEs of "
+                        "wireless_v0 (default: the scenario's)")
+    p.add_argument("--scenario", default=None,
+                   help="scenario of an env workload (uav_swarm_v0: small, default, large, xlarge; "
+                        "wireless_v0: small, medium, large, xlarge)")
+    p.add_argument("--fanout", type=int_arg(0, 1024), default=None, help="synthetic: messages per tick (default 1)")
+    p.add_argument("--work", type=int_arg(0, 10**9), default=None,
+                   help="synthetic: work iterations per event (default 1000)")
+    p.add_argument("--step-length", type=positive_float_arg, default=None,
+                   help="synthetic: simulated time per step (default 1.0)")
+    p.set_defaults(func=cmd_trace, parser=p)
 
 
 # ---- seer tune -------------------------------------------------------------------------------
@@ -217,30 +351,29 @@ def add_trace_parser(sub) -> None:
 def cmd_tune(args) -> int:
     from rich.console import Console
 
-    from seer.stpa import tune
+    from seer.stpa import train, tune
 
     console = Console()
     if args.cache_dir:
         os.environ["SEER_CACHE_DIR"] = str(args.cache_dir)
-    sizes = [int(s) for s in args.sizes.split(",")] if args.sizes else None
-    if sizes is not None and (1 not in sizes or any(s < 1 for s in sizes)):
-        print(f"seer tune: --sizes {args.sizes!r} is invalid: expected positive integers including 1", file=sys.stderr)
-        return 2
     evaluate_only = args.evaluate_only
-    result = tune.run_tune(
-        quick=args.quick, cache=args.cache_dir, do_sweep=not evaluate_only and not args.no_sweep,
-        do_train=not evaluate_only and not args.no_train, do_evaluate=args.evaluate or evaluate_only,
-        n_train=args.workloads, n_eval=args.eval_workloads, reps=args.reps, seed=args.seed, envs=not args.no_envs,
-        include_shipped=not args.no_shipped_data, sizes=sizes, progress=not args.no_progress, console=console,
-        eval_repeats=args.eval_repeats, log=console.print)
+    try:
+        result = tune.run_tune(
+            quick=args.quick, cache=args.cache_dir, do_sweep=not evaluate_only and not args.no_sweep,
+            do_train=not evaluate_only and not args.no_train, do_evaluate=args.evaluate or evaluate_only,
+            n_train=args.workloads, n_eval=args.eval_workloads, reps=args.reps, seed=args.seed,
+            envs=not args.no_envs, include_shipped=not args.no_shipped_data, sizes=args.sizes,
+            progress=not args.no_progress, console=console, eval_repeats=args.eval_repeats, log=console.print)
+    except train.TooLittleDataError as exc:
+        print(f"seer tune: error: {exc} (run a sweep, or drop --no-shipped-data)", file=sys.stderr)
+        return 1
     tune.print_summary(result, console)
     command = "seer tune " + " ".join(args.argv)
     if args.json:
-        tune.write_json({**result, "command": command}, Path(args.json))
+        tune.write_json({**result, "command": command}, args.json, what="--json file")
         console.print(f"wrote {args.json}")
     if args.md:
-        Path(args.md).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.md).write_text(tune.render_markdown(result, command))
+        atomic_write_text(args.md, tune.render_markdown(result, command), what="--md file")
         console.print(f"wrote {args.md}")
     return 0
 
@@ -250,28 +383,34 @@ def add_tune_parser(sub) -> None:
                        description="Sweep pool sizes 1..max(2 x cores, 4) over synthetic workloads and the "
                                    "built-in envs, append the measurements to the dataset in the cache "
                                    "directory, train the selector (comparing model families on held-out "
-                                   "workloads) and save it there; workers=\"auto\" then uses it.")
+                                   "workloads) and save it there as JSON; workers=\"auto\" then uses it.")
     p.add_argument("--quick", action="store_true", help="a small sweep (~1-2 minutes on 2 cores)")
     p.add_argument("--evaluate", action="store_true",
                    help="after training, evaluate on held-out workloads against the best measured size")
     p.add_argument("--evaluate-only", action="store_true", help="only evaluate the model workers=\"auto\" uses now")
     p.add_argument("--no-sweep", action="store_true", help="train on the existing dataset without measuring")
     p.add_argument("--no-train", action="store_true", help="only measure and append to the dataset")
-    p.add_argument("--cache-dir", type=Path, default=None,
-                   help="where the dataset and model live (default: $SEER_CACHE_DIR or the per-user cache dir)")
-    p.add_argument("--workloads", type=int, default=None, help="synthetic training workloads to sample")
-    p.add_argument("--eval-workloads", type=int, default=None, help="synthetic held-out workloads to sample")
-    p.add_argument("--reps", type=int, default=None, help="repetitions per measurement (best is kept)")
-    p.add_argument("--eval-repeats", type=int, default=1,
+    p.add_argument("--cache-dir", type=directory_arg, default=None,
+                   help="where the dataset and model live (default: $SEER_CACHE_DIR or the per-user cache dir); "
+                        "created with mode 0700 when missing")
+    p.add_argument("--workloads", type=int_arg(1, 100_000), default=None,
+                   help="synthetic training workloads to sample")
+    p.add_argument("--eval-workloads", type=int_arg(1, 100_000), default=None,
+                   help="synthetic held-out workloads to sample")
+    p.add_argument("--reps", type=int_arg(1, 1000), default=None, help="repetitions per measurement (best is kept)")
+    p.add_argument("--eval-repeats", type=int_arg(1, 1000), default=1,
                    help="evaluation runs (each re-measures the oracle; results are also pooled)")
-    p.add_argument("--sizes", default=None, help="pool sizes to sweep, e.g. 1,2,4 (default 1..max(2 x cores, 4))")
-    p.add_argument("--seed", type=int, default=1, help="seed of the workload sampler")
+    p.add_argument("--sizes", type=sizes_arg, default=None,
+                   help="pool sizes to sweep, including 1, e.g. 1,2,4 (default 1..max(2 x cores, 4))")
+    p.add_argument("--seed", type=int_arg(0), default=1, help="seed of the workload sampler (>= 0)")
     p.add_argument("--no-envs", action="store_true", help="leave the built-in envs out")
     p.add_argument("--no-shipped-data", action="store_true", help="train on this machine's measurements only")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
-    p.add_argument("--json", default=None, help="write the result as JSON here")
-    p.add_argument("--md", default=None, help="write a markdown report here")
-    p.set_defaults(func=cmd_tune)
+    p.add_argument("--json", default=None, type=output_path_arg,
+                   help=f"write the result as JSON here; {OUTPUT_HELP}")
+    p.add_argument("--md", default=None, type=output_path_arg,
+                   help=f"write a markdown report here; {OUTPUT_HELP}")
+    p.set_defaults(func=cmd_tune, parser=p)
 
 
 # ---- main ----------------------------------------------------------------------------------------
@@ -304,7 +443,13 @@ def build_parser() -> argparse.ArgumentParser:
     return ap
 
 
+def _subparser(ap: argparse.ArgumentParser, name: str) -> argparse.ArgumentParser:
+    sub = next(a for a in ap._actions if isinstance(a, argparse._SubParsersAction))
+    return sub.choices[name]
+
+
 def main(argv=None) -> int:
+    """Run the ``seer`` command; usage errors exit with status 2 (argparse's ``SystemExit``)."""
     argv = list(sys.argv[1:] if argv is None else argv)
     ap = build_parser()
     args = ap.parse_args(argv)
@@ -312,7 +457,12 @@ def main(argv=None) -> int:
         ap.print_help()
         return 1
     args.argv = argv
-    return int(args.func(args) or 0)
+    if getattr(args, "parser", None) is None:  # a subcommand registered elsewhere (seer bench)
+        args.parser = _subparser(ap, args.command)
+    try:
+        return int(args.func(args) or 0)
+    except OutputPathError as exc:  # an output path that became unusable while the command ran
+        args.parser.error(str(exc))
 
 
 if __name__ == "__main__":

@@ -91,6 +91,14 @@ class Trace:
 
         Each worker is a thread of process 0, each handled event a complete
         ("X") event named after its kind; windows appear on a track of their own.
+
+        The file is written atomically (a temporary file beside it, then a
+        rename). An existing symbolic link at ``path`` is refused, not
+        written through, and a missing folder is not created.
+
+        Raises:
+            seer._io.OutputPathError: ``path`` is a symbolic link, a
+                directory, or in a folder that does not exist.
         """
         ev, win = self.events, self.windows
         starts = [int(a["start_ns"].min()) for a in (ev, win) if len(a)]
@@ -119,6 +127,8 @@ class Trace:
             })
         doc = {"traceEvents": out, "displayTimeUnit": "ns"}
         if path is not None:
-            with open(path, "w") as f:
+            from seer._io import atomic_writer
+
+            with atomic_writer(path, "w", what="trace file") as f:
                 json.dump(doc, f)
         return doc

@@ -1,15 +1,20 @@
-"""STPA: features (from a fake /sys tree and real traces), the model file
-round trip, the fallbacks, determinism of the choice, the probe's
-invisibility to results, online refinement and a tiny tune sweep."""
+"""STPA: features (from a fake /sys tree and real traces), the JSON model
+file (round trip, equality with scikit-learn, refusal of pickles and of
+malformed files), the fallbacks, private cache directories, determinism of
+the choice, the probe's invisibility to results, online refinement and a
+tiny tune sweep."""
 
 import json
 import math
+import os
+import pathlib
+import pickle
+import stat
 import subprocess
 import sys
 import textwrap
 import warnings
 
-import joblib
 import numpy as np
 import pytest
 
@@ -178,20 +183,30 @@ def test_training_compares_families_and_learns_the_rule(fake_model):
 
 
 def test_model_save_load_round_trip(tmp_path, fake_model):
-    path = S.save_model(fake_model, tmp_path / "m.joblib")
+    path = S.save_model(fake_model, tmp_path / "m.json")
+    doc = json.loads(path.read_text())  # plain, strict JSON
+    assert doc["format"] == S.MODEL_FORMAT and doc["version"] == S.MODEL_VERSION == 2
+    assert doc["estimator"]["steps"][-1]["type"] in ("trees", "linear")
     loaded = S.load_model(path)
+    assert isinstance(loaded.estimator, S.PortableEstimator)
     assert loaded.family == fake_model.family and loaded.schema == S.FEATURE_SCHEMA
     assert loaded.meta["rows"] == fake_model.meta["rows"]
     feats = fake_rows(1)[0]["features"]
     assert loaded.scores(feats) == fake_model.scores(feats)
+    X = T.build_table(fake_rows()).X
+    assert np.array_equal(loaded.estimator.predict(X), fake_model.estimator.predict(X))
+    assert loaded.to_dict() == fake_model.to_dict()  # nothing lost or altered on the way
     assert loaded.path == str(path)
+    # Saved again over itself: replaced atomically, no temporary file left behind.
+    S.save_model(loaded, path)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["m.json"]
 
 
 def test_same_features_same_choice(tmp_path, fake_model):
     feats = fake_rows(3)[8]["features"]
     first = fake_model.choose(feats)
     assert all(fake_model.choose(dict(feats)) == first for _ in range(20))
-    path = S.save_model(fake_model, tmp_path / "m.joblib")
+    path = S.save_model(fake_model, tmp_path / "m.json")
     S.clear_cache()
     assert S.select_workers(feats, model=path) == first
     # Retraining on the same rows gives the same model (fixed seeds).
@@ -219,58 +234,197 @@ def _expect_fallback(path, match):
 
 
 def test_fallback_on_a_missing_model(tmp_path):
-    _expect_fallback(tmp_path / "nope.joblib", "missing")
+    _expect_fallback(tmp_path / "nope.json", "missing")
 
 
 def test_fallback_on_a_corrupt_model(tmp_path):
-    p = tmp_path / "corrupt.joblib"
-    p.write_bytes(b"\x80\x04this is not a pickle" * 10)
+    p = tmp_path / "corrupt.json"
+    p.write_bytes(b"{\"format\": \"seer-stpa-model\", truncated" * 10)
     _expect_fallback(p, "not a readable model file")
+
+
+def _doc(fake_model, **changes):
+    doc = fake_model.to_dict()
+    doc.update(changes)
+    return doc
 
 
 def test_fallback_on_an_incompatible_schema(tmp_path, fake_model):
     doc = fake_model.to_dict()
-    doc["schema"] = doc["schema"][:-1]
-    doc["schema_version"] = 0
-    p = tmp_path / "old_schema.joblib"
-    joblib.dump(doc, p)
+    p = tmp_path / "old_schema.json"
+    p.write_text(json.dumps(_doc(fake_model, schema=doc["schema"][:-1], schema_version=0)))
     _expect_fallback(p, "schema")
 
 
 def test_fallback_on_another_model_version(tmp_path, fake_model):
-    doc = fake_model.to_dict()
-    doc["version"] = S.MODEL_VERSION + 1
-    p = tmp_path / "future.joblib"
-    joblib.dump(doc, p)
+    p = tmp_path / "future.json"
+    p.write_text(json.dumps(_doc(fake_model, version=S.MODEL_VERSION + 1)))
     _expect_fallback(p, "model version")
 
 
-def test_fallback_on_a_foreign_pickle(tmp_path):
-    p = tmp_path / "foreign.joblib"
-    joblib.dump({"hello": "world"}, p)
+def test_fallback_on_a_foreign_json(tmp_path):
+    p = tmp_path / "foreign.json"
+    p.write_text(json.dumps({"hello": "world"}))
     _expect_fallback(p, "not an STPA model")
 
 
+def test_the_old_sidecar_is_refused_with_advice(tmp_path, fake_model):
+    # What stpa_model.json held next to a pickle before: the metadata, no estimator.
+    p = tmp_path / "stpa_model.json"
+    doc = {k: v for k, v in _doc(fake_model, version=1).items() if k != "estimator"}
+    p.write_text(json.dumps(doc))
+    with pytest.raises(S.IncompatibleModelError, match=r"version 1 .*seer tune"):
+        S.load_model(p)
+
+
+@pytest.fixture(scope="module")
+def gbr_doc():
+    return T.train(fake_rows(), families=("gbr",), family="gbr").to_dict()
+
+
+@pytest.mark.parametrize("what, mutate, match", [
+    ("a cycle", lambda t: t["children_left"].__setitem__(0, 0), "do not form a tree"),
+    ("a feature out of range", lambda t: t["feature"].__setitem__(0, 10_000), "split feature"),
+    ("arrays of different lengths", lambda t: t["value"].pop(), "different lengths"),
+    ("a non-number", lambda t: t["threshold"].__setitem__(0, "x"), "threshold"),
+    ("code instead of numbers", lambda t: t.__setitem__("value", "__import__('os').system('true')"), "value"),
+])
+def test_a_malformed_estimator_is_refused(tmp_path, gbr_doc, what, mutate, match):
+    doc = json.loads(json.dumps(gbr_doc))
+    mutate(doc["estimator"]["steps"][-1]["trees"][0])
+    p = tmp_path / "bad.json"
+    p.write_text(json.dumps(doc))
+    with pytest.raises(S.IncompatibleModelError, match=match) as exc:
+        S.load_model(p)
+    assert str(p) in str(exc.value), what
+    _expect_fallback(p, "no usable estimator")
+
+
+def test_an_unknown_estimator_step_is_refused(tmp_path, fake_model):
+    doc = fake_model.to_dict()
+    doc["estimator"]["steps"] = [{"type": "pickle", "data": "gASV"}]
+    p = tmp_path / "step.json"
+    p.write_text(json.dumps(doc))
+    with pytest.raises(S.IncompatibleModelError, match=r"type='pickle', expected one of"):
+        S.load_model(p)
+
+
+# ---- pickles are never unpickled ------------------------------------------------------------------
+
+class _Payload:
+    """Unpickling this creates ``marker``: proof that a loader ran code from the file."""
+
+    def __init__(self, marker):
+        self.marker = pathlib.Path(marker)
+
+    def __reduce__(self):
+        return pathlib.Path.touch, (self.marker,)
+
+
+def _plant(path, marker, how="pickle"):
+    """Write a live payload at ``path`` (and prove it is live)."""
+    payload = {"format": S.MODEL_FORMAT, "version": 1, "estimator": _Payload(marker)}
+    if how == "joblib":
+        import joblib
+
+        joblib.dump(payload, path, compress=3)
+        joblib.load(path)
+    else:
+        path.write_bytes(pickle.dumps(payload))
+        pickle.loads(path.read_bytes())
+    assert marker.exists()  # the payload works when unpickled
+    marker.unlink()
+    return path
+
+
+@pytest.mark.parametrize("how", ["pickle", "joblib"])
+@pytest.mark.parametrize("name", ["evil.joblib", "evil.pkl", "stpa_model.json"])
+def test_a_pickle_is_refused_with_a_clear_error(tmp_path, name, how):
+    marker = tmp_path / "pwned"
+    p = _plant(tmp_path / name, marker, how)
+    S.clear_cache()
+    with pytest.raises(S.IncompatibleModelError) as exc:
+        S.load_model(p)
+    msg = str(exc.value)
+    assert str(p) in msg and "never unpickles" in msg and "expected a JSON STPA model" in msg
+    assert not marker.exists()
+
+
+def _auto_workers_with_warnings():
+    S.clear_cache()
+    with warnings.catch_warnings(record=True) as rec:
+        warnings.simplefilter("always")
+        m, reasons = S.active_model()
+    return m, reasons, [str(w.message) for w in rec if issubclass(w.category, S.StpaFallbackWarning)]
+
+
+@pytest.mark.parametrize("where", ["SEER_STPA_MODEL", "SEER_CACHE_DIR", "XDG_CACHE_HOME"])
+@pytest.mark.parametrize("name", [S.MODEL_FILENAME, S.LEGACY_MODEL_FILENAME])
+def test_a_planted_pickle_is_never_executed(tmp_path, monkeypatch, where, name):
+    marker = tmp_path / "pwned"
+    monkeypatch.delenv("SEER_STPA_MODEL", raising=False)
+    monkeypatch.delenv("SEER_CACHE_DIR", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    if where == "SEER_STPA_MODEL":
+        planted = _plant(tmp_path / name, marker)
+        monkeypatch.setenv("SEER_STPA_MODEL", str(planted))
+    elif where == "SEER_CACHE_DIR":
+        (tmp_path / "cache").mkdir()
+        planted = _plant(tmp_path / "cache" / name, marker)
+        monkeypatch.setenv("SEER_CACHE_DIR", str(tmp_path / "cache"))
+    else:
+        (tmp_path / "xdg" / "seer").mkdir(parents=True)
+        planted = _plant(tmp_path / "xdg" / "seer" / name, marker)
+    assert S.cache_dir() == (tmp_path / "cache" if where == "SEER_CACHE_DIR" else tmp_path / "xdg" / "seer")
+    m, reasons, warned = _auto_workers_with_warnings()
+    assert not marker.exists()
+    # Skipped with a warning naming the file; the shipped JSON model decides.
+    assert any(str(planted) in w and ("never unpickles" in w or "not loaded" in w) for w in warned), warned
+    assert m is not None and m.path == str(S.shipped_model_path())
+    # Building an env with workers="auto" does not run it either.
+    S.clear_cache()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with seer.Runtime(SyntheticModel(64, fanout=1), workers="auto") as rt:
+            rt.step(0.5)
+    assert not marker.exists()
+    S.clear_cache()
+
+
+def test_seer_info_never_runs_a_planted_pickle(tmp_path):
+    marker = tmp_path / "pwned"
+    (tmp_path / "cache").mkdir()
+    _plant(tmp_path / "cache" / S.MODEL_FILENAME, marker, "joblib")
+    evil = _plant(tmp_path / "evil.pkl", marker)
+    env = dict(os.environ, SEER_CACHE_DIR=str(tmp_path / "cache"), SEER_STPA_MODEL=str(evil))
+    out = subprocess.run([sys.executable, "-m", "seer.cli", "info", "--no-workloads"], capture_output=True,
+                         text=True, timeout=120, env=env)
+    assert out.returncode == 0, out.stderr
+    assert not marker.exists()
+    text = " ".join(out.stdout.split())  # rich wraps long lines
+    assert "never unpickles" in text and "evil.pkl" in text and "Traceback" not in out.stdout + out.stderr
+
+
 def test_runtime_auto_warns_and_uses_the_heuristic_without_a_model(tmp_path, monkeypatch):
-    bad = tmp_path / "bad.joblib"
+    bad = tmp_path / "bad.json"
     bad.write_text("garbage")
     monkeypatch.setattr(S, "model_search_path", lambda: [("$SEER_STPA_MODEL", bad),
-                                                          ("shipped default", tmp_path / "missing.joblib")])
+                                                          ("shipped default", tmp_path / "missing.json")])
     S.clear_cache()
     model = SyntheticModel(256, fanout=1)
     with pytest.warns(S.StpaFallbackWarning) as rec:
         with seer.Runtime(model, workers="auto") as rt:
             workers = rt.workers
     msgs = " | ".join(str(r.message) for r in rec)
-    assert "bad.joblib" in msgs and "heuristic" in msgs
+    assert "bad.json" in msgs and "heuristic" in msgs
     assert workers == S.heuristic_workers(256, 1.0, S.machine_features()["usable_cores"])
     S.clear_cache()
 
 
 def test_a_bad_tuned_model_falls_through_to_the_next(tmp_path, monkeypatch, fake_model):
-    bad = tmp_path / "bad.joblib"
+    bad = tmp_path / "bad.json"
     bad.write_text("garbage")
-    good = S.save_model(fake_model, tmp_path / "good.joblib")
+    good = S.save_model(fake_model, tmp_path / "good.json")
     monkeypatch.setattr(S, "model_search_path", lambda: [("tuned (cache)", bad), ("shipped default", good)])
     S.clear_cache()
     with pytest.warns(S.StpaFallbackWarning, match="skipping the tuned"):
@@ -285,7 +439,7 @@ def test_cache_dir_honours_env(tmp_path, monkeypatch):
     assert S.cache_dir() == tmp_path / "xdg" / "seer"
     monkeypatch.setenv("SEER_CACHE_DIR", str(tmp_path / "explicit"))
     assert S.cache_dir() == tmp_path / "explicit"
-    monkeypatch.setenv("SEER_STPA_MODEL", str(tmp_path / "m.joblib"))
+    monkeypatch.setenv("SEER_STPA_MODEL", str(tmp_path / "m.json"))
     labels = [label for label, _ in S.model_search_path()]
     assert labels == ["$SEER_STPA_MODEL", "tuned (cache)", "shipped default"]
 
@@ -297,6 +451,96 @@ def test_shipped_model_loads():
     m = S.load_model(path)
     assert m.schema == S.FEATURE_SCHEMA and m.meta.get("comparison")
     assert S.shipped_dataset_path().is_file()
+    assert not path.with_name(S.LEGACY_MODEL_FILENAME).exists()  # no pickle ships
+
+
+def test_the_shipped_model_predicts_without_scikit_learn():
+    code = textwrap.dedent("""
+        import sys, warnings
+        from seer.stpa import selector as S
+        warnings.simplefilter("error", S.StpaFallbackWarning)
+        m, _ = S.active_model()
+        assert m.path == str(S.shipped_model_path()), m.path
+        sc = m.scores(S.machine_features() | {"entities": 1024.0, "busy_us_per_window": 2000.0}, [1, 2, 3], 2)
+        assert len(sc) == 3
+        assert "sklearn" not in sys.modules and "joblib" not in sys.modules
+        print("ok")
+    """)
+    env = {k: v for k, v in os.environ.items() if k not in ("SEER_STPA_MODEL", "SEER_CACHE_DIR")}
+    env["XDG_CACHE_HOME"] = "/nonexistent-seer-test"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, env=env)
+    assert out.returncode == 0 and "ok" in out.stdout, out.stderr
+
+
+# ---- the JSON predictor equals scikit-learn ------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def shipped_table():
+    return T.build_table(T.load_rows(S.shipped_dataset_path()))
+
+
+@pytest.mark.parametrize("family", ["gbr", "rf", "ridge", "knn"])
+def test_the_portable_predictor_equals_scikit_learn(shipped_table, family):
+    X, y = shipped_table.X, shipped_table.y
+    rng = np.random.default_rng(0)
+    perm = rng.permutation(len(y))
+    train_rows, held_out = perm[: len(y) * 3 // 4], perm[len(y) * 3 // 4:]
+    est = T._fit(family, X[train_rows], y[train_rows])
+    # Through the file format: to_dict -> JSON text -> from_dict.
+    port = S.PortableEstimator.from_dict(json.loads(json.dumps(T.export_estimator(est).to_dict())))
+    # kNN on its own training points: scikit-learn expands |x - y|^2 and gets
+    # ~1e-8 instead of 0 for the point itself, so compare unseen rows there.
+    rows = held_out if family == "knn" else np.arange(len(y))
+    np.testing.assert_allclose(port.predict(X[rows]), est.predict(X[rows]), rtol=0, atol=1e-12)
+
+
+def test_export_refuses_what_the_format_cannot_describe():
+    from sklearn.ensemble import GradientBoostingRegressor
+    from sklearn.svm import SVR
+
+    X = np.random.default_rng(0).normal(size=(40, 3))
+    with pytest.raises(ValueError, match="SVR cannot be exported"):
+        T.export_estimator(SVR().fit(X, X[:, 0]))
+    with pytest.raises(ValueError, match="loss='absolute_error'"):
+        T.export_estimator(GradientBoostingRegressor(loss="absolute_error", n_estimators=3).fit(X, X[:, 0]))
+
+
+# ---- private cache directories -----------------------------------------------------------------
+
+@pytest.fixture
+def umask_022():
+    old = os.umask(0o022)
+    yield
+    os.umask(old)
+
+
+def _mode(p):
+    return stat.S_IMODE(os.stat(p).st_mode)
+
+
+def test_save_model_creates_its_folders_with_mode_0700(tmp_path, fake_model, umask_022):
+    path = S.save_model(fake_model, tmp_path / "a" / "b" / "stpa_model.json")
+    assert _mode(tmp_path / "a") == 0o700 and _mode(tmp_path / "a" / "b") == 0o700
+    assert S.load_model(path).family == fake_model.family
+    # A folder that exists keeps the mode its owner gave it.
+    (tmp_path / "open").mkdir(mode=0o755)
+    S.save_model(fake_model, tmp_path / "open" / "m.json")
+    assert _mode(tmp_path / "open") == 0o755
+
+
+def test_append_rows_creates_the_cache_dir_with_mode_0700(tmp_path, umask_022):
+    T.append_rows(tmp_path / "cache" / S.DATASET_FILENAME, fake_rows(1))
+    assert _mode(tmp_path / "cache") == 0o700
+
+
+def test_save_model_refuses_a_symlink(tmp_path, fake_model):
+    victim = tmp_path / "victim.txt"
+    victim.write_text("keep me")
+    link = tmp_path / "stpa_model.json"
+    link.symlink_to(victim)
+    with pytest.raises(ValueError, match="symbolic link"):
+        S.save_model(fake_model, link)
+    assert victim.read_text() == "keep me" and link.is_symlink()
 
 
 # ---- "auto" through the runtime -----------------------------------------------------------------
@@ -308,7 +552,7 @@ def run_states(model, workers, steps=8, seed=5):
 
 
 def test_auto_probe_does_not_change_results(tmp_path, monkeypatch, fake_model):
-    path = S.save_model(fake_model, tmp_path / "m.joblib")
+    path = S.save_model(fake_model, tmp_path / "m.json")
     monkeypatch.setattr(S, "model_search_path", lambda: [("tuned (cache)", path)])
     S.clear_cache()
     for make in (lambda: SyntheticModel(97, fanout=3, work=50, period=0.1, delay=0.05),
@@ -326,7 +570,7 @@ def test_auto_probe_does_not_change_results(tmp_path, monkeypatch, fake_model):
 
 
 def test_auto_choices_are_memoized_per_model_signature(tmp_path, monkeypatch, fake_model):
-    path = S.save_model(fake_model, tmp_path / "m.joblib")
+    path = S.save_model(fake_model, tmp_path / "m.json")
     monkeypatch.setattr(S, "model_search_path", lambda: [("tuned (cache)", path)])
     S.clear_cache()
     with stpa.capture() as rec:
@@ -378,9 +622,10 @@ def test_tiny_tune_sweep_trains_saves_and_evaluates(tmp_path, monkeypatch):
     rows = [json.loads(line) for line in ds.read_text().splitlines()]
     assert len(rows) == 6 and {r["workers"] for r in rows} == {1, 2}
     assert all(r["schema_version"] == S.SCHEMA_VERSION and "busy_us_per_window" in r["features"] for r in rows)
-    m = S.load_model(tmp_path / "cache" / "stpa_model.joblib")
+    m = S.load_model(tmp_path / "cache" / "stpa_model.json")
     assert m.family in ("gbr", "knn") and set(m.meta["comparison"]) == {"gbr", "knn"}
-    assert (tmp_path / "cache" / "stpa_model.json").is_file()
+    assert not (tmp_path / "cache" / "stpa_model.joblib").exists()
+    assert _mode(tmp_path / "cache") == 0o700
     ev = result["evaluation"]
     assert len(ev["workloads"]) == 2
     for p in ev["workloads"]:
@@ -409,8 +654,8 @@ def test_the_model_loads_lazily():
 
 
 def test_an_unreadable_shipped_model_is_refitted_from_the_shipped_dataset(tmp_path, monkeypatch):
-    bad = tmp_path / "stpa_model.joblib"
-    bad.write_bytes(b"written by another scikit-learn")
+    bad = tmp_path / "stpa_model.json"
+    bad.write_bytes(b"{damaged")
     ds = tmp_path / "stpa_dataset.jsonl.gz"
     import gzip
 
@@ -426,7 +671,7 @@ def test_an_unreadable_shipped_model_is_refitted_from_the_shipped_dataset(tmp_pa
         warnings.simplefilter("error", S.StpaFallbackWarning)
         m, reasons = S.active_model()
     assert m is not None and "refitted" in reasons[0]
-    assert list((tmp_path / "cache").glob("stpa_default-*.joblib"))  # cached for the next process
+    assert list((tmp_path / "cache").glob("stpa_default-*.json"))  # cached for the next process
     S.clear_cache()
     m2, _ = S.active_model()
     assert m2.scores(fake_rows(1)[0]["features"]) == m.scores(fake_rows(1)[0]["features"])
@@ -434,7 +679,7 @@ def test_an_unreadable_shipped_model_is_refitted_from_the_shipped_dataset(tmp_pa
 
 
 def test_a_model_can_opt_out_of_the_probe(tmp_path, monkeypatch, fake_model):
-    path = S.save_model(fake_model, tmp_path / "m.joblib")
+    path = S.save_model(fake_model, tmp_path / "m.json")
     monkeypatch.setattr(S, "model_search_path", lambda: [("tuned (cache)", path)])
     S.clear_cache()
     model = SyntheticModel(256)

@@ -21,7 +21,8 @@ Main names:
   :func:`probe`, :func:`trace_features`;
 * the selector: :func:`select_workers`, :func:`select_workers_for_model`,
   :func:`select_for_model`, :class:`StpaModel`, :func:`load_model`,
-  :func:`save_model`, :func:`active_model`, :func:`heuristic_workers`;
+  :func:`save_model` (JSON model files, never pickles: see
+  :class:`PortableEstimator`), :func:`active_model`, :func:`heuristic_workers`;
 * :func:`online_refine`: an optional, bounded check of neighbouring pool
   sizes on the real workload (see its docstring for how to use it);
 * training and tuning live in :mod:`seer.stpa.train` and
@@ -42,6 +43,7 @@ from seer.stpa.selector import (
     MODEL_VERSION,
     SCHEMA_VERSION,
     IncompatibleModelError,
+    PortableEstimator,
     Selection,
     StpaFallbackWarning,
     StpaModel,
@@ -66,7 +68,7 @@ from seer.stpa.selector import (
 )
 
 __all__ = [
-    "FEATURE_SCHEMA", "MODEL_VERSION", "SCHEMA_VERSION", "IncompatibleModelError", "ProbeResult", "Selection",
+    "FEATURE_SCHEMA", "MODEL_VERSION", "SCHEMA_VERSION", "IncompatibleModelError", "PortableEstimator", "ProbeResult", "Selection",
     "StpaFallbackWarning", "StpaModel", "active_model", "cache_dir", "candidate_features", "candidate_sizes",
     "capture", "choose_from_scores", "clear_cache", "feature_matrix", "hardware_features", "heuristic_workers",
     "load_model", "machine_features", "model_search_path", "nested_pool", "online_refine", "probe", "save_model",

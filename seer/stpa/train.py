@@ -14,7 +14,9 @@ without a one-worker measurement are skipped).  Several scikit-learn model
 families are compared by grouped cross-validation over workloads (every
 fold's workloads are unseen in its training folds); the family whose
 choices reach the highest mean fraction of the best measured throughput
-(ties: lower RMSE) is refitted on all rows.
+(ties: lower RMSE) is refitted on all rows, then exported with
+:func:`export_estimator` to the JSON-able :class:`~seer.stpa.selector.PortableEstimator`
+that model files hold.
 """
 
 from __future__ import annotations
@@ -33,10 +35,15 @@ import numpy as np
 from seer.stpa.selector import (
     FEATURE_SCHEMA,
     SCHEMA_VERSION,
+    PortableEstimator,
     StpaModel,
     choose_from_scores,
     feature_matrix,
 )
+
+
+class TooLittleDataError(ValueError):
+    """The dataset has too few usable workloads to train on."""
 
 
 # ---- dataset -------------------------------------------------------------------------------
@@ -67,9 +74,11 @@ def load_rows(*paths: str | os.PathLike) -> list[dict]:
 
 
 def append_rows(path: str | os.PathLike, rows: Iterable[dict]) -> Path:
-    """Append rows (JSON lines) to ``path``, creating it and its folder."""
+    """Append rows (JSON lines) to ``path``, creating it and its folder (mode 0700)."""
+    from seer._io import ensure_private_dir
+
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    ensure_private_dir(path.parent, what="STPA dataset directory")
     with _open(path, "a") as f:
         for row in rows:
             f.write(json.dumps(row, sort_keys=True) + "\n")
@@ -248,7 +257,7 @@ def train(rows: list[dict], families=("gbr", "rf", "ridge", "knn"), n_splits: in
 
     table = build_table(rows)
     if len(np.unique(table.groups)) < 2:
-        raise ValueError(f"too little data to train: {len(np.unique(table.groups))} workloads with a one-worker "
+        raise TooLittleDataError(f"too little data to train: {len(np.unique(table.groups))} workloads with a one-worker "
                          f"measurement (need at least 2)")
     comparison = compare_families(table, families, n_splits) if len(families) > 1 or family is None else {}
     chosen = family or pick_family(comparison)
@@ -261,4 +270,76 @@ def train(rows: list[dict], families=("gbr", "rf", "ridge", "knn"), n_splits: in
         "families": sorted(set(table.families)), "cores_seen": cores, "machines": machines,
         "sklearn": sklearn.__version__, "seer": __version__, "comparison": comparison, "chosen": chosen,
     }
-    return StpaModel(estimator=est, family=chosen, meta=meta)
+    return StpaModel(estimator=export_estimator(est), family=chosen, meta=meta)
+
+
+# ---- export to the model file's format -------------------------------------------------------
+
+def _tree_dict(tree) -> dict:
+    t = tree.tree_
+    if t.n_outputs != 1 or t.value.shape[2] != 1:
+        raise ValueError(f"a tree with {t.n_outputs} outputs: expected a single-output regression tree")
+    out = {"children_left": t.children_left.tolist(), "children_right": t.children_right.tolist(),
+           "feature": t.feature.tolist(), "threshold": t.threshold.tolist(), "value": t.value[:, 0, 0].tolist()}
+    if hasattr(t, "missing_go_to_left"):
+        out["missing_go_to_left"] = [int(v) for v in t.missing_go_to_left]
+    return out
+
+
+def _export_steps(est) -> list[dict]:
+    from sklearn.dummy import DummyRegressor
+    from sklearn.ensemble import GradientBoostingRegressor, RandomForestRegressor
+    from sklearn.linear_model import LinearRegression, Ridge
+    from sklearn.neighbors import KNeighborsRegressor
+    from sklearn.pipeline import Pipeline
+    from sklearn.preprocessing import PolynomialFeatures, StandardScaler
+
+    if isinstance(est, Pipeline):
+        return [s for _, step in est.steps if step not in (None, "passthrough") for s in _export_steps(step)]
+    if isinstance(est, StandardScaler):
+        return [{"type": "standard_scaler", "mean": None if est.mean_ is None else est.mean_.tolist(),
+                 "scale": None if est.scale_ is None else est.scale_.tolist()}]
+    if isinstance(est, PolynomialFeatures):
+        if est.powers_.sum(axis=1).max(initial=0) > 2:
+            raise ValueError(f"PolynomialFeatures(degree={est.degree!r}): expected degree <= 2")
+        return [{"type": "polynomial", "powers": est.powers_.tolist()}]
+    if isinstance(est, (Ridge, LinearRegression)):
+        coef = np.asarray(est.coef_, np.float64)
+        if coef.ndim != 1:
+            raise ValueError(f"{type(est).__name__} with coef_ of shape {coef.shape}: expected one target")
+        return [{"type": "linear", "coef": coef.tolist(), "intercept": float(est.intercept_)}]
+    if isinstance(est, KNeighborsRegressor):
+        metric_ok = est.effective_metric_ == "euclidean" or (
+            est.effective_metric_ == "minkowski" and (est.effective_metric_params_ or {}).get("p", 2) == 2)
+        if not metric_ok or est.weights not in ("uniform", "distance") or np.ndim(est._y) != 1:
+            raise ValueError(f"KNeighborsRegressor(metric={est.effective_metric_!r}, weights={est.weights!r}): "
+                             f"expected the euclidean metric, uniform or distance weights and one target")
+        return [{"type": "knn", "k": int(est.n_neighbors), "weights": est.weights,
+                 "X": np.asarray(est._fit_X, np.float64).tolist(), "y": np.asarray(est._y, np.float64).tolist()}]
+    if isinstance(est, GradientBoostingRegressor):
+        if est.loss != "squared_error" or est.estimators_.shape[1] != 1:
+            raise ValueError(f"GradientBoostingRegressor(loss={est.loss!r}): expected loss='squared_error'")
+        if est.init_ == "zero":
+            init = 0.0
+        elif isinstance(est.init_, DummyRegressor):
+            init = float(np.asarray(est.init_.constant_, np.float64).reshape(-1)[0])
+        else:
+            raise ValueError(f"GradientBoostingRegressor(init={est.init_!r}): expected the default or 'zero'")
+        return [{"type": "trees", "kind": "boosting", "init": init, "learning_rate": float(est.learning_rate),
+                 "trees": [_tree_dict(t) for t in est.estimators_[:, 0]]}]
+    if isinstance(est, RandomForestRegressor):
+        return [{"type": "trees", "kind": "forest", "trees": [_tree_dict(t) for t in est.estimators_]}]
+    raise ValueError(f"{type(est).__name__} cannot be exported: expected one of the families {list(FAMILIES)} "
+                     f"(gradient boosting, random forest, ridge, kNN, in a pipeline with scalers)")
+
+
+def export_estimator(est) -> PortableEstimator:
+    """A fitted scikit-learn estimator as a :class:`PortableEstimator`
+    (plain arrays a model file can hold; its predictions equal ``est``'s).
+
+    Raises:
+        ValueError: ``est`` is of a kind the model file cannot describe.
+    """
+    if isinstance(est, PortableEstimator):
+        return est
+    return PortableEstimator(_export_steps(est), int(est.n_features_in_))

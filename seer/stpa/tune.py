@@ -9,8 +9,9 @@ Steps of :func:`run_tune`:
    (with the workload's features) to ``<cache>/stpa_dataset.jsonl``;
 2. train on that dataset (plus the shipped one unless told not to),
    comparing model families on held-out workloads (grouped CV), and save
-   the best to ``<cache>/stpa_model.joblib``, which ``workers="auto"``
-   then prefers to the shipped model;
+   the best to ``<cache>/stpa_model.json`` (a JSON model file, see
+   :mod:`seer.stpa.selector`; the cache folder is created with mode 0700),
+   which ``workers="auto"`` then prefers to the shipped model;
 3. with ``evaluate``: on workloads that were not in training, measure every
    pool size (the oracle) in this same run and report the throughput of the
    model's choice as a fraction of the best, next to fixed rules.
@@ -214,7 +215,6 @@ def run_tune(*, quick: bool = False, cache: Path | None = None, do_sweep: bool =
             model = T.train(data, families=families)
             model.meta["datasets"] = [str(p) for p in paths if Path(p).is_file()]
             S.save_model(model, model_path)
-            write_sidecar(model, model_path)
             S.clear_cache()
             out["model_path"] = str(model_path)
             out["model"] = {"family": model.family, "meta": model.meta}
@@ -244,15 +244,6 @@ def run_tune(*, quick: bool = False, cache: Path | None = None, do_sweep: bool =
     out["seconds"] = time.perf_counter() - t0
     out["machine"]["loadavg_end"] = list(os.getloadavg()) if hasattr(os, "getloadavg") else None
     return out
-
-
-def write_sidecar(model: S.StpaModel, model_path: Path) -> Path:
-    """A JSON next to the model with what it was trained on (readable without unpickling)."""
-    side = Path(model_path).with_suffix(".json")
-    doc = {"format": S.MODEL_FORMAT, "version": S.MODEL_VERSION, "schema_version": S.SCHEMA_VERSION,
-           "schema": S.FEATURE_SCHEMA, "family": model.family, "meta": model.meta}
-    side.write_text(json.dumps(doc, indent=2, default=float) + "\n")
-    return side
 
 
 # ---- reports -----------------------------------------------------------------------------------
@@ -409,6 +400,13 @@ def _finite(x):
     return x
 
 
-def write_json(result: dict, path: Path) -> None:
-    Path(path).parent.mkdir(parents=True, exist_ok=True)
-    Path(path).write_text(json.dumps(result, indent=2, default=_finite) + "\n")
+def write_json(result: dict, path: Path, what: str = "JSON file") -> None:
+    """Write ``result`` atomically (see :mod:`seer._io`; the folder must exist).
+
+    Raises:
+        seer._io.OutputPathError: ``path`` is a symbolic link, a directory or
+            in a missing folder.
+    """
+    from seer._io import atomic_write_text
+
+    atomic_write_text(path, json.dumps(result, indent=2, default=_finite) + "\n", what=what)

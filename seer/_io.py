@@ -1,0 +1,166 @@
+"""Safe file output: atomic writes that never follow a symlink at the target
+and never create missing folders, and private (0700) cache directories.
+
+Every file SEER writes for a user (``seer trace -o``, ``--json``, ``--plot``,
+``--md``, :meth:`seer.trace.Trace.to_chrome`, STPA model files) goes through
+:func:`atomic_writer`, so a reader never sees half a file and an interrupted
+write leaves the old file in place.
+
+Symlink policy: an output path that is itself a symbolic link is refused
+(:class:`OutputPathError`), because writing through it would modify a file
+the user did not name (the classic planted-link attack on predictable output
+names). Links in the *parent* folders are followed: the user typed them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import secrets
+from pathlib import Path
+from typing import IO, Iterator
+
+__all__ = ["OutputPathError", "atomic_write_bytes", "atomic_write_text", "atomic_writer", "check_output_path",
+           "ensure_private_dir"]
+
+#: Mode of the cache directories SEER creates: only their owner may plant files there.
+PRIVATE_DIR_MODE = 0o700
+
+
+class OutputPathError(ValueError):
+    """An output path SEER refuses to write: a directory, a symbolic link,
+    something that is not a regular file, or a path whose folder is missing."""
+
+
+def check_output_path(path: str | os.PathLike, *, what: str = "output file") -> Path:
+    """Validate ``path`` as the target of a new file; return it as a Path.
+
+    Args:
+        path: Where the file is to be written.
+        what: How error messages name the file (e.g. ``"--json file"``).
+
+    Raises:
+        OutputPathError: ``path`` is empty, a symbolic link, a directory or
+            another non-regular file, or its folder is missing or not writable.
+    """
+    text = os.fspath(path)
+    if not str(text).strip():
+        raise OutputPathError(f"{what} path {text!r} is empty: expected a file name")
+    p = Path(text)
+    if p.is_symlink():
+        raise OutputPathError(f"{what} {p} is a symbolic link: refusing to write through it "
+                              f"(remove the link or choose another path)")
+    if p.is_dir():
+        raise OutputPathError(f"{what} {p} is a directory: expected a file path")
+    if p.exists() and not p.is_file():
+        raise OutputPathError(f"{what} {p} exists and is not a regular file")
+    parent = p.parent
+    if not parent.exists():
+        raise OutputPathError(f"{what} {p}: directory {parent} does not exist (create it first)")
+    if not parent.is_dir():
+        raise OutputPathError(f"{what} {p}: {parent} is not a directory")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise OutputPathError(f"{what} {p}: directory {parent} is not writable")
+    return p
+
+
+def _open_temp(folder: Path, name: str, file_mode: int) -> tuple[int, Path]:
+    # O_EXCL fails on any existing entry, links included, so the temp file is
+    # always a new file of ours; the mode passes through the umask as open() would.
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOFOLLOW", 0)
+    stem = name[:180]  # leave room for the suffix within NAME_MAX
+    for _ in range(100):
+        tmp = folder / f".{stem}.{secrets.token_hex(6)}.tmp"
+        try:
+            return os.open(tmp, flags, file_mode), tmp
+        except FileExistsError:
+            continue
+    raise FileExistsError(f"could not create a temporary file next to {folder / name}")
+
+
+@contextlib.contextmanager
+def atomic_writer(path: str | os.PathLike, mode: str = "w", *, what: str = "output file",
+                  file_mode: int = 0o666, encoding: str = "utf-8") -> Iterator[IO]:
+    """Open a temporary file beside ``path``; on a clean exit, move it onto ``path``.
+
+    The file is flushed and fsynced before :func:`os.replace`, which renames
+    over a directory entry (a link planted after the check is replaced, never
+    followed). On an exception the temporary file is removed and ``path`` is
+    left as it was.
+
+    Args:
+        path: The target file (see :func:`check_output_path` for what is refused).
+        mode: ``"w"`` (text) or ``"wb"`` (bytes).
+        what: How error messages name the file.
+        file_mode: Permission bits of the new file, before the umask.
+        encoding: Text encoding for ``mode="w"``.
+
+    Raises:
+        OutputPathError: ``path`` is refused (see :func:`check_output_path`).
+    """
+    if mode not in ("w", "wb"):
+        raise ValueError(f"mode={mode!r} is invalid: expected 'w' or 'wb'")
+    p = check_output_path(path, what=what)
+    fd, tmp = _open_temp(p.parent, p.name, file_mode)
+    try:
+        with os.fdopen(fd, mode, **({} if mode == "wb" else {"encoding": encoding})) as f:
+            yield f
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, p)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    with contextlib.suppress(OSError):  # make the rename itself durable; not all filesystems allow it
+        dfd = os.open(p.parent, os.O_RDONLY)
+        try:
+            os.fsync(dfd)
+        finally:
+            os.close(dfd)
+
+
+def atomic_write_text(path: str | os.PathLike, text: str, **kwargs) -> Path:
+    """Write ``text`` to ``path`` with :func:`atomic_writer`; return the path."""
+    with atomic_writer(path, "w", **kwargs) as f:
+        f.write(text)
+    return Path(path)
+
+
+def atomic_write_bytes(path: str | os.PathLike, data: bytes, **kwargs) -> Path:
+    """Write ``data`` to ``path`` with :func:`atomic_writer`; return the path."""
+    with atomic_writer(path, "wb", **kwargs) as f:
+        f.write(data)
+    return Path(path)
+
+
+def ensure_private_dir(path: str | os.PathLike, *, what: str = "cache directory") -> Path:
+    """Create ``path`` and any missing parents with mode 0700; return it.
+
+    Folders that already exist are left as they are (their owner chose their
+    mode); those created here get exactly 0700 whatever the umask, so no other
+    user can plant a model file in them.
+
+    Raises:
+        NotADirectoryError: ``path`` or one of its parents exists and is not a directory.
+    """
+    p = Path(path)
+    missing = []
+    q = p
+    while not q.is_dir():
+        if os.path.lexists(q):
+            raise NotADirectoryError(f"{what} {p}: {q} exists and is not a directory")
+        missing.append(q)
+        if q.parent == q:
+            break
+        q = q.parent
+    for d in reversed(missing):
+        try:
+            os.mkdir(d, PRIVATE_DIR_MODE)
+        except FileExistsError:
+            if not d.is_dir():
+                raise NotADirectoryError(f"{what} {p}: {d} exists and is not a directory") from None
+            continue  # created meanwhile by another process
+        os.chmod(d, PRIVATE_DIR_MODE)
+    return p
+
