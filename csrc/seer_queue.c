@@ -22,6 +22,20 @@
  *   pusher: inbox CAS, next_key CAS-min, load horizon, load state
  *   release: store next_key, load inbox, store state, load next_key
  *   advance: raise horizon, load next_key
+ *
+ * Release/acquire edges (the rest; the rings have their own, seer_ring.h):
+ *   push:    inbox CAS (release part)  -> drain's acquire exchange: the
+ *            node contents, and the pending count added before the push;
+ *   claim:   unclaim's state RMW (release part), continued by make_ready's
+ *            CAS -> the next claimant's acquire RMW on state: the private
+ *            list (head, tail, node links) passes to the next holder;
+ *   recycle: a node's last reader frees it through the free ring (R0) ->
+ *            the next pusher's acquire of the ring's tail (A1), so its
+ *            writes to the node come after every read of the old event.
+ *
+ * Progress (csrc/README.md): lane pushes, drains and the claim flag are
+ * lock-free; anything that goes through a ring (readying an entity, taking
+ * one, allocating or freeing nodes) inherits the rings' blocking publish.
  */
 #include "seer_queue.h"
 
@@ -171,6 +185,20 @@ void seer_queue_clear(seer_queue *q) { reset_state(q); }
 
 /* ---- layer 2 ------------------------------------------------------------ */
 
+/* Enqueue into a ring that has room by construction: the ready ring holds
+ * each entity at most once (QUEUED) and the free ring each node at most
+ * once, and both are at least as big as what they hold.  The bound holds for
+ * every thread's view only through the ring's R1 -> A0 edge and the claim and
+ * recycle edges above: whoever re-enqueues an id has seen (happens-after)
+ * the consumer's R0 that took its previous entry.  A failed enqueue would
+ * silently lose a ready entity (a hang) or a node (a smaller pool), so a
+ * stale view, should the bound ever be broken by one, is waited out rather
+ * than dropped. */
+static inline void ring_put(seer_ring *r, const uint32_t *ids, uint32_t n) {
+    unsigned spins = 0;
+    while (!seer_ring_enqueue_bulk(r, ids, n)) seer_backoff(&spins);
+}
+
 /* Put entity e in the ready ring unless it is already there or held. */
 static void make_ready(seer_queue *q, uint32_t e) {
     seer_lane *l = &q->lanes[e];
@@ -181,8 +209,7 @@ static void make_ready(seer_queue *q, uint32_t e) {
          * the next claimant's acquire still synchronizes with that unclaim. */
         if (atomic_compare_exchange_weak_explicit(&l->state, &s, s | ST_QUEUED,
                                                   memory_order_seq_cst, memory_order_seq_cst)) {
-            /* Cannot fail: the ring holds every entity at most once. */
-            seer_ring_enqueue_bulk(&q->ready_ring, &e, 1);
+            ring_put(&q->ready_ring, &e, 1);
             return;
         }
     }
@@ -254,7 +281,7 @@ int seer_queue_push_many(seer_queue *q, const int32_t *entities, const double *t
                     idx_buf[k2++] = chain;
                     chain = q->nodes[chain].next;
                 }
-                seer_ring_enqueue_bulk(&q->free_ring, idx_buf, k2);
+                ring_put(&q->free_ring, idx_buf, k2);
             }
             return SEER_E_FULL;
         }
@@ -266,7 +293,10 @@ int seer_queue_push_many(seer_queue *q, const int32_t *entities, const double *t
     }
 
     /* Count before publishing so that a concurrent pop never drives the
-     * pending count below zero. */
+     * pending count below zero.  relaxed is enough: the add is sequenced
+     * before the inbox CAS (release), the pop's subtract after its drain
+     * (acquire), so the add happens-before the subtract and comes first in
+     * pending's modification order. */
     atomic_fetch_add_explicit(&q->pending, n, memory_order_relaxed);
 
     int64_t i = 0;
@@ -294,12 +324,14 @@ int seer_queue_push_many(seer_queue *q, const int32_t *entities, const double *t
             uint64_t k = time_key(nd->ev.time);
             if (k < run_min) run_min = k;
         }
+        /* relaxed: only a guess for the CAS; nothing is read through it. */
         uint32_t top = atomic_load_explicit(&l->inbox, memory_order_relaxed);
         do {
             q->nodes[last].next = top;
             /* seq_cst (release part): the node writes above happen-before the
              * claimant's acquire exchange of the inbox; seq_cst for the
-             * Dekker handshake with release(). */
+             * Dekker handshake with release().  relaxed on failure: we only
+             * relink and retry. */
         } while (!atomic_compare_exchange_weak_explicit(&l->inbox, &top, first, memory_order_seq_cst,
                                                         memory_order_relaxed));
         cas_min(&l->next_key, run_min);
@@ -371,8 +403,9 @@ static uint32_t sort_list(seer_node *N, uint32_t list, uint32_t *tail_out) {
 /* Move the inbox into the private sorted list.  Caller holds the entity. */
 static void lane_drain(seer_queue *q, seer_lane *l) {
     seer_node *N = q->nodes;
-    /* acquire: pairs with the pushers' CAS on the inbox; their node writes
-     * are visible from here on. */
+    /* acquire: pairs with the pushers' CAS on the inbox (release part); as
+     * every push is an RMW on the inbox, one exchange synchronizes with all
+     * the pushes it empties, and their node writes are visible from here. */
     uint32_t top = atomic_exchange_explicit(&l->inbox, NIL, memory_order_acquire);
     if (top == NIL) return;
     uint32_t prev = NIL;
@@ -433,9 +466,11 @@ int64_t seer_queue_pop(seer_queue *q, double horizon, seer_event *out, int64_t m
         uint32_t e;
         if (!seer_ring_dequeue(&q->ready_ring, &e, 1, 1)) break;
         seer_lane *l = &q->lanes[e];
-        /* acquire: pairs with the previous claimant's release of state, so
-         * its private list is ours to read now.  Only the ring entry's owner
-         * clears QUEUED, so this is a plain swap of the two bits. */
+        /* acquire: pairs with the previous claimant's unclaim RMW on state
+         * (release part); make_ready's CAS in between is an RMW and keeps
+         * the release sequence going.  So its private list is ours to read
+         * now.  Only the ring entry's owner clears QUEUED, so this is a plain
+         * swap of the two bits. */
         atomic_fetch_xor_explicit(&l->state, ST_QUEUED | ST_CLAIMED, memory_order_acquire);
         lane_drain(q, l);
         int64_t took = 0, uncounted = 0;
@@ -452,10 +487,11 @@ int64_t seer_queue_pop(seer_queue *q, double horizon, seer_event *out, int64_t m
             if (nfreed == 256) {
                 /* Uncount before the nodes can be reused: a pusher that gets
                  * them counts them again, and pending must never exceed the
-                 * capacity.  (The ring's release/acquire orders the two.) */
+                 * capacity.  relaxed: the free ring's R0 -> A1 edge orders
+                 * this subtract before the pusher's add. */
                 atomic_fetch_sub_explicit(&q->pending, uncounted, memory_order_relaxed);
                 uncounted = 0;
-                seer_ring_enqueue_bulk(&q->free_ring, freed, nfreed);
+                ring_put(&q->free_ring, freed, nfreed);
                 nfreed = 0;
             }
         }
@@ -468,7 +504,7 @@ int64_t seer_queue_pop(seer_queue *q, double horizon, seer_event *out, int64_t m
             atomic_fetch_sub_explicit(&q->pending, uncounted, memory_order_relaxed);
         }
     }
-    if (nfreed) seer_ring_enqueue_bulk(&q->free_ring, freed, nfreed);
+    if (nfreed) ring_put(&q->free_ring, freed, nfreed);
     return n;
 }
 
@@ -480,6 +516,9 @@ int seer_queue_release(seer_queue *q, const int32_t *entities, int64_t n, int64_
         /* A popped batch lists an entity once per event, consecutively, so
          * releasing batch["entity"] directly is allowed. */
         if (i > 0 && entities[i - 1] == e) continue;
+        /* acquire: only detects misuse (an entity nobody holds); a claim
+         * handed to this thread by another is ordered by the caller's own
+         * edge, and unclaim does its own ordering. */
         if (!(atomic_load_explicit(&q->lanes[e].state, memory_order_acquire) & ST_CLAIMED))
             return *bad_index = i, SEER_E_NOT_CLAIMED;
         seer_queue_unclaim(q, (uint32_t)e);
@@ -490,6 +529,8 @@ int seer_queue_release(seer_queue *q, const int32_t *entities, int64_t n, int64_
 /* ---- queries -------------------------------------------------------------- */
 
 int64_t seer_queue_len(const seer_queue *q) {
+    /* relaxed: a count, not a publication; exact once the pushes and pops
+     * that changed it happen-before the call. */
     return atomic_load_explicit(&((seer_queue *)q)->pending, memory_order_relaxed);
 }
 
@@ -501,6 +542,10 @@ uint64_t seer_queue_footprint(const seer_queue *q) { return q->footprint; }
 double seer_queue_min_time(const seer_queue *q) {
     uint64_t m = KEY_INF;
     for (int32_t e = 0; e < q->num_entities; e++) {
+        /* acquire is more than needed: "exact when no entity is held" means
+         * the caller is already ordered after the unclaims (the runtime's
+         * barrier, or the releasing thread itself); nothing is read through
+         * the value. */
         uint64_t k = atomic_load_explicit(&((seer_queue *)q)->lanes[e].next_key, memory_order_acquire);
         if (k < m) m = k;
     }
@@ -520,7 +565,8 @@ int seer_queue_is_claimed(const seer_queue *q, int32_t entity) {
 int seer_queue_take(seer_queue *q, uint32_t *entity) {
     uint32_t e;
     if (!seer_ring_dequeue(&q->ready_ring, &e, 1, 1)) return 0;
-    /* acquire: as in seer_queue_pop, pairs with the previous unclaim. */
+    /* acquire: as in seer_queue_pop, pairs with the previous unclaim's RMW
+     * (release part) through make_ready's CAS. */
     atomic_fetch_xor_explicit(&q->lanes[e].state, ST_QUEUED | ST_CLAIMED, memory_order_acquire);
     *entity = e;
     return 1;
@@ -551,13 +597,13 @@ uint32_t seer_queue_alloc(seer_queue *q, seer_node_cache *c) {
 void seer_queue_recycle(seer_queue *q, seer_node_cache *c, uint32_t id) {
     if (c->n == SEER_NODE_CACHE) {
         c->n -= SEER_NODE_CACHE / 2;
-        seer_ring_enqueue_bulk(&q->free_ring, c->ids + c->n, SEER_NODE_CACHE / 2);
+        ring_put(&q->free_ring, c->ids + c->n, SEER_NODE_CACHE / 2);
     }
     c->ids[c->n++] = id;
 }
 
 void seer_queue_flush_cache(seer_queue *q, seer_node_cache *c) {
-    if (c->n) seer_ring_enqueue_bulk(&q->free_ring, c->ids, c->n);
+    if (c->n) ring_put(&q->free_ring, c->ids, c->n);
     c->n = 0;
 }
 
@@ -566,6 +612,7 @@ seer_event *seer_queue_node_event(seer_queue *q, uint32_t id) { return &q->nodes
 void seer_queue_publish(seer_queue *q, uint32_t id) {
     seer_node *nd = &q->nodes[id];
     seer_lane *l = &q->lanes[nd->ev.entity];
+    /* relaxed: only a guess for the CAS. */
     uint32_t top = atomic_load_explicit(&l->inbox, memory_order_relaxed);
     do {
         nd->next = top;

@@ -79,15 +79,29 @@ typedef struct seer_barrier {
     _Atomic uint32_t sleepers;
 } seer_barrier;
 
+/* Generation barrier.  Edges: every arrival's count RMW (release part) ->
+ * the last arrival's (acquire part), through the RMW chain of the round;
+ * the last arrival's gen RMW (release part) -> each waiter's acquire load of
+ * the new gen.  Together: everything any worker did before arriving
+ * happens-before everything any worker does after leaving.  Blocking, as a
+ * barrier must be. */
 static void barrier_wait(seer_barrier *b, int32_t n, int spin) {
     if (n == 1) return;
-    uint32_t gen = atomic_load_explicit(&b->gen, memory_order_acquire);
+    /* relaxed: only compared, nothing is read through it.  It must not see
+     * this round's bump, and cannot: it is sequenced before our count RMW,
+     * whose release part orders it before the last arrival's acquire and so
+     * before the bump (read-write coherence). */
+    uint32_t gen = atomic_load_explicit(&b->gen, memory_order_relaxed);
     /* acq_rel: each arrival releases its window's writes into the count's
      * release sequence; the last arrival acquires them all. */
     if (atomic_fetch_add_explicit(&b->count, 1, memory_order_acq_rel) + 1 == (uint32_t)n) {
+        /* relaxed: the next round's arrivals come after the gen bump below
+         * (release) -> their acquire of gen, so their count RMWs follow this
+         * reset in count's modification order. */
         atomic_store_explicit(&b->count, 0, memory_order_relaxed);
-        /* seq_cst (release part): everything all arrivals did happens-before
-         * the waiters' acquire load of the new generation. */
+        /* seq_cst: release part, everything all arrivals did happens-before
+         * the waiters' acquire load of the new generation; seq_cst for the
+         * Dekker handshake with a waiter's sleepers count (wake_all). */
         atomic_fetch_add_explicit(&b->gen, 1, memory_order_seq_cst);
         wake_all(&b->gen, &b->sleepers);
     } else {
@@ -157,6 +171,7 @@ struct seer_runtime {
     _Atomic uint32_t step_sleepers;
     _Atomic int shutdown;
     _Alignas(SEER_CACHELINE) _Atomic int32_t err_code;
+    _Atomic int32_t err_claim; /* the first failure owns err, then sets err_code */
     seer_error_info err;
     seer_worker *workers;
 };
@@ -249,7 +264,10 @@ void seer_rt_reset(seer_runtime *rt, uint64_t seed) {
         rt->workers[w].cache.n = 0; /* the cleared queue owns every node again */
         rt->workers[w].pending_delta = 0;
     }
+    /* relaxed: reset runs while no step does; the next step's step_gen /
+     * barrier edges publish it. */
     atomic_store_explicit(&rt->err_code, 0, memory_order_relaxed);
+    atomic_store_explicit(&rt->err_claim, 0, memory_order_relaxed);
     memset(&rt->err, 0, sizeof rt->err);
 }
 
@@ -258,21 +276,34 @@ void seer_rt_reset(seer_runtime *rt, uint64_t seed) {
 static void fail(seer_runtime *rt, int32_t code, int32_t worker, const seer_event *ev, int32_t target,
                  int32_t target_kind, double target_time) {
     int32_t expected = 0;
-    /* Only the first failure is recorded; the barrier at the end of the
-     * window orders the record before worker 0 reports it. */
-    if (!atomic_compare_exchange_strong_explicit(&rt->err_code, &expected, code, memory_order_acq_rel,
+    /* Only the first failure is recorded.  relaxed: the claim only picks
+     * the writer of err; it publishes nothing. */
+    if (!atomic_compare_exchange_strong_explicit(&rt->err_claim, &expected, 1, memory_order_relaxed,
                                                  memory_order_relaxed))
         return;
     rt->err = (seer_error_info){code, worker, ev ? ev->entity : -1, ev ? ev->kind : -1,
                                 ev ? ev->time : NAN, target, target_kind, target_time};
+    /* release: the record above happens-before any acquire load that sees
+     * the code (seer_rt_step's return value, seer_rt_last_error).  A worker's
+     * failure is also ordered by the window's end barrier, but an interrupt
+     * comes from a thread outside the pool, which has only this edge. */
+    atomic_store_explicit(&rt->err_code, code, memory_order_release);
 }
 
 static inline int aborted(seer_runtime *rt) {
-    /* relaxed: a late view only costs a few more events before stopping. */
+    /* relaxed: a late view only costs a few more events before stopping;
+     * nothing is read through it. */
     return atomic_load_explicit(&rt->err_code, memory_order_relaxed) != 0;
 }
 
-void seer_rt_last_error(const seer_runtime *rt, seer_error_info *out) { *out = rt->err; }
+void seer_rt_last_error(const seer_runtime *rt, seer_error_info *out) {
+    /* acquire: pairs with fail()'s release store; a record still being
+     * written (claimed, code not yet set) reads as no error. */
+    if (atomic_load_explicit(&((seer_runtime *)rt)->err_code, memory_order_acquire) == 0)
+        memset(out, 0, sizeof *out);
+    else
+        *out = rt->err;
+}
 int64_t seer_rt_events_total(const seer_runtime *rt) { return rt->events_total; }
 int64_t seer_rt_windows_total(const seer_runtime *rt) { return rt->windows_total; }
 double seer_rt_window_end(const seer_runtime *rt, int32_t worker) { return rt->workers[worker].ctx.window_end; }
@@ -556,10 +587,13 @@ int seer_rt_step(seer_runtime *rt, double horizon) {
         wake_all(&rt->step_gen, &rt->step_sleepers);
     }
     run_step(rt, 0);
-    /* Pool workers add their counts before each window's end barrier. */
+    /* Pool workers add their counts before each window's end barrier, whose
+     * edges order them before this read. */
     int64_t events = 0;
     for (int32_t i = 0; i < rt->num_workers; i++) events += rt->workers[i].events;
     rt->events_total = events;
+    /* acquire: pairs with fail()'s release store, so a nonzero code comes
+     * with its record (seer_rt_last_error). */
     return atomic_load_explicit(&rt->err_code, memory_order_acquire);
 }
 
@@ -568,16 +602,31 @@ void seer_rt_worker_main(seer_runtime *rt, int32_t wid) {
      * is there now: a step may already have begun before this thread ran. */
     uint32_t seen = 0;
     for (;;) {
+        /* acquire (inside): pairs with the step_gen RMW (release part) of
+         * seer_rt_step or seer_rt_shutdown: the horizon, the pushed actions
+         * and the shutdown flag written before it are visible after it. */
         wait_while_equal(&rt->step_gen, seen, rt->spin, &rt->step_sleepers);
         seen = atomic_load_explicit(&rt->step_gen, memory_order_acquire);
+        /* acquire: see seer_rt_shutdown (the step_gen edge above already
+         * carries the flag; this pair is belt and braces). */
         if (atomic_load_explicit(&rt->shutdown, memory_order_acquire)) return;
         run_step(rt, wid);
     }
 }
 
 void seer_rt_shutdown(seer_runtime *rt) {
-    /* release: pairs with the acquire load in worker_main after waking. */
+    /* release: pairs with the acquire load in worker_main after waking; the
+     * flag is also carried by the step_gen RMW below (release part), which
+     * is what the waking worker synchronizes with first. */
     atomic_store_explicit(&rt->shutdown, 1, memory_order_release);
+    /* seq_cst: release part as said; seq_cst for the sleepers handshake. */
     atomic_fetch_add_explicit(&rt->step_gen, 1, memory_order_seq_cst);
     wake_all(&rt->step_gen, &rt->step_sleepers);
+}
+
+void seer_rt_interrupt(seer_runtime *rt) {
+    /* The same first-failure record a handler error takes: workers poll it
+     * between events (aborted()), worker 0 ends the step at its next window
+     * decision, and seer_rt_step returns the code. */
+    fail(rt, SEER_E_CLOSED, -1, NULL, -1, -1, NAN);
 }

@@ -74,6 +74,10 @@ int seer_vec_step_all(seer_vec_copies *v, seer_runtime *rt, seer_queue *q, int32
         if (rc != SEER_OK) return rc;
         due[c] = 0;
     }
+    /* No atomics needed here: seer_rt_step's step_gen RMW (release) ->
+     * the workers' acquire of it publishes order and the pushed events, and
+     * the step's last barrier orders the copies' writes (status, ended,
+     * rows) before seer_rt_step returns; only then is order cleared. */
     v->order = v->order_buf;
     const int rc = seer_rt_step(rt, t + 1.0);
     v->order = NULL;

@@ -57,7 +57,8 @@ def _as_array(name: str, values, dtype, n: int | None, *, integer: bool) -> np.n
 
 
 class EventQueue:
-    """Lock-free dual-layer event queue over a preallocated event pool.
+    """Dual-layer event queue over a preallocated event pool (CAS lanes, rings;
+    csrc/README.md gives each part's progress guarantee).
 
     Layer 1 keeps one lane per entity, ordered by ``(time, source, seq)``;
     layer 2 is the set of entities with work before the horizon.  Popping an
