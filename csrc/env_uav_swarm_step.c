@@ -364,8 +364,8 @@ int seer_uav_copy_step(void *env, const seer_copy_rows *rows, int32_t op) {
     seer_uav_env *e = env;
     const int32_t n = e->m->num_uavs, D = e->obs_dim;
     float *obs = rows->obs;
-    if (op == SEER_VEC_AUTORESET) return copy_reset(e, rows);
-    if (op != SEER_VEC_STEP) return SEER_E_ARG;
+    if (op == SEER_COPY_AUTORESET) return copy_reset(e, rows);
+    if (op != SEER_COPY_STEP) return SEER_E_ARG;
     if (e->episode[SEER_UAV_EP_TRUNCATED] || e->episode[SEER_UAV_EP_LIVE] == 0) {
         /* nothing to step: the copy's episode is over */
         memset(obs, 0, sizeof(float) * (size_t)n * (size_t)D);

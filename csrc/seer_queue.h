@@ -9,32 +9,13 @@
 
 #include <stdint.h>
 
-/* One event as handed out by a pop.  Field order keeps it 32 bytes with no
- * padding so numpy can view an array of them as a structured array. */
-typedef struct seer_event {
-    double time;
-    int64_t payload;
-    int32_t entity;
-    int32_t kind;
-    int32_t source;   /* emitting entity, -1 for events pushed from outside */
-    uint32_t seq;     /* per-source sequence number: the last tie-breaker   */
-} seer_event;
+/* The core defines the API's functions itself (see seer/seer.h). */
+#define SEER_CORE_BUILD 1
+#include "seer/seer.h"
 
 typedef struct seer_queue seer_queue;
 
-/* Status codes returned by the queue (and the runtime). */
-#define SEER_OK 0
-#define SEER_E_ENTITY -1     /* entity outside 0..num_entities-1             */
-#define SEER_E_KIND -2       /* kind outside 0..num_kinds-1                  */
-#define SEER_E_TIME -3       /* NaN or infinite time                         */
-#define SEER_E_PAST -4       /* time earlier than already handed to entity   */
-#define SEER_E_FULL -5       /* event pool exhausted                         */
-#define SEER_E_NOT_CLAIMED -6 /* release of an entity nobody holds           */
-#define SEER_E_CAUSALITY -7  /* cross-entity event closer than the lookahead */
-#define SEER_E_HANDLER -8    /* a handler reported failure                   */
-#define SEER_E_NOMEM -9      /* allocation failed at construction            */
-#define SEER_E_ARG -10       /* other bad argument                           */
-#define SEER_E_CLOSED -11    /* the step was interrupted by seer_rt_interrupt */
+/* seer_event and the SEER_OK / SEER_E_* status codes: seer/seer_types.h. */
 
 /* Returns NULL when memory cannot be had; sizes are checked by the caller. */
 seer_queue *seer_queue_new(int32_t num_entities, int32_t num_kinds, uint32_t capacity);

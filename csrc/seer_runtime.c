@@ -134,6 +134,7 @@ typedef struct snapshot_region {
 } snapshot_region;
 
 struct seer_runtime {
+    seer_runtime_head head; /* first: plug-ins reach the API through it */
     seer_queue *q;
     int32_t num_workers;
     int32_t num_entities;
@@ -194,6 +195,7 @@ seer_runtime *seer_rt_new(seer_queue *q, int32_t num_workers, double lookahead, 
     if (num_workers < 1 || !(lookahead > 0) || kinds > 1024) return NULL;
     seer_runtime *rt = zalloc(sizeof *rt);
     if (!rt) return NULL;
+    rt->head.api = seer_api_table();
     rt->q = q;
     rt->num_workers = num_workers;
     rt->num_entities = seer_queue_num_entities(q);
@@ -210,6 +212,7 @@ seer_runtime *seer_rt_new(seer_queue *q, int32_t num_workers, double lookahead, 
         return NULL;
     }
     for (int32_t w = 0; w < num_workers; w++) {
+        rt->workers[w].ctx.api = seer_api_table();
         rt->workers[w].ctx.rt = rt;
         rt->workers[w].ctx.worker = w;
     }
@@ -630,3 +633,25 @@ void seer_rt_interrupt(seer_runtime *rt) {
      * decision, and seer_rt_step returns the code. */
     fail(rt, SEER_E_CLOSED, -1, NULL, -1, -1, NAN);
 }
+
+/* ---- the public API's function table ------------------------------------------------ */
+
+int seer_rt_push(seer_runtime *rt, int32_t entity, double time, int32_t kind, int64_t payload) {
+    int64_t bad;
+    return seer_queue_push_many(rt->q, &entity, &time, &kind, &payload, NULL, NULL, 1, &bad);
+}
+
+static const seer_api API = {
+    .version = SEER_API_VERSION,
+    .size = sizeof(seer_api),
+    .emit = seer_emit,
+    .random_u64 = seer_random_u64,
+    .uniform = seer_uniform,
+    .counter_uniform = seer_counter_uniform,
+    .rt_push = seer_rt_push,
+    .rt_step = seer_rt_step,
+    .rt_reset = seer_rt_reset,
+    .rt_events_total = seer_rt_events_total,
+};
+
+const seer_api *seer_api_table(void) { return &API; }

@@ -7,21 +7,7 @@
 
 #include "seer_queue.h"
 
-typedef struct seer_runtime seer_runtime;
-
-/* What a handler sees.  One per worker; entity/now describe the event being
- * handled.  model points at the model's own struct (native kernels). */
-typedef struct seer_ctx {
-    seer_runtime *rt;
-    void *model;
-    double now;
-    double window_end;
-    int32_t entity;
-    int32_t worker;
-} seer_ctx;
-
-/* Native handler: returns 0, or non-zero to fail the step. */
-typedef int (*seer_handler_fn)(seer_ctx *ctx, const seer_event *ev);
+/* seer_runtime, seer_ctx and seer_handler_fn: seer/seer_types.h. */
 
 /* Python handlers are reached through one dispatch function that gets a
  * batch of events of one kind, at most one per entity. */
@@ -97,6 +83,10 @@ void seer_rt_take_trace(seer_runtime *rt, int32_t worker, int64_t *n_events, int
 int seer_emit(seer_ctx *ctx, int32_t target, double time, int32_t kind, int64_t payload);
 uint64_t seer_random_u64(seer_ctx *ctx);
 double seer_uniform(seer_ctx *ctx);
+/* An external event (source -1) pushed into the runtime's queue. */
+int seer_rt_push(seer_runtime *rt, int32_t entity, double time, int32_t kind, int64_t payload);
+/* The function table plug-ins reach through ctx->api (seer/seer.h). */
+const seer_api *seer_api_table(void);
 
 /* From Python handlers (on the worker thread that runs them). */
 int seer_rt_emit_many(seer_runtime *rt, int32_t worker, const int32_t *sources, const int32_t *targets,

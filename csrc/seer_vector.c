@@ -8,6 +8,7 @@ static int run_copy(seer_vec_copies *v, int32_t c, int32_t op) {
     if (v->step[c] == NULL) return v->status[c] = SEER_E_ARG;
     const int64_t row = (int64_t)c * v->slots;
     const seer_copy_rows r = {
+        .api = seer_api_table(),
         .act = v->act + row * v->act_row_bytes,
         .obs = v->obs + row * v->obs_row_bytes,
         .rew = v->rew + row,
@@ -68,7 +69,7 @@ int seer_vec_step_all(seer_vec_copies *v, seer_runtime *rt, seer_queue *q, int32
     lpt_order(v, due);
     for (int32_t e = 0; e < C; e++) {
         const int32_t c = v->order_buf[e];
-        const int64_t op = due[c] ? SEER_VEC_AUTORESET : SEER_VEC_STEP;
+        const int64_t op = due[c] ? SEER_COPY_AUTORESET : SEER_COPY_STEP;
         int64_t bad;
         const int rc = seer_queue_push_many(q, &e, &t, &kind, &op, NULL, NULL, 1, &bad);
         if (rc != SEER_OK) return rc;

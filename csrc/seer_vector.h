@@ -14,28 +14,12 @@
 
 #include "seer_runtime.h"
 
-/* One copy's rows (already offset to its first row). */
-typedef struct seer_copy_rows {
-    const void *act;  /* slots action rows                          */
-    void *obs;        /* slots observation rows                     */
-    double *rew;      /* slots                                      */
-    uint8_t *term;    /* slots                                      */
-    uint8_t *trunc;   /* slots                                      */
-    uint8_t *mask;    /* slots: the row acted in this step          */
-    uint8_t *alive;   /* slots: the agent is live after the step    */
-    uint8_t *ended;   /* 1: the copy's episode ended in this step   */
-} seer_copy_rows;
+/* seer_copy_rows, seer_copy_step_fn and the ops SEER_COPY_STEP and
+ * SEER_COPY_AUTORESET: seer/seer_types.h (the public API). */
 
 /* seer_vec_step_all found an action outside [act_lo, act_hi] (or NaN) in a
  * live row: nothing was stepped. */
 #define SEER_VEC_E_ACTION -100
-
-/* Ops of a copy step function (the payloads of seer.vector's events). */
-#define SEER_VEC_STEP 1      /* act -> everything else                            */
-#define SEER_VEC_AUTORESET 2 /* reset with the env's next seed: obs and alive rows */
-
-/* Runs op on one copy; 0, or a SEER_E_* code. */
-typedef int (*seer_copy_step_fn)(void *env, const seer_copy_rows *rows, int32_t op);
 
 typedef struct seer_vec_copies {
     int32_t num_copies;

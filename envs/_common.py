@@ -6,10 +6,11 @@ from __future__ import annotations
 import numbers
 from typing import Any, Mapping
 
-import gymnasium
 import numpy as np
 from pettingzoo import ParallelEnv
 from pettingzoo.utils import parallel_to_aec, wrappers
+
+from seer.actions import validate_actions  # noqa: F401  (re-exported for the envs)
 
 
 def check_workers(workers: Any) -> int | str:
@@ -45,48 +46,6 @@ def check_scenario(scenario: Any, scenarios: Mapping[str, Any]):
     if scenario not in scenarios:
         raise ValueError(f"scenario={scenario!r} is unknown: expected one of {sorted(scenarios)}")
     return scenarios[scenario]
-
-
-def validate_actions(actions: Any, live_agents, action_space_of) -> None:
-    """Raise a ValueError naming the agent and the value for any bad action.
-
-    Every live agent must have an action; keys that are not live agents (dead
-    or unknown) are errors, as silently dropping them hides bugs in a policy.
-    """
-    if not isinstance(actions, Mapping):
-        raise TypeError(f"actions must be a dict of agent -> action, got {type(actions).__name__}")
-    live = set(live_agents)
-    unknown = [a for a in actions if a not in live]
-    if unknown:
-        raise ValueError(f"actions name agents {unknown!r} that are not live; live agents are {sorted(live)[:8]}...")
-    missing = [a for a in live_agents if a not in actions]
-    if missing:
-        raise ValueError(f"actions are missing for agents {missing[:8]!r}: every live agent needs an action")
-    for agent, action in actions.items():
-        space = action_space_of(agent)
-        if isinstance(space, gymnasium.spaces.Box):
-            arr = np.asarray(action)
-            if arr.shape != space.shape:
-                raise ValueError(f"action of {agent!r} has shape {arr.shape}: expected {space.shape}")
-            if arr.dtype.kind not in "fiu":
-                raise ValueError(f"action of {agent!r} has dtype {arr.dtype}: expected a real dtype")
-            if not np.all(np.isfinite(arr)):
-                raise ValueError(f"action of {agent!r} is {arr.tolist()}: NaN or inf is not allowed")
-            if np.any(arr < space.low) or np.any(arr > space.high):
-                raise ValueError(
-                    f"action of {agent!r} is {arr.tolist()}: outside the action space [{space.low.min()}, "
-                    f"{space.high.max()}]"
-                )
-        elif isinstance(space, gymnasium.spaces.Discrete):
-            if isinstance(action, np.ndarray) and action.shape == ():
-                action = action.item()
-            if not isinstance(action, numbers.Integral) or isinstance(action, bool) or not space.contains(action):
-                raise ValueError(
-                    f"action of {agent!r} is {action!r}: expected an integer in [{space.start}, "
-                    f"{space.start + space.n - 1}]"
-                )
-        elif not space.contains(action):
-            raise ValueError(f"action of {agent!r} is {action!r}: not in {space}")
 
 
 def seed_from(seed: Any, np_random: np.random.Generator | None) -> int:

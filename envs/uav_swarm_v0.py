@@ -77,7 +77,7 @@ from seer.envs._common import (
     validate_actions,
 )
 
-__all__ = ["parallel_env", "env", "raw_env", "UavSwarmEnv", "SCENARIOS"]
+__all__ = ["parallel_env", "env", "raw_env", "UavSwarmEnv", "SCENARIOS", "make_traced"]
 
 SCENARIOS = dict(M.SCENARIOS)
 ENGINES = ("seer", "reference")
@@ -288,3 +288,36 @@ def parallel_env(**kwargs) -> UavSwarmEnv:
 def env(**kwargs):
     """The AEC version (PettingZoo's parallel_to_aec plus order enforcing)."""
     return make_aec(UavSwarmEnv, **kwargs)
+
+
+def make_traced(scenario=None, entities=None, workers=2):
+    """The swarm's events on a runtime built with ``trace=True`` (the hook
+    ``seer trace uav_swarm_v0`` uses; see :mod:`seer.registry`).
+
+    Only the events run (no actions, no readout), so the trace shows the
+    runtime's work on the model.
+
+    Args:
+        scenario: A key of :data:`SCENARIOS` (None: ``"default"``).
+        entities: The number of UAVs (None: the scenario's).
+        workers: The pool size.
+
+    Returns:
+        ``(runtime, step, close)``: ``step()`` advances one env step and
+        returns the events it ran; ``close()`` frees the runtime.
+
+    Example:
+        >>> runtime, step, close = make_traced("small", workers=1)
+        >>> events = step(); runtime.trace.summary()["windows"] > 0
+        True
+        >>> close()
+    """
+    cfg = M.make_config("default" if scenario is None else scenario, entities)
+    sim = M.SeerSim(cfg, workers=workers, trace=True)
+    sim.reset(0)
+
+    def step() -> int:
+        sim.advance()
+        return sim.last_events
+
+    return sim.runtime, step, sim.close

@@ -64,7 +64,7 @@ from . import _common
 from . import wireless_model as wm
 from ._wireless_reference import WirelessReference
 
-__all__ = ["parallel_env", "env", "WirelessEnv", "SCENARIOS"]
+__all__ = ["parallel_env", "env", "WirelessEnv", "SCENARIOS", "make_traced"]
 
 SCENARIOS = wm.SCENARIOS
 ENGINES = ("seer", "reference")
@@ -277,3 +277,40 @@ def parallel_env(**kwargs) -> WirelessEnv:
 def env(**kwargs):
     """The AEC version, with PettingZoo's usual safety wrappers."""
     return _common.make_aec(WirelessEnv, **kwargs)
+
+
+def make_traced(scenario=None, entities=None, workers=2):
+    """The network's events on a runtime built with ``trace=True`` (the hook
+    ``seer trace wireless_v0`` uses; see :mod:`seer.registry`).
+
+    Every step sends the no-op action of every UE, so the trace shows the
+    runtime's work on the model alone.
+
+    Args:
+        scenario: A key of :data:`SCENARIOS` (None: ``"large"``).
+        entities: The number of UEs (None: the scenario's).
+        workers: The pool size.
+
+    Returns:
+        ``(runtime, step, close)``: ``step()`` advances one env step and
+        returns the events it ran; ``close()`` frees the runtime.
+
+    Example:
+        >>> runtime, step, close = make_traced("small", workers=1)
+        >>> step() > 0
+        True
+        >>> close()
+    """
+    from ._wireless_seer import WirelessSeer
+
+    params = wm.make_params("large" if scenario is None else scenario, num_ue=entities)
+    core = WirelessSeer(params, workers, trace=True)
+    core.reset(0)
+    actions = np.zeros(params.num_ue, np.int64)
+
+    def step() -> int:
+        e0 = core.events
+        core.step(actions)
+        return core.events - e0
+
+    return core.runtime, step, core.close

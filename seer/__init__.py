@@ -3,6 +3,7 @@
 from seer.errors import (
     CausalityError,
     ClosedError,
+    EnvLoadError,
     HandlerError,
     InvalidArgumentError,
     InvalidEventError,
@@ -11,6 +12,7 @@ from seer.errors import (
     PastEventError,
     QueueFullError,
     SeerError,
+    UnknownEnvError,
     WorkerError,
 )
 from seer.queue import EVENT_DTYPE, EventQueue
@@ -25,6 +27,7 @@ __all__ = [
     "EVENT_DTYPE",
     "CausalityError",
     "ClosedError",
+    "EnvLoadError",
     "EventKind",
     "EventQueue",
     "Model",
@@ -40,6 +43,7 @@ __all__ = [
     "PastEventError",
     "QueueFullError",
     "SeerError",
+    "UnknownEnvError",
     "WorkerError",
     "wrap",
 ]

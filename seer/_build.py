@@ -11,6 +11,9 @@ from cffi import FFI
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 CSRC = ROOT / "csrc"
+#: The public C API (seer.get_include()): plug-ins build against it alone.
+INCLUDE = CSRC / "include"
+PUBLIC_TYPES = INCLUDE / "seer" / "seer_types.h"
 # Every header in csrc/ is public (read as cdef) except these; the queue and
 # runtime come first because the others build on their types.
 INTERNAL_HEADERS = {"seer_ring.h", "seer_queue_internal.h"}
@@ -48,12 +51,12 @@ def make_builder(module: str = "seer._seer_c", defines: tuple[str, ...] = (), ab
     """The cffi builder of the extension.  Benchmarks build variants (other
     module name, extra -D flags, absolute source paths) from the same code."""
     builder = FFI()
-    builder.cdef("\n".join(_cdef_text(CSRC / h) for h in HEADERS) + CALLBACKS)
+    builder.cdef("\n".join([_cdef_text(PUBLIC_TYPES)] + [_cdef_text(CSRC / h) for h in HEADERS]) + CALLBACKS)
     builder.set_source(
         module,
         "\n".join(f'#include "{h}"' for h in HEADERS),
         sources=[str(CSRC / s) if absolute else f"csrc/{s}" for s in SOURCES],
-        include_dirs=[str(CSRC)],
+        include_dirs=[str(CSRC), str(INCLUDE)],
         extra_compile_args=["-std=c11", "-O3", "-ffp-contract=off", "-fno-strict-aliasing"]
         + [f"-D{d}" for d in defines],
         libraries=["m"],

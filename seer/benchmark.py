@@ -8,6 +8,9 @@ same model), and, when installed, mpe2's ``simple_spread_v3`` and VMAS's
 Wireless management: ``wireless_v0`` (mobile-env's model) next to its
 reference and to mobile-env itself on the same scenario.
 
+Both envs are looked up in the env registry (:mod:`seer.registry`); their
+time-stepped references are the factories' ``engine="reference"``.
+
 Every row is timed through the PettingZoo-style dict API with actions drawn
 before the clock starts, for a fixed number of steps or a time budget,
 whichever ends first.  The latency reduction is reported the way the SEER
@@ -204,8 +207,9 @@ def _time_parallel_env(env, steps: int, budget_s: float, seed: int = 0) -> np.nd
 
 
 def uav_rows(scenario: str, steps: int, budget_s: float) -> list[Row]:
-    from seer.envs import uav_swarm_v0
+    from seer import registry
 
+    uav_swarm_v0 = registry.load("uav_swarm_v0")
     rows = []
     for label, kw, kind in (
         ("SEER (auto)", {"workers": "auto"}, "seer"),
@@ -254,8 +258,9 @@ WIRELESS_CLASSES = {"small": "MComSmall", "medium": "MComMedium", "large": "MCom
 
 
 def wireless_rows(scenario: str, steps: int, budget_s: float) -> list[Row]:
-    from seer.envs import wireless_v0
+    from seer import registry
 
+    wireless_v0 = registry.load("wireless_v0")
     rows = []
     for label, kw, kind in (
         ("SEER (auto)", {"workers": "auto"}, "seer"),
@@ -403,9 +408,16 @@ def main(args) -> int:
 
     # Wide enough for the table when writing to a file or a CI log.
     console = Console() if sys.stdout.isatty() else Console(width=170)
-    with Progress(console=console, transient=True) as bar:
-        task = bar.add_task("seer bench", total=len(plan(args.quick)))
-        doc = run(args.quick, lambda label: bar.update(task, advance=1, description=f"seer bench: done {label}"))
+    from seer.errors import EnvLoadError, UnknownEnvError
+
+    try:
+        with Progress(console=console, transient=True) as bar:
+            task = bar.add_task("seer bench", total=len(plan(args.quick)))
+            doc = run(args.quick, lambda label: bar.update(task, advance=1,
+                                                           description=f"seer bench: done {label}"))
+    except (UnknownEnvError, EnvLoadError) as exc:  # an env the comparison needs is missing here
+        print(f"seer bench: error: {exc}", file=sys.stderr)
+        return 1
     for t in table(doc):
         console.print(t)
     if args.json:

@@ -4,7 +4,8 @@
 Subcommands are argparse subparsers registered by ``add_<name>_parser(sub)``
 functions; each sets ``func`` to the function that runs it.  ``seer bench``
 lives in another module: when ``seer.bench`` exists and has
-``add_bench_parser(sub)``, it is imported and registered too.
+``add_bench_parser(sub)``, it is imported and registered too.  Envs are found
+only through :mod:`seer.registry` (entry point group ``seer.envs``).
 """
 
 from __future__ import annotations
@@ -22,9 +23,10 @@ from pathlib import Path
 from seer._io import OutputPathError, atomic_write_text, check_output_path
 
 BENCH_MODULES = ("seer.bench", "seer.benchmark")
-WORKLOADS = ("synthetic-native", "synthetic-python", "synthetic-mixed", "uav_swarm_v0", "wireless_v0")
-#: The env workloads of `seer trace`, and the module holding each one's SCENARIOS.
-ENV_SCENARIOS = {"uav_swarm_v0": "seer.envs._uav_model", "wireless_v0": "seer.envs.wireless_model"}
+#: The workloads of `seer trace` besides the registered envs.
+SYNTHETIC_WORKLOADS = ("synthetic-native", "synthetic-python", "synthetic-mixed")
+#: Registered envs whose choice `seer info` shows next to the synthetic workloads.
+INFO_ENVS = (("uav_swarm_v0", {"scenario": "large"}), ("wireless_v0", {"scenario": "large"}))
 #: Largest pool a seer.Runtime accepts.
 MAX_WORKERS = 1024
 #: Figure formats --plot accepts (matplotlib picks the writer from the suffix).
@@ -127,16 +129,92 @@ def _info_workloads():
         256, fanout=2, work=2000, period=0.1, delay=0.1, py_work=1)
 
 
-def cmd_info(args) -> int:
-    from rich.console import Console
-    from rich.table import Table
+def _selection_row(name: str, sel) -> dict:
+    return {"workload": name, "workers": sel.workers, "source": sel.source, "probe_ms": sel.probe_s * 1e3,
+            "speedup": {str(w): math.exp(s) for w, s in sel.scores.items()}, "reason": sel.reason}
 
+
+def _auto_choices() -> list[dict]:
+    """What workers="auto" picks for the example workloads (runs their probes)."""
+    from seer import registry, stpa
+    from seer.errors import SeerError
+
+    rows = []
+    for name, make in _info_workloads():
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            rows.append(_selection_row(name, stpa.select_for_model(make(), use_cache=False)))
+    for env_name, kwargs in INFO_ENVS:
+        label = f"{env_name} {kwargs}"
+        try:
+            mod = registry.load(env_name)
+            with warnings.catch_warnings(), stpa.capture() as rec:
+                warnings.simplefilter("ignore")
+                env = mod.parallel_env(workers="auto", **kwargs)
+                env.close()
+        except SeerError as exc:  # not registered, or it does not import: say which
+            rows.append({"workload": label, "workers": None, "source": "unavailable", "reason": str(exc)})
+            continue
+        except Exception as exc:  # an env that fails to build is skipped, not fatal to `seer info`
+            rows.append({"workload": label, "workers": None, "source": "unavailable",
+                         "reason": f"{type(exc).__name__}: {exc}"})
+            continue
+        if rec:
+            rows.append(_selection_row(label, rec[-1]))
+    return rows
+
+
+def env_registry_rows() -> list[dict]:
+    """The registered envs (``seer.envs`` entry points), each loaded to read its scenarios.
+
+    Example:
+        >>> [r["name"] for r in env_registry_rows()]
+        ['uav_swarm_v0', 'wireless_v0']
+    """
+    from seer import registry
+    from seer.errors import EnvLoadError
+
+    rows = []
+    for name, entry in registry.available().items():
+        row = {"name": name, "module": entry.module, "distribution": entry.distribution,
+               "version": entry.version, "scenarios": None, "error": None}
+        try:
+            row["scenarios"] = registry.scenarios(entry.load())
+        except EnvLoadError as exc:  # listed with the reason: a broken plug-in must not hide the others
+            row["error"] = str(exc)
+        rows.append(row)
+    return rows
+
+
+def info_doc(sys_root=None, workloads: bool = True) -> dict:
+    """Everything ``seer info`` shows, as JSON-ready data."""
     import seer
     from seer import stpa
 
-    console = Console()
-    hw = stpa.hardware_features(args.sys_root or "/sys")
-    console.print(f"[bold]SEER {seer.__version__}[/bold]  Python {sys.version.split()[0]}  os.cpu_count()={os.cpu_count()}")
+    hw = stpa.hardware_features(sys_root or "/sys")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        model, reasons = stpa.active_model()
+    doc = {"seer": seer.__version__, "python": sys.version.split()[0], "cpu_count": os.cpu_count(),
+           "hardware": hw,
+           "model_search_path": [{"label": label, "path": str(path), "exists": path.is_file()}
+                                 for label, path in stpa.model_search_path()],
+           "model": None, "model_unusable": list(reasons), "warnings": [str(w.message) for w in caught],
+           "envs": env_registry_rows(), "auto": _auto_choices() if workloads else None}
+    if model is not None:
+        meta = model.meta
+        doc["model"] = {"path": str(model.path), "family": model.family, "trained": meta.get("trained"),
+                        "rows": meta.get("rows"), "workloads": meta.get("workloads"),
+                        "cores_seen": meta.get("cores_seen") or [], "machines": meta.get("machines"),
+                        "sklearn": meta.get("sklearn")}
+    return doc
+
+
+def _print_info(doc: dict, console) -> None:
+    from rich.table import Table
+
+    hw = doc["hardware"]
+    console.print(f"[bold]SEER {doc['seer']}[/bold]  Python {doc['python']}  os.cpu_count()={doc['cpu_count']}")
     tab = Table(title="hardware features")
     tab.add_column("feature")
     tab.add_column("value")
@@ -145,79 +223,92 @@ def cmd_info(args) -> int:
     console.print(tab)
 
     console.print("[bold]STPA model search path[/bold] (first usable wins):")
-    for label, path in stpa.model_search_path():
-        console.print(f"  {label}: {path} {'(exists)' if path.is_file() else '(missing)'}")
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        model, reasons = stpa.active_model()
-    for w in caught:
-        console.print(f"  [yellow]warning:[/yellow] {w.message}")
-    if model is None:
-        console.print(f"[yellow]no usable STPA model[/yellow] ({'; '.join(reasons)}): "
+    for p in doc["model_search_path"]:
+        console.print(f"  {p['label']}: {p['path']} {'(exists)' if p['exists'] else '(missing)'}")
+    for w in doc["warnings"]:
+        console.print(f"  [yellow]warning:[/yellow] {w}")
+    m = doc["model"]
+    if m is None:
+        console.print(f"[yellow]no usable STPA model[/yellow] ({'; '.join(doc['model_unusable'])}): "
                       "workers=\"auto\" uses the heuristic; run `seer tune`")
     else:
-        meta = model.meta
-        console.print(f"loaded: [bold]{model.path}[/bold] family={model.family} trained {meta.get('trained')} on "
-                      f"{meta.get('rows')} measurements of {meta.get('workloads')} workloads, cores seen "
-                      f"{meta.get('cores_seen')}, machines {meta.get('machines')}, scikit-learn {meta.get('sklearn')}")
-        cores = meta.get("cores_seen") or []
-        if cores and hw["usable_cores"] not in cores:
-            console.print(f"[yellow]note:[/yellow] the model saw {cores} usable cores, this machine has "
-                          f"{hw['usable_cores']}: run `seer tune` to learn this machine")
+        console.print(f"loaded: [bold]{m['path']}[/bold] family={m['family']} trained {m['trained']} on "
+                      f"{m['rows']} measurements of {m['workloads']} workloads, cores seen "
+                      f"{m['cores_seen']}, machines {m['machines']}, scikit-learn {m['sklearn']}")
+        if m["cores_seen"] and hw["usable_cores"] not in m["cores_seen"]:
+            console.print(f"[yellow]note:[/yellow] the model saw {m['cores_seen']} usable cores, this machine "
+                          f"has {hw['usable_cores']}: run `seer tune` to learn this machine")
 
-    if args.no_workloads:
-        return 0
+    tab = Table(title="registered envs (entry point group seer.envs)")
+    for col in ("env", "module", "distribution", "scenarios"):
+        tab.add_column(col)
+    for e in doc["envs"]:
+        dist = f"{e['distribution']} {e['version']}" if e["distribution"] else "-"
+        scen = (f"[red]unavailable:[/red] {e['error']}" if e["error"]
+                else ", ".join(e["scenarios"]) if e["scenarios"] is not None else "-")
+        tab.add_row(e["name"], e["module"], dist, scen)
+    console.print(tab)
+    if not doc["envs"]:
+        console.print("[yellow]no env is registered[/yellow]: seer's own envs come from its package metadata; "
+                      "reinstall seer (pip install -e .)")
+
+    if doc["auto"] is None:
+        return
     tab = Table(title='what workers="auto" picks')
     for col in ("workload", "workers", "source", "probe ms", "predicted speedup by pool size"):
         tab.add_column(col)
-    for name, make in _info_workloads():
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            sel = stpa.select_for_model(make(), use_cache=False)
-        import math
-
-        sc = ", ".join(f"{w}: {math.exp(s):.2f}x" for w, s in sel.scores.items()) or sel.reason
-        tab.add_row(name, str(sel.workers), sel.source, f"{sel.probe_s * 1e3:.0f}", sc)
-    for mod_name, kwargs in (("uav_swarm_v0", {"scenario": "large"}), ("wireless_v0", {"scenario": "large"})):
-        try:
-            mod = importlib.import_module(f"seer.envs.{mod_name}")
-            with warnings.catch_warnings(), stpa.capture() as rec:
-                warnings.simplefilter("ignore")
-                env = mod.parallel_env(workers="auto", **kwargs)
-                env.close()
-        except Exception as exc:  # an env that does not import is skipped
-            tab.add_row(f"{mod_name} {kwargs}", "-", f"unavailable ({type(exc).__name__})", "", "")
+    for r in doc["auto"]:
+        if r["workers"] is None:
+            tab.add_row(r["workload"], "-", f"unavailable ({r['reason']})", "", "")
             continue
-        if rec:
-            import math
-
-            sel = rec[-1]
-            sc = ", ".join(f"{w}: {math.exp(s):.2f}x" for w, s in sel.scores.items()) or sel.reason
-            tab.add_row(f"{mod_name} {kwargs}", str(sel.workers), sel.source, f"{sel.probe_s * 1e3:.0f}", sc)
+        sc = ", ".join(f"{w}: {x:.2f}x" for w, x in r["speedup"].items()) or r["reason"]
+        tab.add_row(r["workload"], str(r["workers"]), r["source"], f"{r['probe_ms']:.0f}", sc)
     console.print(tab)
+
+
+def cmd_info(args) -> int:
+    import json
+
+    from rich.console import Console
+
+    doc = info_doc(args.sys_root, workloads=not args.no_workloads)
+    if args.json == "-":
+        print(json.dumps(doc, indent=2, default=str))
+        return 0
+    console = Console()
+    _print_info(doc, console)
+    if args.json is not None:
+        atomic_write_text(args.json, json.dumps(doc, indent=2, default=str) + "\n", what="--json file")
+        console.print(f"wrote {args.json}")
     return 0
 
 
+def json_target_arg(text: str):
+    """An argparse type: ``-`` (standard output) or an output path."""
+    return "-" if text == "-" else output_path_arg(text)
+
+
 def add_info_parser(sub) -> None:
-    p = sub.add_parser("info", help="machine, hardware features, the STPA model and what workers=\"auto\" picks",
-                       description="Show this machine's hardware features, which STPA model is loaded, and what "
-                                   "workers=\"auto\" picks for a few workloads.")
+    p = sub.add_parser("info", help="machine, the STPA model, the registered envs and what workers=\"auto\" picks",
+                       description="Show this machine's hardware features, which STPA model is loaded, the "
+                                   "registered envs (entry point group seer.envs), and what workers=\"auto\" "
+                                   "picks for a few workloads.")
     # No default through the type: a machine without /sys still runs `seer info`.
     p.add_argument("--sys-root", default=None, type=existing_dir_arg,
                    help="sysfs root to read the CPU topology from (default /sys)")
     p.add_argument("--no-workloads", action="store_true", help="skip the example choices (no probes run)")
+    p.add_argument("--json", nargs="?", const="-", default=None, metavar="PATH", type=json_target_arg,
+                   help=f"print everything as JSON instead of tables, or with PATH write it there; "
+                        f"{OUTPUT_HELP}")
     p.set_defaults(func=cmd_info, parser=p)
 
 
 # ---- seer trace ------------------------------------------------------------------------------
 
 def _traced_runner(args):
-    """(runtime, step function) of a built-in workload with tracing on."""
-    import numpy as np
-
-    from seer.runtime import Runtime
-
-    if args.workload.startswith("synthetic"):
+    """(runtime, step function, close) of the chosen workload with tracing on."""
+    if args.workload in SYNTHETIC_WORKLOADS:
+        from seer.runtime import Runtime
         from seer.stpa.workloads import MixedSyntheticModel
         from seer.synthetic import PythonSyntheticModel, SyntheticModel
 
@@ -232,55 +323,84 @@ def _traced_runner(args):
             return rt.step(state["t"]).events
 
         return rt, step, rt.close
-    if args.workload == "uav_swarm_v0":
-        M = importlib.import_module("seer.envs._uav_model")
-        cfg = M.make_config(args.scenario or "default", args.entities if args.entities_given else None)
-        sim = M.SeerSim(cfg, workers=args.workers, trace=True)
-        sim.reset(0)
+    mod = args.env_module
+    if callable(getattr(mod, "make_traced", None)):
+        return mod.make_traced(args.scenario, args.entities if args.entities_given else None, args.workers)
+    return _wrapped_runner(mod, args)
 
-        def step():
-            sim.advance()
-            return sim.last_events
 
-        return sim.runtime, step, sim.close
-    if args.workload == "wireless_v0":
-        wm = importlib.import_module("seer.envs.wireless_model")
-        WS = importlib.import_module("seer.envs._wireless_seer")
-        params = wm.make_params(args.scenario or "large", num_ue=args.entities if args.entities_given else None)
-        core = WS.WirelessSeer(params, args.workers, trace=True)
-        core.reset(0)
-        actions = np.zeros(params.num_ue, np.int64)
+def _wrapped_runner(mod, args):
+    """An env module without ``make_traced``: its ParallelEnv through seer.wrap(trace=True), one
+    event per step, with actions sampled from its spaces (seeded, so runs repeat)."""
+    from seer.wrap import wrap
 
-        def step():
-            e0 = core.events
-            core.step(actions)
-            return core.events - e0
+    env = mod.parallel_env(**({} if args.scenario is None else {"scenario": args.scenario}))
+    try:
+        wrapped = wrap(env, workers=args.workers, trace=True)
+    except BaseException:
+        env.close()
+        raise
+    if wrapped.builtin:
+        wrapped.close()
+        # Its runtime exists already, built without trace=True: only the env can build a traced one.
+        raise ValueError(f"{args.workload} runs on its own SEER runtime and its module offers no "
+                         f"make_traced() hook: seer trace cannot turn tracing on for it")
+    state = {"episode": 0}
+    wrapped.reset(seed=0)
+    for i, agent in enumerate(wrapped.possible_agents):
+        wrapped.action_space(agent).seed(i)
 
-        return core.runtime, step, core.close
-    raise ValueError(f"unknown workload {args.workload!r}: expected one of {list(WORKLOADS)}")
+    def step():
+        if not wrapped.agents:
+            state["episode"] += 1
+            wrapped.reset(seed=state["episode"])
+        wrapped.step({a: wrapped.action_space(a).sample() for a in wrapped.agents})
+        return 1
+
+    return wrapped.runtime, step, wrapped.close
+
+
+def _load_env_workload(args):
+    """The registered env module that ``args.workload`` names; unknown or broken ends in a usage error."""
+    from seer import registry
+    from seer.errors import EnvLoadError, UnknownEnvError
+
+    try:
+        return registry.load(args.workload)
+    except UnknownEnvError as exc:
+        args.parser.error(f"workload {args.workload!r} is neither a synthetic workload "
+                          f"({', '.join(SYNTHETIC_WORKLOADS)}) nor a registered env: {exc}")
+    except EnvLoadError as exc:
+        args.parser.error(f"workload {args.workload!r} is not available here: {exc}")
 
 
 def _check_trace_args(args) -> None:
     """Refuse option combinations the chosen workload would silently ignore, and unknown scenarios."""
+    from seer import registry
+
     err = args.parser.error
-    synthetic = args.workload.startswith("synthetic")
+    synthetic = args.workload in SYNTHETIC_WORKLOADS
+    args.env_module = None
     if synthetic and args.scenario is not None:
-        err(f"--scenario {args.scenario!r} does not apply to {args.workload}: scenarios belong to the env "
-            f"workloads {list(ENV_SCENARIOS)}")
+        err(f"--scenario {args.scenario!r} does not apply to {args.workload}: scenarios belong to the "
+            f"registered envs (seer info lists them)")
     if not synthetic:
         given = [opt for opt, v in (("--fanout", args.fanout), ("--work", args.work),
                                     ("--step-length", args.step_length)) if v is not None]
         if given:
             err(f"{', '.join(given)} {'applies' if len(given) == 1 else 'apply'} only to the synthetic "
                 f"workloads, not to {args.workload}")
+        mod = args.env_module = _load_env_workload(args)
         if args.scenario is not None:
-            try:
-                scenarios = importlib.import_module(ENV_SCENARIOS[args.workload]).SCENARIOS
-            except ImportError as exc:
-                err(f"workload {args.workload!r} is not available here: {exc}")
+            scenarios = registry.scenarios(mod)
+            if scenarios is None:
+                err(f"--scenario {args.scenario!r} does not apply to {args.workload}: its module "
+                    f"{mod.__name__} declares no SCENARIOS")
             if args.scenario not in scenarios:
-                err(f"--scenario {args.scenario!r} is unknown for {args.workload}: expected one of "
-                    f"{sorted(scenarios)}")
+                err(f"--scenario {args.scenario!r} is unknown for {args.workload}: expected one of {scenarios}")
+        if args.entities is not None and not callable(getattr(mod, "make_traced", None)):
+            err(f"--entities applies only to the synthetic workloads and to envs whose module offers "
+                f"make_traced(); {mod.__name__} ({args.workload}) does not")
     args.fanout = 1 if args.fanout is None else args.fanout
     args.work = 1000 if args.work is None else args.work
     args.step_length = 1.0 if args.step_length is None else args.step_length
@@ -323,10 +443,15 @@ def cmd_trace(args) -> int:
 
 
 def add_trace_parser(sub) -> None:
-    p = sub.add_parser("trace", help="run a built-in workload traced and write Chrome trace JSON",
-                       description="Run a built-in workload with trace=True for N steps and write the trace "
-                                   "in Chrome's Trace Event Format (opens in https://ui.perfetto.dev).")
-    p.add_argument("workload", nargs="?", default="synthetic-native", choices=WORKLOADS)
+    p = sub.add_parser("trace", help="run a workload or a registered env traced and write Chrome trace JSON",
+                       description="Run a synthetic workload or a registered env with trace=True for N steps "
+                                   "and write the trace in Chrome's Trace Event Format (opens in "
+                                   "https://ui.perfetto.dev).")
+    # No choices=: the registered envs are known only after scanning the entry points,
+    # which _check_trace_args does for the one name given.
+    p.add_argument("workload", nargs="?", default="synthetic-native", metavar="WORKLOAD",
+                   help=f"{', '.join(SYNTHETIC_WORKLOADS)} (default synthetic-native), or a registered env "
+                        f"such as uav_swarm_v0 or wireless_v0 (`seer info` lists them)")
     p.add_argument("-o", "--output", default="seer-trace.json", type=output_path_arg,
                    help=f"where to write the JSON (default seer-trace.json); {OUTPUT_HELP}")
     p.add_argument("-n", "--steps", type=int_arg(1, 1_000_000), default=10, help="steps to run (default 10)")
@@ -334,10 +459,12 @@ def add_trace_parser(sub) -> None:
                    help=f"pool size, 1..{MAX_WORKERS} (default 2)")
     p.add_argument("--entities", type=int_arg(1, 1 << 20), default=None,
                    help="entities of a synthetic workload (default 256), UAVs of uav_swarm_v0, or UEs of "
-                        "wireless_v0 (default: the scenario's)")
+                        "wireless_v0 (default: the scenario's); for an env, only if its module offers "
+                        "make_traced()")
     p.add_argument("--scenario", default=None,
-                   help="scenario of an env workload (uav_swarm_v0: small, default, large, xlarge; "
-                        "wireless_v0: small, medium, large, xlarge)")
+                   help="scenario of an env (one of its module's SCENARIOS, listed by `seer info`; "
+                        "uav_swarm_v0: small, default, large, xlarge; wireless_v0: small, medium, large, "
+                        "xlarge)")
     p.add_argument("--fanout", type=int_arg(0, 1024), default=None, help="synthetic: messages per tick (default 1)")
     p.add_argument("--work", type=int_arg(0, 10**9), default=None,
                    help="synthetic: work iterations per event (default 1000)")

@@ -52,3 +52,26 @@ class MisuseError(SeerError, RuntimeError):
 
 class WorkerError(SeerError, RuntimeError):
     """A worker (thread or process) died or stopped answering."""
+
+
+class UnknownEnvError(SeerError, KeyError, ValueError):
+    """An env id that no ``seer.envs`` entry point registers; the message
+    lists the registered ones (also in :attr:`available`)."""
+
+    # KeyError's str() is the repr of its argument: keep the message readable.
+    __str__ = Exception.__str__
+
+    def __init__(self, message, *, name=None, available=()):
+        super().__init__(message)
+        self.name = name
+        self.available = list(available)
+
+
+class EnvLoadError(SeerError, ImportError):
+    """A registered env module failed to import (the cause is chained) or is
+    not an env module; names the entry point and its distribution.  ``env``
+    is the env id, ``name`` (as for any ImportError) the module."""
+
+    def __init__(self, message, *, env=None, name=None):
+        super().__init__(message, name=name)
+        self.env = env

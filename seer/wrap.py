@@ -2,9 +2,11 @@
 
 What "through SEER" means depends on the env:
 
-- SEER's own envs (``seer.envs.uav_swarm_v0``, ``seer.envs.wireless_v0``)
-  already run every agent's work as events on SEER's runtime; ``wrap``
-  returns an env that delegates to them unchanged.
+- Envs that already run every agent's work as events on a SEER runtime of
+  their own (SEER's registered envs ``uav_swarm_v0`` and ``wireless_v0``,
+  or an outside env built the same way: a :class:`seer.Runtime` in its
+  ``_runtime`` attribute): ``wrap`` returns an env that delegates to them
+  unchanged.
 - A foreign env (any other ParallelEnv, or an AECEnv, converted with
   ``aec_to_parallel``) is a black box whose ``step`` does all agents' work in
   one Python call, so SEER cannot split it into per-agent events.  ``wrap``
@@ -33,7 +35,9 @@ __all__ = ["wrap", "SeerParallelEnv"]
 
 
 def _is_builtin(env) -> bool:
-    return type(env).__module__.startswith("seer.envs.") and getattr(env, "_runtime", None) is not None
+    # Where the env's class lives does not matter: registered envs from other packages are
+    # built like SEER's own, so what counts is whether it already runs on a SEER runtime.
+    return isinstance(getattr(env, "_runtime", None), Runtime)
 
 
 class _StepModel(Model):
@@ -135,7 +139,7 @@ class SeerParallelEnv(ParallelEnv):
         if self.builtin:
             return self.env.step(actions)
         if self.validate:
-            from seer.envs._common import validate_actions
+            from seer.actions import validate_actions
 
             validate_actions(actions, self.env.agents, self.env.action_space)
         rt = self.runtime

@@ -48,3 +48,23 @@ def test_table_and_plot(doc, tmp_path):
     path = tmp_path / "latency.png"
     benchmark.plot(doc, str(path))
     assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_envs_come_from_the_registry_and_a_missing_one_is_a_one_line_error(monkeypatch, capsys):
+    import argparse
+
+    from seer import registry
+    from seer.errors import UnknownEnvError
+
+    asked = []
+
+    def load(name):
+        asked.append(name)
+        raise UnknownEnvError(f"env {name!r} is not registered: expected one of []", name=name)
+
+    monkeypatch.setattr(registry, "load", load)
+    args = argparse.Namespace(quick=True, json=None, plot=None)
+    assert benchmark.main(args) == 1
+    assert asked == ["uav_swarm_v0"]  # the first block needs it; nothing ran before
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1] == "seer bench: error: env 'uav_swarm_v0' is not registered: expected one of []"

@@ -73,11 +73,21 @@ def test_trace_writes_chrome_json(tmp_path, capsys, workload):
     assert "https://ui.perfetto.dev" in printed and str(out) in printed
 
 
-def test_trace_of_an_env(tmp_path, capsys):
-    pytest.importorskip("seer.envs.uav_swarm_v0")
-    out = tmp_path / "uav.json"
-    rc = cli.main(["trace", "uav_swarm_v0", "--scenario", "small", "-n", "2", "-w", "1", "-o", str(out)])
+@pytest.mark.parametrize("env", ["uav_swarm_v0", "wireless_v0"])
+def test_trace_of_a_registered_env(tmp_path, capsys, env):
+    out = tmp_path / f"{env}.json"
+    rc = cli.main(["trace", env, "--scenario", "small", "-n", "2", "-w", "1", "--entities", "6", "-o", str(out)])
     assert rc == 0 and json.loads(out.read_text())["traceEvents"]
+    assert capsys.readouterr().out.startswith(f"{env}: 2 steps")
+
+
+def test_info_json_lists_the_registered_envs(capsys):
+    assert cli.main(["info", "--no-workloads", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)  # nothing but the JSON on stdout
+    envs = {e["name"]: e for e in doc["envs"]}
+    assert envs["uav_swarm_v0"]["module"] == "seer.envs.uav_swarm_v0"
+    assert envs["wireless_v0"]["scenarios"] == ["small", "medium", "large", "xlarge"]
+    assert doc["model_search_path"] and doc["auto"] is None
 
 
 def test_tune_cli_smoke(tmp_path, monkeypatch, capsys):
@@ -133,6 +143,8 @@ def assert_usage_error(out, *needles):
     (["-w", "5000"], ["-w/--workers", "5000 is out of range"]),
     (["uav_swarm_v0", "--scenario", "nope"], ["--scenario 'nope' is unknown for uav_swarm_v0", "'small'"]),
     (["wireless_v0", "--scenario", "nope"], ["--scenario 'nope' is unknown for wireless_v0", "'medium'"]),
+    (["uav_swarm", "-n", "1"], ["workload 'uav_swarm' is neither a synthetic workload", "synthetic-native",
+                                "'uav_swarm_v0'", "'wireless_v0'"]),
 ])
 def test_trace_misuse_is_a_usage_error(tmp_path, args, needles):
     out = run_seer("trace", *args, "-o", tmp_path / "t.json")
@@ -168,6 +180,7 @@ def test_trace_into_a_missing_directory_is_refused_not_created(tmp_path):
     (["tune", "--eval-repeats", "0"], ["--eval-repeats", "0 is out of range"]),
     (["tune", "--seed", "-1"], ["--seed", "-1 is out of range", ">= 0"]),
     (["info", "--sys-root", "/no/such/sys"], ["--sys-root", "'/no/such/sys' is not an existing directory"]),
+    (["info", "--json", "/no/such/dir/info.json"], ["--json", "does not exist"]),
 ])
 def test_other_misuse_is_a_usage_error(tmp_path, capsys, args, needles):
     with pytest.raises(SystemExit) as exc:

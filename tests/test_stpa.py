@@ -688,3 +688,28 @@ def test_a_model_can_opt_out_of_the_probe(tmp_path, monkeypatch, fake_model):
     assert sel.source == "heuristic" and "stpa_probe" in sel.reason and sel.probe_s == 0
     assert sel.workers == S.heuristic_workers(256, 1.0, S.machine_features()["usable_cores"])
     S.clear_cache()
+
+
+def test_env_workloads_come_from_the_env_registry(monkeypatch):
+    from seer import registry
+    from seer.stpa import workloads as W
+
+    asked = []
+    real_load = registry.load
+
+    def load(name):
+        asked.append(name)
+        return real_load(name)
+
+    monkeypatch.setattr(registry, "load", load)
+    wls = W._env_workloads([("uav_swarm_v0", {"num_uavs": 8}), ("not_registered_v0", {}),
+                            ("wireless_v0", {"scenario": "small"})])
+    assert asked == ["uav_swarm_v0", "not_registered_v0", "wireless_v0"]
+    # An env that is not registered is left out, not an error: the envs are optional to `seer tune`.
+    assert [(w.name, w.family, w.kind) for w in wls] == [("uav_swarm_v0-num_uavs8", "env-uav_swarm_v0", "env"),
+                                                         ("wireless_v0-scenariosmall", "env-wireless_v0", "env")]
+    env = wls[0].factory(1)
+    try:
+        assert env.workers == 1 and len(env.possible_agents) == 8
+    finally:
+        env.close()

@@ -56,7 +56,7 @@ fi
 
 Q_SRCS=(csrc/tests/stress_queue.c csrc/seer_queue.c)
 RT_SRCS=(csrc/tests/stress_runtime.c csrc/seer_runtime.c csrc/seer_queue.c)
-COMMON=(-std=c11 -O2 -Wall -Wextra -Werror -pthread -static -Icsrc)
+COMMON=(-std=c11 -O2 -Wall -Wextra -Werror -pthread -static -Icsrc -Icsrc/include)
 
 # run LABEL CPU BINARY ARGS...: fail on a non-zero exit or a timeout.
 run() {

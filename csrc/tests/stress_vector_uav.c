@@ -261,7 +261,7 @@ static uint64_t run(int32_t copies, int32_t uavs, int32_t steps, int32_t workers
         }
         memcpy(before, alive, (size_t)R);
         for (int32_t c = 0; c < copies; c++) {
-            op[c] = ended[c] ? SEER_VEC_AUTORESET : SEER_VEC_STEP;
+            op[c] = ended[c] ? SEER_COPY_AUTORESET : SEER_COPY_STEP;
             due[c] = ended[c];
             resets += ended[c];
         }
@@ -305,7 +305,7 @@ static uint64_t run(int32_t copies, int32_t uavs, int32_t steps, int32_t workers
                 const int32_t r = c * A + i;
                 live += alive[r];
                 acted += mask[r];
-                if (op[c] == SEER_VEC_STEP) {
+                if (op[c] == SEER_COPY_STEP) {
                     CHECK(!mask[r] || before[r], "copy %d row %d acted while dead (step %d)", c, i, k);
                     CHECK(!alive[r] || (mask[r] && !term[r] && !trunc[r]), "copy %d row %d live without acting", c, i);
                     CHECK(mask[r] || (!term[r] && !trunc[r] && rew[r] == 0.0), "copy %d row %d: data without mask", c, i);
@@ -314,7 +314,7 @@ static uint64_t run(int32_t copies, int32_t uavs, int32_t steps, int32_t workers
                 for (int32_t j = 0; j < OBS_DIM; j++)
                     CHECK(isfinite(f[j]) && fabsf(f[j]) <= 10.0f, "copy %d row %d obs[%d] = %g", c, i, j, f[j]);
             }
-            if (op[c] == SEER_VEC_AUTORESET)
+            if (op[c] == SEER_COPY_AUTORESET)
                 CHECK(live == A && acted == 0 && !ended[c], "copy %d autoreset: %d live, %d acted", c, live, acted);
             if (ended[c]) {
                 CHECK(live == 0, "copy %d ended with %d live rows", c, live);

@@ -4,8 +4,8 @@
   :class:`MixedSyntheticModel` here: native ticks, Python message handlers)
   with varied sizes, handler costs, fan-outs and lookaheads, drawn at random
   from a seeded generator;
-* the built-in environments (``seer.envs.uav_swarm_v0``,
-  ``seer.envs.wireless_v0``) at several sizes, when they import.
+* the built-in environments ``uav_swarm_v0`` and ``wireless_v0`` at several
+  sizes, found in the env registry (:mod:`seer.registry`), when they load.
 
 Features always come from the same path ``workers="auto"`` takes
 (:func:`seer.stpa.capture` around building the runtime or env), so what the
@@ -125,13 +125,14 @@ def sample_synthetic(rng: np.random.Generator, n: int, target_ms: float = 8.0) -
 # ---- environments ----------------------------------------------------------------------------
 
 def _env_workloads(specs) -> list[Workload]:
+    from seer import registry
+    from seer.errors import EnvLoadError, UnknownEnvError
+
     out = []
     for mod_name, kwargs in specs:
         try:
-            mod = __import__(f"seer.envs.{mod_name}", fromlist=["parallel_env"])
-        except Exception:  # the envs are optional here
-            continue
-        if not hasattr(mod, "parallel_env"):
+            mod = registry.load(mod_name)  # checks parallel_env too
+        except (UnknownEnvError, EnvLoadError):  # the envs are optional here
             continue
 
         def factory(workers, _mod=mod, _kw=dict(kwargs)):

@@ -19,7 +19,7 @@ from gymnasium.vector import AutoresetMode
 from seer.vector._layout import CopySpec, Layout, describe_copy
 
 STEP, RESET, CALL, CLOSE = 1, 2, 3, 4
-NATIVE_STEP, NATIVE_AUTORESET = 1, 2  # SEER_VEC_STEP, SEER_VEC_AUTORESET of csrc/seer_vector.h
+NATIVE_STEP, NATIVE_AUTORESET = 1, 2  # SEER_COPY_STEP, SEER_COPY_AUTORESET of seer/seer_types.h
 
 
 def make_parallel(env_fn: Callable[[], Any]):

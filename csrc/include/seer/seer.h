@@ -1,0 +1,54 @@
+/* SEER's public C API: what a module compiled apart from SEER (a plug-in
+ * env's handlers and native copy step, built by its own cffi, Cython or C
+ * extension against seer.get_include()) uses.
+ *
+ * Nothing here links against SEER: every call goes through the function
+ * table that SEER hands the module with each call (ctx->api for handlers,
+ * rows->api for copy steps, a runtime's head for code that steps its own
+ * runtime).  The static inline wrappers below are the API's names.
+ *
+ *     #include <seer/seer.h>
+ *     int on_tick(seer_ctx *ctx, const seer_event *ev) {
+ *         my_model *m = ctx->model;
+ *         m->count[ev->entity]++;
+ *         return seer_emit(ctx, ev->entity, ev->time + 0.1, 0, 0);
+ *     }
+ *
+ * Python side: seer.Plugin(module) checks the module's API version, then
+ * plugin.handler("on_tick") is a seer.Native for an EventKind. */
+#ifndef SEER_SEER_H
+#define SEER_SEER_H
+
+#include "seer_types.h"
+
+/* The version this module was compiled against; seer.Plugin calls it (a
+ * cffi module declares it in its cdef: seer.cdef() does). */
+static inline uint32_t seer_plugin_api_version(void) { return SEER_API_VERSION; }
+
+/* SEER's own sources define the real functions under these names. */
+#ifndef SEER_CORE_BUILD
+
+static inline const seer_api *seer_api_of(const seer_runtime *rt) {
+    return ((const seer_runtime_head *)(const void *)rt)->api;
+}
+
+/* Send an event: to another entity at least the model's lookahead after
+ * ctx->now (SEER_E_CAUSALITY otherwise), to ctx->entity not before now. */
+static inline int seer_emit(seer_ctx *ctx, int32_t target, double time, int32_t kind, int64_t payload) {
+    return ctx->api->emit(ctx, target, time, kind, payload);
+}
+/* The handled entity's counter-based stream: a pure function of (seed,
+ * entity, draw number), the same for every pool size. */
+static inline uint64_t seer_random_u64(seer_ctx *ctx) { return ctx->api->random_u64(ctx); }
+static inline double seer_uniform(seer_ctx *ctx) { return ctx->api->uniform(ctx); }
+/* Runtimes a native copy steps itself (seer.Runtime.native_address). */
+static inline int seer_rt_push(seer_runtime *rt, int32_t entity, double time, int32_t kind, int64_t payload) {
+    return seer_api_of(rt)->rt_push(rt, entity, time, kind, payload);
+}
+static inline int seer_rt_step(seer_runtime *rt, double horizon) { return seer_api_of(rt)->rt_step(rt, horizon); }
+static inline void seer_rt_reset(seer_runtime *rt, uint64_t seed) { seer_api_of(rt)->rt_reset(rt, seed); }
+static inline int64_t seer_rt_events_total(const seer_runtime *rt) { return seer_api_of(rt)->rt_events_total(rt); }
+
+#endif /* SEER_CORE_BUILD */
+
+#endif

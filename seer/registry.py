@@ -1,0 +1,188 @@
+"""The env registry: envs registered under the entry point group ``seer.envs``.
+
+SEER's built-in envs and outside packages register the same way, in their
+``pyproject.toml``::
+
+    [project.entry-points."seer.envs"]
+    my_env_v0 = "my_package.my_env_v0"
+
+The entry point's name is the env id; its value names the env module.  The
+module must have ``parallel_env(**kwargs)`` (a PettingZoo ParallelEnv
+factory).  Optional module-level attributes that SEER's tools use:
+
+- ``env(**kwargs)``: the AEC factory.
+- ``SCENARIOS``: a mapping whose keys are the values ``scenario=`` accepts
+  (``seer info`` lists them, ``seer trace --scenario`` checks them).
+- ``make_traced(scenario=None, entities=None, workers=2)``: the env's core on
+  a :class:`seer.Runtime` built with ``trace=True``, as a tuple
+  ``(runtime, step, close)`` where ``step()`` advances one env step and
+  returns the number of events it ran.  ``seer trace ENV`` uses it; without
+  it, ``seer trace`` runs ``parallel_env()`` through
+  ``seer.wrap(..., trace=True)`` (one event per step).
+
+The CLI, STPA and the benchmarks find envs only through this module.
+Nothing is imported until an env is loaded, so listing the registry is cheap
+and a broken outside package cannot break ``import seer``.
+
+Example:
+    >>> from seer import registry
+    >>> sorted(registry.available())[:2]
+    ['uav_swarm_v0', 'wireless_v0']
+    >>> uav = registry.load("uav_swarm_v0")
+    >>> env = uav.parallel_env(scenario="small", workers=1)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib.metadata
+import threading
+import warnings
+from types import ModuleType
+from typing import Any
+
+from seer.errors import EnvLoadError, UnknownEnvError
+
+__all__ = ["GROUP", "EnvEntry", "available", "load", "scenarios"]
+
+#: The entry point group envs register under.
+GROUP = "seer.envs"
+
+_lock = threading.Lock()
+_cache: dict[str, "EnvEntry"] | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class EnvEntry:
+    """One registered env, not imported yet.
+
+    Attributes:
+        name: The env id (the entry point's name), e.g. ``"uav_swarm_v0"``.
+        module: What the entry point points at (its value), e.g.
+            ``"seer.envs.uav_swarm_v0"``.
+        distribution: The installed distribution that registered it (None
+            for an entry point that belongs to none).
+        version: That distribution's version (None likewise).
+        entry_point: The :class:`importlib.metadata.EntryPoint` itself.
+
+    Example:
+        >>> entry = registry.available()["uav_swarm_v0"]
+        >>> entry.module, entry.distribution
+        ('seer.envs.uav_swarm_v0', 'seer')
+        >>> entry.load().parallel_env
+        <function parallel_env at ...>
+    """
+
+    name: str
+    module: str
+    distribution: str | None
+    version: str | None
+    entry_point: importlib.metadata.EntryPoint = dataclasses.field(repr=False, compare=False)
+
+    @property
+    def origin(self) -> str:
+        """``"NAME = MODULE"`` and its distribution, for error messages."""
+        dist = f"distribution {self.distribution} {self.version}" if self.distribution else "no distribution"
+        return f"entry point {self.name!r} = {self.module!r} of group {GROUP!r} ({dist})"
+
+    def load(self) -> ModuleType:
+        """Import the env module and check that it has ``parallel_env``.
+
+        Raises:
+            EnvLoadError: The module failed to import (the cause is chained),
+                or it has no callable ``parallel_env``.
+        """
+        try:
+            mod = self.entry_point.load()
+        except Exception as exc:  # any failure of a plug-in's import is reported the same way
+            raise EnvLoadError(f"{self.origin} failed to import: {type(exc).__name__}: {exc}",
+                               env=self.name, name=self.module) from exc
+        if not callable(getattr(mod, "parallel_env", None)):
+            raise EnvLoadError(f"{self.origin} is not an env module: {self.module!r} has no callable "
+                               f"parallel_env(**kwargs) (expected a PettingZoo ParallelEnv factory)",
+                               env=self.name, name=self.module)
+        return mod
+
+
+def _scan() -> dict[str, EnvEntry]:
+    found: dict[str, EnvEntry] = {}
+    for ep in importlib.metadata.entry_points(group=GROUP):
+        dist = getattr(ep, "dist", None)
+        name = dist.metadata["Name"] if dist is not None else None
+        entry = EnvEntry(ep.name, ep.value, name, dist.version if dist is not None else None, ep)
+        if ep.name in found:
+            # The first on sys.path wins, as importlib.metadata's own lookup by name does;
+            # saying so beats silently running another package's env.
+            warnings.warn(f"env {ep.name!r} is registered twice: {found[ep.name].origin} is used, "
+                          f"{entry.origin} is ignored", RuntimeWarning, stacklevel=3)
+            continue
+        found[ep.name] = entry
+    return dict(sorted(found.items()))
+
+
+def available(refresh: bool = False) -> dict[str, EnvEntry]:
+    """Every registered env, by name (sorted), without importing any.
+
+    Args:
+        refresh: Scan the entry points again instead of using the cached
+            scan (after installing a package in this process, or in tests).
+
+    Example:
+        >>> {name: e.module for name, e in registry.available().items()}
+        {'uav_swarm_v0': 'seer.envs.uav_swarm_v0', 'wireless_v0': 'seer.envs.wireless_v0'}
+    """
+    global _cache
+    with _lock:
+        if _cache is None or refresh:
+            _cache = _scan()
+        return dict(_cache)
+
+
+def load(name: str) -> ModuleType:
+    """The env module registered as ``name``.
+
+    Args:
+        name: An env id, e.g. ``"uav_swarm_v0"``.
+
+    Raises:
+        UnknownEnvError: ``name`` is not registered (the message lists what is).
+        EnvLoadError: The module failed to import or has no ``parallel_env``.
+
+    Example:
+        >>> env = registry.load("wireless_v0").parallel_env(scenario="small")
+    """
+    entries = available()
+    entry = entries.get(name) if isinstance(name, str) else None
+    if entry is None:
+        names = sorted(entries)
+        hint = _metadata_hint()
+        raise UnknownEnvError(f"env {name!r} is not registered: expected one of {names} (entry point group "
+                              f"{GROUP!r}){hint}", name=name, available=names)
+    return entry.load()
+
+
+def _metadata_hint() -> str:
+    """Why seer's own envs may be missing: entry points come from package
+    metadata, and the copy found first on sys.path can be stale (an old
+    ``seer.egg-info`` in the working directory shadows the installed one)."""
+    try:
+        dist = importlib.metadata.distribution("seer")
+    except importlib.metadata.PackageNotFoundError:
+        return "; seer's package metadata was not found: install seer (e.g. pip install -e .)"
+    if any(ep.group == GROUP for ep in dist.entry_points):
+        return ""
+    return (f"; the seer package metadata found first on sys.path (in {dist.locate_file('')}) registers no "
+            f"env: it is stale, e.g. an old seer.egg-info there; reinstall seer (pip install -e .)")
+
+
+def scenarios(module: Any) -> list[str] | None:
+    """The scenario names an env module declares (``SCENARIOS``), in its order, or None.
+
+    Example:
+        >>> registry.scenarios(registry.load("uav_swarm_v0"))
+        ['small', 'default', 'large', 'xlarge']
+    """
+    table = getattr(module, "SCENARIOS", None)
+    if table is None:
+        return None
+    return [str(s) for s in table]

@@ -1,0 +1,279 @@
+"""The env registry (entry point group ``seer.envs``): the built-ins are
+registered and load; outside envs registered the same way show up in
+``seer info`` and run under ``seer trace``; unknown, broken and non-env
+entries fail with errors that name them."""
+
+import importlib.metadata
+import json
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+import seer
+from seer import cli, registry
+from seer.errors import EnvLoadError, SeerError, UnknownEnvError
+
+TOY = '''
+import gymnasium
+import numpy as np
+from pettingzoo import ParallelEnv
+
+SCENARIOS = {"tiny": 2, "big": 4}
+
+
+class ToyEnv(ParallelEnv):
+    metadata = {"name": "toy_v0"}
+
+    def __init__(self, scenario="tiny"):
+        self.possible_agents = [f"a{i}" for i in range(SCENARIOS[scenario])]
+        self.agents = []
+        self.t = 0
+
+    def observation_space(self, agent):
+        return gymnasium.spaces.Box(0.0, 10.0, (1,), np.float32)
+
+    def action_space(self, agent):
+        return gymnasium.spaces.Discrete(2)
+
+    def reset(self, seed=None, options=None):
+        self.agents, self.t = list(self.possible_agents), 0
+        return {a: np.zeros(1, np.float32) for a in self.agents}, {a: {} for a in self.agents}
+
+    def step(self, actions):
+        self.t += 1
+        done = self.t >= 2  # short episodes: the traced run must reset on its own
+        obs = {a: np.full(1, self.t, np.float32) for a in self.agents}
+        rew = {a: float(actions[a]) for a in self.agents}
+        term = {a: False for a in self.agents}
+        trunc = {a: done for a in self.agents}
+        infos = {a: {} for a in self.agents}
+        if done:
+            self.agents = []
+        return obs, rew, term, trunc, infos
+
+
+def parallel_env(**kwargs):
+    return ToyEnv(**kwargs)
+'''
+
+PLUGINS = {
+    "toy_v0": ("seer_test_toy_env", TOY),
+    "broken_v0": ("seer_test_broken_env", "raise ImportError('needs libfoo, which is not installed')\n"),
+    "notenv_v0": ("seer_test_not_an_env", "SCENARIOS = {'x': 1}\n"),
+}
+
+
+@pytest.fixture
+def plugins(tmp_path, monkeypatch):
+    """The real entry points plus the PLUGINS, whose modules live in tmp_path."""
+    for module, source in PLUGINS.values():
+        (tmp_path / f"{module}.py").write_text(textwrap.dedent(source))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    real = importlib.metadata.entry_points
+    extra = [importlib.metadata.EntryPoint(name=name, value=module, group=registry.GROUP)
+             for name, (module, _) in PLUGINS.items()]
+
+    def entry_points(**params):
+        found = real(**params)
+        if params.get("group") == registry.GROUP:
+            return importlib.metadata.EntryPoints(list(found) + extra)
+        return found
+
+    monkeypatch.setattr(importlib.metadata, "entry_points", entry_points)
+    registry.available(refresh=True)
+    yield
+    monkeypatch.undo()
+    for module, _ in PLUGINS.values():
+        sys.modules.pop(module, None)
+    registry.available(refresh=True)  # later tests see the real registry again
+
+
+# ---- the built-ins ---------------------------------------------------------------------------------
+
+def test_builtins_are_declared_as_entry_points():
+    # Straight from the package metadata, so a missing pyproject table fails here.
+    eps = {ep.name: ep.value for ep in importlib.metadata.entry_points(group="seer.envs")}
+    assert eps.get("uav_swarm_v0") == "seer.envs.uav_swarm_v0"
+    assert eps.get("wireless_v0") == "seer.envs.wireless_v0"
+
+
+@pytest.mark.parametrize("name, scenario", [("uav_swarm_v0", "small"), ("wireless_v0", "small")])
+def test_builtins_are_registered_and_load(name, scenario):
+    entry = registry.available()[name]
+    assert (entry.name, entry.module, entry.distribution, entry.version) == (
+        name, f"seer.envs.{name}", "seer", seer.__version__)
+    mod = registry.load(name)
+    assert mod is entry.load() and callable(mod.parallel_env) and callable(mod.env)
+    assert scenario in registry.scenarios(mod) and callable(mod.make_traced)
+    env = mod.parallel_env(scenario=scenario, workers=1)
+    try:
+        obs, _ = env.reset(seed=0)
+        assert set(obs) == set(env.agents)
+    finally:
+        env.close()
+
+
+def test_available_is_sorted_and_a_copy():
+    names = list(registry.available())
+    assert names == sorted(names)
+    registry.available().clear()
+    assert list(registry.available()) == names
+
+
+# ---- unknown and bad entries ----------------------------------------------------------------------
+
+def test_an_unknown_name_lists_the_registered_ones():
+    with pytest.raises(UnknownEnvError) as exc:
+        registry.load("nope_v0")
+    msg = str(exc.value)
+    assert "'nope_v0' is not registered" in msg and "'uav_swarm_v0'" in msg and "'wireless_v0'" in msg
+    assert "seer.envs" in msg
+    assert isinstance(exc.value, KeyError) and isinstance(exc.value, ValueError)
+    assert isinstance(exc.value, SeerError) and seer.UnknownEnvError is UnknownEnvError
+    assert exc.value.name == "nope_v0" and {"uav_swarm_v0", "wireless_v0"} <= set(exc.value.available)
+
+
+def test_a_non_string_name_is_unknown_not_a_crash():
+    with pytest.raises(UnknownEnvError, match="None is not registered"):
+        registry.load(None)
+
+
+def test_a_broken_module_names_the_entry_point_and_chains_the_cause(plugins):
+    with pytest.raises(EnvLoadError) as exc:
+        registry.load("broken_v0")
+    msg = str(exc.value)
+    assert "'broken_v0'" in msg and "'seer_test_broken_env'" in msg and "no distribution" in msg
+    assert "failed to import: ImportError: needs libfoo" in msg
+    assert isinstance(exc.value.__cause__, ImportError) and isinstance(exc.value, ImportError)
+    assert exc.value.env == "broken_v0" and exc.value.name == "seer_test_broken_env"
+    assert seer.EnvLoadError is EnvLoadError
+
+
+def test_a_module_without_parallel_env_is_refused(plugins):
+    with pytest.raises(EnvLoadError, match=r"'notenv_v0'.*is not an env module: 'seer_test_not_an_env' has no "
+                                           r"callable parallel_env"):
+        registry.load("notenv_v0")
+
+
+def test_the_distribution_is_named_in_load_errors(monkeypatch):
+    dist = importlib.metadata.distribution("seer")
+    ep = next(ep for ep in dist.entry_points if ep.group == registry.GROUP)
+    entry = registry.EnvEntry("ghost_v0", "seer_test_no_such_module", "seer", dist.version,
+                              importlib.metadata.EntryPoint("ghost_v0", "seer_test_no_such_module", ep.group))
+    with pytest.raises(EnvLoadError, match=f"distribution seer {dist.version}.*ModuleNotFoundError"):
+        entry.load()
+
+
+# ---- outside envs ----------------------------------------------------------------------------------
+
+def test_an_outside_env_is_listed_and_loads(plugins):
+    entries = registry.available()
+    assert {"toy_v0", "broken_v0", "notenv_v0", "uav_swarm_v0", "wireless_v0"} <= set(entries)
+    assert entries["toy_v0"].module == "seer_test_toy_env" and entries["toy_v0"].distribution is None
+    mod = registry.load("toy_v0")
+    assert registry.scenarios(mod) == ["tiny", "big"]
+    assert mod.parallel_env(scenario="big").possible_agents == ["a0", "a1", "a2", "a3"]
+
+
+def test_the_scan_is_cached_until_refreshed(plugins, monkeypatch):
+    assert "toy_v0" in registry.available()
+    monkeypatch.setattr(importlib.metadata, "entry_points", lambda **params: importlib.metadata.EntryPoints([]))
+    assert "toy_v0" in registry.available()  # cached: no rescan per call
+    assert registry.available(refresh=True) == {}
+    with pytest.raises(UnknownEnvError, match=r"expected one of \[\]"):
+        registry.load("toy_v0")
+
+
+def test_a_name_registered_twice_warns_and_the_first_wins(monkeypatch):
+    eps = [importlib.metadata.EntryPoint("dup_v0", "first_mod", registry.GROUP),
+           importlib.metadata.EntryPoint("dup_v0", "second_mod", registry.GROUP)]
+    monkeypatch.setattr(importlib.metadata, "entry_points", lambda **params: importlib.metadata.EntryPoints(eps))
+    try:
+        twice = "'dup_v0' is registered twice.*'first_mod'.*is used.*'second_mod'.*is ignored"
+        with pytest.warns(RuntimeWarning, match=twice):
+            entries = registry.available(refresh=True)
+        assert entries["dup_v0"].module == "first_mod"
+    finally:
+        monkeypatch.undo()
+        registry.available(refresh=True)
+
+
+def test_seer_info_json_lists_every_registered_env(plugins, capsys):
+    assert cli.main(["info", "--no-workloads", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    envs = {e["name"]: e for e in doc["envs"]}
+    assert envs["toy_v0"] == {"name": "toy_v0", "module": "seer_test_toy_env", "distribution": None,
+                              "version": None, "scenarios": ["tiny", "big"], "error": None}
+    assert envs["uav_swarm_v0"]["distribution"] == "seer" and "xlarge" in envs["uav_swarm_v0"]["scenarios"]
+    assert "needs libfoo" in envs["broken_v0"]["error"] and envs["broken_v0"]["scenarios"] is None
+    assert "parallel_env" in envs["notenv_v0"]["error"]
+    assert doc["auto"] is None and "usable_cores" in doc["hardware"]
+
+
+def test_seer_info_table_lists_the_envs(plugins, capsys):
+    assert cli.main(["info", "--no-workloads"]) == 0
+    out = capsys.readouterr().out
+    assert "registered envs" in out and "toy_v0" in out and "seer_test_toy_env" in out and "unavailable" in out
+
+
+def test_seer_info_json_to_a_file(tmp_path, capsys):
+    out = tmp_path / "info.json"
+    assert cli.main(["info", "--no-workloads", "--json", str(out)]) == 0
+    assert {e["name"] for e in json.loads(out.read_text())["envs"]} >= {"uav_swarm_v0", "wireless_v0"}
+    assert "registered envs" in capsys.readouterr().out
+
+
+def test_seer_trace_runs_an_outside_env_through_wrap(plugins, tmp_path, capsys):
+    out = tmp_path / "toy.json"
+    assert cli.main(["trace", "toy_v0", "--scenario", "big", "-n", "5", "-w", "1", "-o", str(out)]) == 0
+    events = [e for e in json.loads(out.read_text())["traceEvents"] if e["ph"] == "X"]
+    assert events
+    assert "toy_v0: 5 steps, 5 events" in capsys.readouterr().out  # one event per wrapped step
+
+
+@pytest.mark.parametrize("args, needles", [
+    (["broken_v0"], ["workload 'broken_v0' is not available here", "entry point 'broken_v0'", "needs libfoo"]),
+    (["notenv_v0"], ["is not an env module", "parallel_env"]),
+    (["toy_v0", "--scenario", "huge"], ["--scenario 'huge' is unknown for toy_v0", "['tiny', 'big']"]),
+    (["toy_v0", "--entities", "8"], ["--entities applies only to", "make_traced()", "toy_v0"]),
+    (["toy_v0", "--work", "8"], ["--work applies only to the synthetic workloads"]),
+    (["nope_v0"], ["workload 'nope_v0' is neither a synthetic workload", "'toy_v0'", "'uav_swarm_v0'"]),
+])
+def test_seer_trace_misuse_of_registered_envs(plugins, tmp_path, capsys, args, needles):
+    with pytest.raises(SystemExit) as exc:
+        cli.main(["trace", *args, "-o", str(tmp_path / "t.json")])
+    assert exc.value.code == 2
+    last = capsys.readouterr().err.strip().splitlines()[-1]
+    assert last.startswith("seer trace: error: ")
+    for needle in needles:
+        assert needle in last, (needle, last)
+    assert not (tmp_path / "t.json").exists()
+
+
+def test_scenario_is_refused_for_a_module_without_scenarios(tmp_path, monkeypatch, capsys):
+    (tmp_path / "seer_test_plain_env.py").write_text("from seer_test_toy_env import parallel_env\n")
+    (tmp_path / "seer_test_toy_env.py").write_text(textwrap.dedent(TOY))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    eps = [importlib.metadata.EntryPoint("plain_v0", "seer_test_plain_env", registry.GROUP)]
+    monkeypatch.setattr(importlib.metadata, "entry_points", lambda **params: importlib.metadata.EntryPoints(eps))
+    registry.available(refresh=True)
+    try:
+        with pytest.raises(SystemExit):
+            cli.main(["trace", "plain_v0", "--scenario", "tiny", "-o", str(tmp_path / "t.json")])
+        assert "declares no SCENARIOS" in capsys.readouterr().err
+    finally:
+        monkeypatch.undo()
+        for m in ("seer_test_plain_env", "seer_test_toy_env"):
+            sys.modules.pop(m, None)
+        registry.available(refresh=True)
+
+
+def test_unknown_env_from_the_console_is_one_line_listing_the_registered_names(tmp_path):
+    out = subprocess.run([sys.executable, "-m", "seer.cli", "trace", "nope_v0", "-o", str(tmp_path / "t.json")],
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 2 and "Traceback" not in out.stderr
+    last = out.stderr.strip().splitlines()[-1]
+    assert last.startswith("seer trace: error: workload 'nope_v0'")
+    assert "'uav_swarm_v0'" in last and "'wireless_v0'" in last
