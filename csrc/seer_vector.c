@@ -45,18 +45,29 @@ static void lpt_order(seer_vec_copies *v, const uint8_t *due) {
     for (int32_t c = 0; c < C; c++) v->order_buf[count[A - key[c]]++] = c;
 }
 
-/* Every live row's actions within [act_lo, act_hi]; NaN fails the test. */
+/* Every live row's actions within their bounds; a NaN fails both tests.
+ * Values compare as doubles: exact for float32, float64 and int64 up to
+ * 2^53, so C agrees with the vector env's numpy check. */
+#define CHECK_ROWS(T)                                                  \
+    do {                                                               \
+        const T *a = (const T *)v->act;                                \
+        for (int64_t r = 0; r < R; r++) {                              \
+            if (!v->alive[r]) continue;                                \
+            for (int32_t j = 0; j < D; j++) {                          \
+                const double x = (double)a[r * D + j];                 \
+                if (!(x >= v->act_lo[j] && x <= v->act_hi[j])) return 0; \
+            }                                                          \
+        }                                                              \
+    } while (0)
+
 int seer_vec_actions_ok(const seer_vec_copies *v) {
     const int64_t R = (int64_t)v->num_copies * v->slots;
     const int32_t D = v->act_dim;
-    const float lo = v->act_lo, hi = v->act_hi;
-    const float *a = (const float *)v->act;
-    for (int64_t r = 0; r < R; r++) {
-        if (!v->alive[r]) continue;
-        for (int32_t j = 0; j < D; j++) {
-            const float x = a[r * D + j];
-            if (!(x >= lo && x <= hi)) return 0;
-        }
+    switch (v->act_kind) {
+    case SEER_ACT_BOX_F32: CHECK_ROWS(float); break;
+    case SEER_ACT_BOX_F64: CHECK_ROWS(double); break;
+    case SEER_ACT_INT64: CHECK_ROWS(int64_t); break;
+    default: break;
     }
     return 1;
 }
@@ -65,7 +76,7 @@ int seer_vec_step_all(seer_vec_copies *v, seer_runtime *rt, seer_queue *q, int32
                       int64_t *attention) {
     const int32_t C = v->num_copies;
     *attention = 0;
-    if (v->act_check && !seer_vec_actions_ok(v)) return SEER_VEC_E_ACTION;
+    if (v->act_kind != SEER_ACT_NONE && !seer_vec_actions_ok(v)) return SEER_VEC_E_ACTION;
     lpt_order(v, due);
     for (int32_t e = 0; e < C; e++) {
         const int32_t c = v->order_buf[e];

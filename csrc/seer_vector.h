@@ -17,6 +17,12 @@
 /* seer_copy_rows, seer_copy_step_fn and the ops SEER_COPY_STEP and
  * SEER_COPY_AUTORESET: seer/seer_types.h (the public API). */
 
+/* Kinds of action rows seer_vec_step_all checks (seer.vector.NativeSpec). */
+#define SEER_ACT_NONE 0
+#define SEER_ACT_BOX_F32 1
+#define SEER_ACT_BOX_F64 2
+#define SEER_ACT_INT64 3
+
 /* seer_vec_step_all found an action outside [act_lo, act_hi] (or NaN) in a
  * live row: nothing was stepped. */
 #define SEER_VEC_E_ACTION -100
@@ -43,12 +49,13 @@ typedef struct seer_vec_copies {
     int32_t *order_buf;          /* num_copies                          */
     int32_t *count_buf;          /* slots + 2                           */
     int32_t *key_buf;            /* num_copies                          */
-    /* seer_vec_step_all checks the live rows' actions first when act_check:
-     * act_dim float32 values per row, each within [act_lo, act_hi] */
-    int32_t act_check;
+    /* seer_vec_step_all checks the live rows' actions first unless
+     * act_kind is SEER_ACT_NONE: act_dim values per row (float32, float64
+     * or int64 by act_kind), value j within [act_lo[j], act_hi[j]] */
+    int32_t act_kind;
     int32_t act_dim;
-    float act_lo;
-    float act_hi;
+    const double *act_lo;
+    const double *act_hi;
 } seer_vec_copies;
 
 /* Native handler of the thread backend's copies model (entity = copy).  A
@@ -60,14 +67,14 @@ int seer_vec_copy_step(seer_ctx *ctx, const seer_event *ev);
  * which is then cleared), then the runtime's step to t + 1.  Copies go to
  * the workers longest first (live rows, a due reset counting as a full
  * copy: LPT order), so no worker is left with a big copy at the end.
- * With act_check, the live rows' actions are checked before anything
+ * Unless act_kind is SEER_ACT_NONE, the live rows' actions are checked before anything
  * runs: SEER_VEC_E_ACTION if one is out of bounds or NaN (the caller names
  * it).  *attention counts the copies that ended or failed in the step
  * (what the caller must look at).  Returns the runtime's status (or a push
  * error). */
 int seer_vec_step_all(seer_vec_copies *v, seer_runtime *rt, seer_queue *q, int32_t kind, double t, uint8_t *due,
                       int64_t *attention);
-/* 1 when every live row's actions are within [act_lo, act_hi] (the check
+/* 1 when every live row's actions are within [act_lo[j], act_hi[j]] (the check
  * seer_vec_step_all does first), else 0. */
 int seer_vec_actions_ok(const seer_vec_copies *v);
 /* Runs ops[k] on copies[k] for k < n, one after another; returns how many

@@ -62,10 +62,13 @@ Arguments of :func:`parallel_env` and :func:`env`:
 
 from __future__ import annotations
 
+import copy
+
 import gymnasium
 import numpy as np
 
 from seer.errors import ClosedError
+from seer.vector.native import NativeCopy, NativeSpec
 from seer.envs import _uav_model as M
 from seer.envs._common import (
     ClosingParallelEnv,
@@ -102,6 +105,10 @@ class UavSwarmEnv(ClosingParallelEnv):
         self._closed = False
         n = cfg.num_uavs
         self.possible_agents = [f"uav_{i}" for i in range(n)]
+        #: the rows of seer.vector's native path; the spaces derive from it
+        self.spec = NativeSpec(agents=self.possible_agents,
+                               observation=gymnasium.spaces.Box(-M.OBS_BOUND, M.OBS_BOUND, (cfg.obs_dim,), np.float32),
+                               action=gymnasium.spaces.Box(-1.0, 1.0, (3,), np.float32))
         self._index = {a: i for i, a in enumerate(self.possible_agents)}
         self._obs_spaces: dict[str, gymnasium.spaces.Box] = {}
         self._act_spaces: dict[str, gymnasium.spaces.Box] = {}
@@ -126,7 +133,7 @@ class UavSwarmEnv(ClosingParallelEnv):
         space = self._obs_spaces.get(agent)
         if space is None:
             self._check_agent(agent)
-            space = gymnasium.spaces.Box(-M.OBS_BOUND, M.OBS_BOUND, (self.cfg.obs_dim,), np.float32)
+            space = copy.deepcopy(self.spec.observation)  # each agent's own (its own sampling RNG)
             self._obs_spaces[agent] = space
         return space
 
@@ -134,7 +141,7 @@ class UavSwarmEnv(ClosingParallelEnv):
         space = self._act_spaces.get(agent)
         if space is None:
             self._check_agent(agent)
-            space = gymnasium.spaces.Box(-1.0, 1.0, (3,), np.float32)
+            space = copy.deepcopy(self.spec.action)
             self._act_spaces[agent] = space
         return space
 
@@ -186,19 +193,23 @@ class UavSwarmEnv(ClosingParallelEnv):
         obs_d = dict(zip(agents, out.obs[live]))
         return obs_d, rew, term, trunc, {a: {} for a in agents}
 
-    def seer_native_copy(self):
-        """seer.vector's native path: ``(step function, struct)`` for
-        ``seer_vec_copies`` (see csrc/seer_vector.h), or None (the reference
-        engine, or a traced runtime, steps through :meth:`step`)."""
+    def seer_native_copy(self) -> NativeCopy | None:
+        """seer.vector's native path (:mod:`seer.vector.native`): the whole
+        step and autoreset in C, or None (the reference engine, or a traced
+        runtime, steps through :meth:`step`)."""
         if self.engine != "seer" or self._sim._trace or self._closed:
             return None
         from seer._seer_c import ffi, lib
 
-        return ffi.addressof(lib, "seer_uav_copy_step"), self._sim.model.native_env
+        return NativeCopy(self.spec, step=ffi.addressof(lib, "seer_uav_copy_step"),
+                          state=self._sim.model.native_env, error=self._native_error, owner=self)
 
-    def seer_native_failed(self, rc: int):
-        """Raise the error of a native step that returned ``rc``."""
-        self._sim.runtime.fail(rc)
+    def _native_error(self, rc: int) -> BaseException:
+        try:
+            self._sim.runtime.fail(rc)
+        except BaseException as exc:
+            return exc
+        return RuntimeError(f"the native step failed with status {rc}")
 
     def _actions_array(self, actions) -> np.ndarray:
         """The live agents' actions as an (n, 3) array; any problem goes to

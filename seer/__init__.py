@@ -20,6 +20,7 @@ from seer.model import EventKind, Model, Native
 from seer.runtime import Runtime, StepStats
 from seer.trace import Trace
 from seer.wrap import wrap
+from seer.capi import get_include
 
 __version__ = "0.1.0"
 
@@ -45,5 +46,6 @@ __all__ = [
     "SeerError",
     "UnknownEnvError",
     "WorkerError",
+    "get_include",
     "wrap",
 ]

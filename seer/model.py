@@ -8,16 +8,57 @@ from typing import Any, Callable, Mapping, Sequence
 import numpy as np
 
 
-@dataclasses.dataclass(frozen=True)
 class Native:
-    """A handler compiled into SEER's C extension, run with the GIL released.
+    """A native handler ``int f(seer_ctx *ctx, const seer_event *ev)``, run by
+    the workers with the GIL released.
 
     Args:
-        symbol: Name of a C function ``int f(seer_ctx *, const seer_event *)``
-            declared in a header under ``csrc/`` (so it is in ``seer._seer_c.lib``).
+        fn: The C function: a cffi function pointer from any module
+            (``ffi.addressof(lib, "on_tick")``), an integer address, a ctypes
+            function, a Numba ``cfunc`` (see :mod:`seer.numba`), or the name
+            of a function compiled into SEER's core.  Prefer
+            :meth:`seer.capi.Plugin.handler`, which also checks the module's
+            API version.
+        name: Shown in errors and traces (default: derived from ``fn``).
+        owner: Kept alive as long as the handler (the module or object that
+            owns the code).
+
+    Raises:
+        seer.InvalidArgumentError: ``fn`` is NULL or not a C function.
     """
 
-    symbol: str
+    __slots__ = ("address", "name", "owner")
+
+    def __init__(self, fn: Any, *, name: str | None = None, owner: Any = None):
+        from seer import capi
+
+        if isinstance(fn, str):
+            from seer._seer_c import ffi, lib
+
+            try:
+                ptr = ffi.addressof(lib, fn)
+            except AttributeError:
+                raise capi.InvalidArgumentError(
+                    f"Native({fn!r}) names a function that is not compiled into seer._seer_c: pass the function "
+                    f"itself (a cffi pointer, an address, a ctypes function or a Numba cfunc) for a plug-in's handler"
+                ) from None
+            name, owner, fn = name or fn, owner or lib, ptr
+        self.address = capi.address_of(fn, "Native(fn)")
+        self.name = name or getattr(fn, "__name__", None) or f"native@{self.address:#x}"
+        self.owner = owner if owner is not None else fn
+
+    @property
+    def symbol(self) -> str:
+        return self.name
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, Native) and other.address == self.address
+
+    def __hash__(self) -> int:
+        return hash(self.address)
+
+    def __repr__(self) -> str:
+        return f"Native({self.name!r}, address={self.address:#x})"
 
 
 @dataclasses.dataclass(frozen=True)

@@ -14,6 +14,7 @@ import weakref
 import numpy as np
 
 from seer._seer_c import ffi, lib
+from seer.capi import pointer_address
 from seer.guard import CLOSE_WAIT_S, CallGuard
 from seer.errors import (
     CausalityError,
@@ -299,12 +300,13 @@ class Runtime:
         self._core = core = _Core(model, self.queue, self.workers)
         self._finalizer = weakref.finalize(self, _finalize, core)
         for k, spec in enumerate(model.kinds):
-            fn = ffi.addressof(lib, spec.handler.symbol) if spec.native else ffi.NULL
+            fn = ffi.cast("seer_handler_fn", spec.handler.address) if spec.native else ffi.NULL
             lib.seer_rt_set_handler(core.rt, k, fn)
         lib.seer_rt_set_dispatch(core.rt, lib.seer_py_dispatch, core.handle)
         lib.seer_rt_set_python_batch(core.rt, int(python_batch))
         if model.native_model is not None:
-            lib.seer_rt_set_model(core.rt, model.native_model)
+            # a cffi pointer of any module's ffi, or an address
+            lib.seer_rt_set_model(core.rt, ffi.cast("void *", pointer_address(model.native_model, "model.native_model")))
         for name, snap in core.snapshots.items():
             live = model.state[name]
             if not live.flags.c_contiguous or snap.shape != live.shape or snap.dtype != live.dtype:
@@ -444,6 +446,12 @@ class Runtime:
         :meth:`close`."""
         self._check_open()
         return self._core.rt
+
+    @property
+    def native_address(self) -> int:
+        """:attr:`native_handle` as an integer, for a plug-in's own ``ffi``
+        (``ffi.cast("seer_runtime *", rt.native_address)``)."""
+        return int(ffi.cast("uintptr_t", self.native_handle))
 
     def check_open(self) -> None:
         """Raise :class:`~seer.errors.ClosedError` if the runtime is closed."""
@@ -597,9 +605,6 @@ def _validate_model(model: Model) -> None:
         if not isinstance(spec, EventKind):
             raise TypeError(f"model.kinds[{k}] must be a seer.EventKind, got {spec!r}")
         if spec.native:
-            if not hasattr(lib, spec.handler.symbol):
-                raise ValueError(f"model.kinds[{k}] names native handler {spec.handler.symbol!r}, "
-                                 f"which is not compiled into seer._seer_c")
             if model.native_model is None:
                 raise ValueError(f"model.kinds[{k}] is native but model.native_model is None")
         elif not callable(spec.handler):

@@ -121,8 +121,8 @@ class SeerVectorEnv(VectorEnv):
         # the step's one call (the error still comes from _check_actions)
         self._native_check = False
         native_check = getattr(backend, "check_actions_natively", None)
-        if validate_actions and self._uniform_bounds is not None and native_check is not None:
-            self._native_check = bool(native_check(*self._uniform_bounds))
+        if validate_actions and native_check is not None:
+            self._native_check = bool(native_check())
         self._name = env_name or self.metadata.get("name") or "env"
         self._b = backend.bufs
         self._alive = np.zeros(self.num_envs, bool)

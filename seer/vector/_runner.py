@@ -183,7 +183,7 @@ class CopyRunner:
             return 0
         if c not in self.pending:
             return NATIVE_STEP
-        return NATIVE_AUTORESET if self.pending[c] is None else 0
+        return NATIVE_AUTORESET if self.pending[c] is None and self.vec.autoreset[c] else 0
 
     def step(self, c: int) -> None:
         op = self.native_op(c)
@@ -286,8 +286,7 @@ class CopyRunner:
         rc = int(self.vec.status[c])
         if rc:
             try:
-                self.envs[c].seer_native_failed(rc)
-                raise RuntimeError(f"the native step of copy {c} failed with status {rc}")
+                raise self.vec.error_for(c, rc)
             except Exception:
                 sl = slice(c * self.A, (c + 1) * self.A)
                 self._failed(c, traceback.format_exc(), b["alive"][sl].copy())
@@ -415,10 +414,11 @@ class NativeCopies:
     """seer.vector's native path (csrc/seer_vector.h): the copies whose
     whole step runs in C, straight from the action rows into the other rows.
 
-    A copy qualifies when its env's own class (not a wrapper's forwarding)
-    has ``seer_native_copy()`` returning ``(step function, struct)`` and the
-    rows are its own spaces, unpadded; the built-in envs do.  The others
-    (and every reset) go through the PettingZoo API.
+    A copy qualifies when its env's class defines ``seer_native_copy()``
+    (the protocol of :mod:`seer.vector.native`) returning a
+    :class:`~seer.vector.native.NativeCopy` whose spec is the rows' own
+    spaces, unpadded; the built-in envs do.  The others (and every reset
+    the copy's C step leaves to Python) go through the PettingZoo API.
     """
 
     def __init__(self, layout: Layout, bufs: dict[str, np.ndarray], envs: dict[int, Any]):
@@ -426,17 +426,15 @@ class NativeCopies:
 
         C = layout.num_copies
         self.native = np.zeros(C, bool)
+        self.autoreset = np.zeros(C, bool)  # the C step runs SEER_COPY_AUTORESET
         self.status = np.zeros(C, np.int32)
-        self._ok = (layout.obs_pads is None and layout.act_pads is None
-                    and isinstance(layout.act_space, spaces.Box))
-        self._agents = layout.agents
-        self._A = layout.slots
-        self._act_space = layout.act_space
+        self._ok = layout.obs_pads is None and layout.act_pads is None
+        self._layout = layout
         v = ffi.new("seer_vec_copies *")
         self._step = ffi.new("seer_copy_step_fn[]", C)
         self._env = ffi.new("void *[]", C)
         self._keep = [v, bufs]
-        self._held: dict[int, Any] = {}  # each native copy's struct
+        self._held: dict[int, Any] = {}  # each native copy's NativeCopy (keeps its code and struct alive)
 
         def ptr(ctype, arr):
             p = ffi.cast(ctype, ffi.from_buffer(arr, require_writable=False))
@@ -460,7 +458,7 @@ class NativeCopies:
         v.order_buf = ptr("int32_t *", self._order)
         v.count_buf = ptr("int32_t *", self._count)
         v.key_buf = ptr("int32_t *", self._key)
-        v.act_check = 0
+        v.act_kind = 0
         self.due = np.zeros(C, np.uint8)  # seer_vec_step_all's autoresets due
         self.due_ptr = ptr("uint8_t *", self.due)
         self.attention = ffi.new("int64_t *")
@@ -475,35 +473,73 @@ class NativeCopies:
 
         native = None
         method = getattr(type(env), "seer_native_copy", None) if env is not None else None
-        if self._ok and method is not None and len(self._agents[c]) == self._A:
+        if self._ok and method is not None:
             native = method(env)
+        if native is not None:
+            from seer.vector.native import NativeCopy
+
+            if not isinstance(native, NativeCopy):
+                raise TypeError(f"{type(env).__name__}.seer_native_copy() returned {native!r}: expected a "
+                                f"seer.vector.NativeCopy or None")
+            L = self._layout
+            why = native.spec.matches(L.obs_space, L.act_space, L.slots)
+            if why is None and list(native.spec.agents) != list(L.agents[c]):
+                why = f"the copy's agents are {L.agents[c][:4]}..., the spec's {list(native.spec.agents)[:4]}..."
+            if why is None and (native.spec.obs_row_bytes != self.struct.obs_row_bytes
+                                or native.spec.act_row_bytes != self.struct.act_row_bytes):
+                why = (f"the spec's rows take {native.spec.obs_row_bytes} + {native.spec.act_row_bytes} bytes, "
+                       f"the buffers' {self.struct.obs_row_bytes} + {self.struct.act_row_bytes}")
+            if why is not None:
+                from seer.errors import InvalidArgumentError
+
+                raise InvalidArgumentError(f"{type(env).__name__}.seer_native_copy() of copy {c} does not fit "
+                                           f"its rows: {why}")
         if native is None:
             self._step[c], self._env[c] = ffi.NULL, ffi.NULL
             self._held.pop(c, None)
             self.native[c] = False
+            self.autoreset[c] = False
         else:
-            fn, struct = native
-            self._step[c], self._env[c] = fn, struct
-            self._held[c] = struct
+            self._step[c] = ffi.cast("seer_copy_step_fn", native.step_address)
+            self._env[c] = ffi.cast("void *", native.state_address)
+            self._held[c] = (native, env)
             self.native[c] = True
+            self.autoreset[c] = native.autoreset
         self.native_all = bool(self.native.all())
 
-    def check_actions_natively(self, lo: float, hi: float) -> bool:
-        """Let C check the live rows' actions (float32 rows, every value in
-        [lo, hi]) before a step; False when the rows are not float32."""
-        space = self._act_space
-        if not (isinstance(space, spaces.Box) and space.dtype == np.float32):
+    def error_for(self, c: int, status: int) -> BaseException:
+        held = self._held.get(c)
+        if held is None:
+            return RuntimeError(f"the native step of copy {c} failed with status {status}")
+        return held[0].error_for(status)
+
+    def check_actions_natively(self) -> bool:
+        """Let C check the live rows' actions against the rows' action space
+        before a step (what the vector env checks in numpy otherwise); False
+        when the rows' space has no C check."""
+        from seer._seer_c import ffi
+        from seer.vector.native import NativeSpec
+
+        if not self._ok:  # padded rows: each agent's own bounds, checked in numpy
             return False
+        try:
+            spec = NativeSpec(agents=[f"slot{j}" for j in range(self._layout.slots)],
+                              observation=self._layout.obs_space, action=self._layout.act_space)
+        except (ValueError, TypeError):
+            return False
+        kind, lo, hi = spec.action_check()
+        self._bounds = (np.ascontiguousarray(lo), np.ascontiguousarray(hi))
         v = self.struct
-        v.act_dim = int(np.prod(space.shape, dtype=np.int64))
-        v.act_lo, v.act_hi = lo, hi
-        v.act_check = 1
+        v.act_dim = len(lo)
+        v.act_lo = ffi.cast("double *", ffi.from_buffer(self._bounds[0]))
+        v.act_hi = ffi.cast("double *", ffi.from_buffer(self._bounds[1]))
+        v.act_kind = kind
         return True
 
     def actions_ok(self) -> bool:
         from seer._seer_c import lib
 
-        return not self.struct.act_check or bool(lib.seer_vec_actions_ok(self.struct))
+        return not self.struct.act_kind or bool(lib.seer_vec_actions_ok(self.struct))
 
     @property
     def native_any(self) -> bool:

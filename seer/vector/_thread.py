@@ -222,13 +222,13 @@ class ThreadBackend:
             self._options = None
             self._entities[:] = self._all
 
-    def check_actions_natively(self, lo: float, hi: float) -> bool:
+    def check_actions_natively(self) -> bool:
         """Whether C checks the actions (every step) instead of the vector env."""
-        return self.runner.vec.check_actions_natively(lo, hi)
+        return self.runner.vec.check_actions_natively()
 
     def step_async(self) -> None:
         vec, pending = self.runner.vec, self.runner.pending
-        if self._fast and vec.native_all and all(v is None for v in pending.values()):
+        if self._fast and vec.native_all and all(v is None and vec.autoreset[c] for c, v in pending.items()):
             self._msgs = self._step_all_native()
         else:
             if not vec.actions_ok():
