@@ -112,19 +112,23 @@ def bench_overhead(quick):
 
 def _drive_c(ffi, lib, work, steps, entities=256, period=0.05):
     """Step the native synthetic model straight through the C API (so two
-    builds of the extension can be compared with the same driver)."""
+    builds of the core extension can be compared with the same driver; the
+    handlers come from their own module, seer._synth_c, in both)."""
+    from seer.synthetic import PLUGIN
+
+    sffi = PLUGIN.ffi
     q = lib.seer_queue_new(entities, 2, 1 << 18)
     rt = lib.seer_rt_new(q, 1, 1.0, 2000)
     value, snap, handled = np.zeros(entities), np.zeros(entities), np.zeros(entities, np.int64)
-    m = ffi.new("seer_synth *")
-    m.value = ffi.cast("double *", ffi.from_buffer(value))
-    m.snap = ffi.cast("double *", ffi.from_buffer(snap))
-    m.handled = ffi.cast("int64_t *", ffi.from_buffer(handled))
+    m = sffi.new("seer_synth *")
+    m.value = sffi.cast("double *", sffi.from_buffer(value))
+    m.snap = sffi.cast("double *", sffi.from_buffer(snap))
+    m.handled = sffi.cast("int64_t *", sffi.from_buffer(handled))
     m.num_entities, m.fanout, m.work, m.period, m.delay = entities, 0, work, period, 1.0
     m.fail_entity, m.fail_time = -1, float("inf")
-    lib.seer_rt_set_handler(rt, 0, ffi.addressof(lib, "seer_synth_tick"))
-    lib.seer_rt_set_handler(rt, 1, ffi.addressof(lib, "seer_synth_msg"))
-    lib.seer_rt_set_model(rt, m)
+    lib.seer_rt_set_handler(rt, 0, ffi.cast("seer_handler_fn", PLUGIN.function("seer_synth_tick")))
+    lib.seer_rt_set_handler(rt, 1, ffi.cast("seer_handler_fn", PLUGIN.function("seer_synth_msg")))
+    lib.seer_rt_set_model(rt, ffi.cast("void *", int(sffi.cast("uintptr_t", m))))
     lib.seer_rt_add_snapshot(rt, ffi.from_buffer(value), ffi.from_buffer(snap), value.nbytes)
     lib.seer_rt_reset(rt, 0)
     ent = np.arange(entities, dtype=np.int32)

@@ -10,7 +10,8 @@ alike, so equal ticks give equal floats and ``j < J`` iff
 ``j * 0.01 < J * 0.01``).  Env step ``k`` covers ticks
 ``[k m, (k + 1) m)`` with ``m = dt / 0.01``; its horizon is ``(k + 1) m * 0.01``.
 
-Event kinds (one entity per UAV; handlers in csrc/env_uav_swarm.c):
+Event kinds (one entity per UAV; handlers in envs/csrc/uav_swarm.c, the plug-in
+module seer.envs._uav_swarm_c):
 
 ``TICK`` (kind 0)
     UAV ``i``'s own clock, every ``period[i]`` ticks (10, 5 or 2 ticks, i.e.
@@ -49,8 +50,14 @@ import math
 
 import numpy as np
 
-from seer._seer_c import ffi, lib
-from seer.model import EventKind, Model, Native
+from seer.capi import Plugin
+from seer.model import EventKind, Model
+
+from . import _uav_swarm_c
+from ._uav_swarm_c import ffi, lib
+
+#: the env's C code, checked against this SEER's C API
+PLUGIN = Plugin(_uav_swarm_c)
 
 TICK_S = 0.01                 # seconds per tick
 RATES_HZ = (10, 20, 50)       # UAV i runs at RATES_HZ[i % 3]
@@ -299,7 +306,7 @@ class UavModel(Model):
     """The swarm as a SEER model: one entity per UAV, native TICK and RECV handlers.
 
     ``native_env`` (a ``seer_uav_env``) adds what a whole step in C needs
-    (see csrc/env_uav_swarm.h); its runtime is set by :class:`SeerSim`.
+    (see envs/csrc/uav_swarm.h); its runtime is set by :class:`SeerSim`.
     """
 
     def __init__(self, cfg: UavConfig):
@@ -310,7 +317,8 @@ class UavModel(Model):
         self.num_entities = n
         self.lookahead = LOOKAHEAD_S
         self.step_length = cfg.dt  # simulated time of one env step (for STPA's probe)
-        self.kinds = [EventKind("tick", Native("seer_uav_tick")), EventKind("recv", Native("seer_uav_recv"))]
+        self.kinds = [EventKind("tick", PLUGIN.handler("seer_uav_tick")),
+                      EventKind("recv", PLUGIN.handler("seer_uav_recv"))]
         self.state = alloc_state(cfg)
         # Read across UAVs: positions (radio range) and broadcasts (messages).
         self.shared_state = ("pos", "bcast", "bcast_tick")
@@ -384,7 +392,6 @@ class UavModel(Model):
         e.lattice_side, e.layers = cfg.lattice_side, cfg.layers
         e.start_spacing, e.formation_spacing = cfg.start_spacing, cfg.formation_spacing
         e.pad, e.jitter = cfg.pad, cfg.jitter
-        e.q = ffi.NULL
         hi = cfg.world_hi
         for k in range(3):
             e.centre[k] = hi[k] / 2
@@ -454,8 +461,8 @@ class SeerSim:
         self.state = self.model.state
         self.out = self.model.out
         self.runtime = Runtime(self.model, workers=workers, capacity=self.model.queue_capacity(), trace=trace)
-        self.model.native_env.rt = self.runtime.native_handle
-        self.model.native_env.q = self.runtime.queue.native_handle
+        # the plug-in's own ffi: the runtime is an opaque seer_runtime * to it
+        self.model.native_env.rt = ffi.cast("seer_runtime *", self.runtime.native_address)
         self.workers = self.runtime.workers
         self._trace = trace
         self.last_events = 0

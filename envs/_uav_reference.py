@@ -4,7 +4,7 @@ This is what an existing simulator does: advance a global clock by the
 gcd of the UAV periods (one tick, 0.01 s) and at every tick update, in
 vectorized numpy, the UAVs whose own clock is due.  It implements the same
 model as the event-driven version (envs/_uav_model.py and
-csrc/env_uav_swarm.c), with the float operations in the same order, so both
+envs/csrc/uav_swarm.c), with the float operations in the same order, so both
 give bit-identical states, observations and rewards.
 
 Tick ``j`` of a step, in the order that matches the event-driven version
@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from seer._seer_c import lib
+from ._uav_swarm_c import lib
 from seer.envs._uav_model import (
     EP_LIVE,
     EP_STEPS,
@@ -237,7 +237,7 @@ class NumpyReadout:
     """Observations, rewards and losses at a step end, from the state arrays.
 
     The SEER engine computes the same in C (``seer_uav_readout`` in
-    csrc/env_uav_swarm_step.c, float for float: same operations, same
+    envs/csrc/uav_swarm_step.c, float for float: same operations, same
     order), so the two engines' comparison isolates what differs: how the
     state evolves inside a step, and proves the C readout along the way.
 

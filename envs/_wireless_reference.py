@@ -1,5 +1,5 @@
 """Time-stepped numpy reference of wireless_v0: the same model as the SEER
-version (envs/_wireless_seer.py + csrc/env_wireless.c), simulated the way an
+version (envs/_wireless_seer.py + envs/csrc/wireless.c), simulated the way an
 existing simulator does it, one step at a time over arrays of all UEs.
 
 Within a step ``[t, t + 1)`` it applies the actions (time ``t``), then the
@@ -39,6 +39,7 @@ class WirelessReference:
         self.W, self.H = float(params.scenario.width), float(params.scenario.height)
         self.obs = np.zeros((self.U, params.obs_size), np.float32)
         self.t = 0.0
+        self.steps = 0
         self.events = 0
 
     # ---- lifecycle -------------------------------------------------------------
@@ -68,6 +69,7 @@ class WirelessReference:
         self.d2_rep = self.sent.T.copy()
         self._pending = _Messages.empty()
         self.t = 0.0
+        self.steps = 0
         self.events = 0
         self._finalize()
         return self.obs
@@ -113,6 +115,7 @@ class WirelessReference:
                 self._traffic(tr, out)
         self._deliver(out, t1)
         self.t = t1
+        self.steps += 1
         return self._finalize()
 
     def _draw(self, idx: np.ndarray) -> np.ndarray:

@@ -1,6 +1,8 @@
-"""wireless_v0 as a SEER model: native handlers (csrc/env_wireless.c) run the
-events; numpy and two C kernels turn the drained state into observations
-and rewards.
+"""wireless_v0 as a SEER model: native handlers (envs/csrc/wireless.c, the
+plug-in module seer.envs._wireless_c) run the events; the same module's
+step-end kernels turn the drained state into observations and rewards, and
+its ``wl_env_step`` runs a whole env step for the single env and for
+seer.vector's native copy alike.
 
 Entities ``0..B-1`` are base stations, ``B..B+U-1`` UEs.  Event kinds:
 
@@ -34,10 +36,15 @@ import math
 import numpy as np
 
 from seer import Runtime
-from seer._seer_c import ffi, lib
-from seer.model import EventKind, Model, Native
+from seer.capi import Plugin
+from seer.model import EventKind, Model
 
+from . import _wireless_c
 from . import wireless_model as wm
+from ._wireless_c import ffi, lib
+
+#: the env's C code, checked against this SEER's C API
+PLUGIN = Plugin(_wireless_c)
 
 KIND_NAMES = ("action", "release", "move", "traffic", "attach", "detach", "report", "demand")
 ACTION, RELEASE, MOVE, TRAFFIC = 0, 1, 2, 3
@@ -58,7 +65,7 @@ class WirelessModel(Model):
         self.num_entities = E
         self.lookahead = wm.DELAY
         self.step_length = wm.DT  # simulated time of one env step (for STPA's probe)
-        self.kinds = [EventKind(name, Native(f"wl_{name}")) for name in KIND_NAMES]
+        self.kinds = [EventKind(name, PLUGIN.handler(f"wl_{name}")) for name in KIND_NAMES]
         self.shared_state = ()  # every cross-entity read goes through messages
         self.layout: dict | None = None
         self.state = {
@@ -90,6 +97,8 @@ class WirelessModel(Model):
         c.delay = wm.DELAY
         c.max_pause, c.mean_on, c.mean_off = params.max_pause, params.mean_on, params.mean_off
         c.idle = float(wm.scale_utility(wm.UTILITY_DEFAULTS["lower"]))
+        c.util_w1, c.util_w2, c.util_w3 = wm.UTILITY_DEFAULTS["coeffs"]
+        c.util_lower, c.util_upper = wm.UTILITY_DEFAULTS["lower"], wm.UTILITY_DEFAULTS["upper"]
         c.table_len = len(self.snr_table)
         c.snr_table = _ptr("double *", self.snr_table)
         c.rate_table = _ptr("double *", self.rate_table)
@@ -149,12 +158,16 @@ class WirelessSeer:
 
     ``actions`` is an int array of length U (0: no-op, k: toggle BS k-1).
     Observations are a ``(U, 4B+1)`` float32 array, rewards ``(U,)`` float64;
-    both buffers are reused by the next call (copy to keep them).
+    both buffers are reused by the next call (copy to keep them).  A step is
+    one C call (``wl_env_step``), the one seer.vector's native copy makes
+    too; the step count, time and event count live in its ``wl_env``
+    (:attr:`native_env`), so they follow native steps as well.
     """
 
     engine = "seer"
 
-    def __init__(self, params: wm.WirelessParams, workers: int | str = 1, *, trace: bool = False):
+    def __init__(self, params: wm.WirelessParams, workers: int | str = 1, *, trace: bool = False,
+                 max_cycles: int | None = None):
         self.params = params
         B, U = params.num_bs, params.num_ue
         self.model = WirelessModel(params)
@@ -163,48 +176,65 @@ class WirelessSeer:
         capacity = max(4096, 8 * (B + U) + in_flight)
         self.runtime = Runtime(self.model, workers=workers, capacity=capacity, trace=trace)
         self.workers = self.runtime.workers
+        self.tracing = trace
         self.macro = np.zeros(U)
         self.bs_util = np.zeros(B)
         self.reward = np.zeros(U)
         self.obs = np.zeros((U, params.obs_size), np.float32)
         self.util = np.zeros(U)
-        self._p_macro = _ptr("double *", self.macro)
-        self._p_bs_util = _ptr("double *", self.bs_util)
-        self._p_reward = _ptr("double *", self.reward)
-        self._p_obs = _ptr("float *", self.obs)
-        self._p_util = _ptr("double *", self.util)
         self._scratch = np.zeros(U)
-        self._p_scratch = _ptr("double *", self._scratch)
-        self._ue_ent = np.arange(B, B + U, dtype=np.int32)
-        self._kind_action = np.full(U, ACTION, np.int32)
-        self.t = 0.0
-        self.events = 0
+        e = ffi.new("wl_env *")
+        e.m = self.model.native_model
+        # the plug-in's own ffi: to it the runtime is an opaque seer_runtime *
+        e.rt = ffi.cast("seer_runtime *", self.runtime.native_address)
+        e.dt = wm.DT
+        e.max_cycles = (1 << 62) if max_cycles is None else int(max_cycles)
+        e.macro = _ptr("double *", self.macro)
+        e.util = _ptr("double *", self.util)
+        e.bs_util = _ptr("double *", self.bs_util)
+        e.reward = _ptr("double *", self.reward)
+        e.scratch = _ptr("double *", self._scratch)
+        e.obs = _ptr("float *", self.obs)
+        self.native_env = e
+        self._actions = np.zeros(U, np.int64)
+        self._p_actions = _ptr("int64_t *", self._actions)
+
+    @property
+    def t(self) -> float:
+        """Start time of the next step."""
+        return float(self.native_env.t)
+
+    @property
+    def steps(self) -> int:
+        """Env steps since the reset."""
+        return int(self.native_env.steps)
+
+    @property
+    def events(self) -> int:
+        """Events run since the reset."""
+        return int(self.native_env.events)
 
     def reset(self, seed: int, layout: dict | None = None):
+        e = self.native_env
         with self.runtime.exclusive("reset()"):
             self.model.layout = layout
             self.runtime.reset(seed)
-            self.t = 0.0
-            self.events = 0
-            self._finalize()
+            e.t, e.steps, e.events = 0.0, 0, 0
+            lib.wl_finalize(e)
         return self.obs
 
     def step(self, actions: np.ndarray):
-        nz = np.flatnonzero(actions)
-        with self.runtime.exclusive("step()"):
-            if nz.size:
-                self.runtime.schedule(self._ue_ent[nz], np.full(nz.size, self.t), self._kind_action[: nz.size],
-                                      actions[nz].astype(np.int64))
-            self.events += self.runtime.step(self.t + wm.DT).events
-            self.t += wm.DT
-            self._finalize()
+        rt = self.runtime
+        self._actions[:] = actions
+        with rt.exclusive("step()"):
+            rt.check_steppable()
+            rc = lib.wl_env_step(self.native_env, self._p_actions)
+            if self.tracing:
+                rt.collect_trace()
+            if rc != lib.SEER_OK:
+                rt.fail(rc)
+            rt.now = self.t
         return self.obs, self.reward
-
-    def _finalize(self) -> None:
-        c = self.model.native_model
-        lib.wl_rates(c, self._p_macro)
-        self.util[:] = wm.scaled_utility(self.macro)
-        lib.wl_observe(c, self._p_util, self._p_bs_util, self._p_reward, self._p_scratch, self._p_obs)
 
     # ---- views for rendering and tests -----------------------------------------
     @property

@@ -23,7 +23,7 @@ message is later than the lookahead).  The step's action event is the
 write of the commanded accelerations before ``runtime.step(t + dt)``; the
 observations and rewards are read out after the step has drained.  The whole
 step (grid, events, readout, losses) is one C call, ``seer_uav_env_step`` in
-csrc/env_uav_swarm_step.c; seer.vector's thread backend runs it for every copy
+envs/csrc/uav_swarm_step.c; seer.vector's thread backend runs it for every copy
 without the GIL.
 
 Sensing.  A broadcast reaches the (at most 32) nearest live UAVs within
@@ -199,9 +199,7 @@ class UavSwarmEnv(ClosingParallelEnv):
         runtime, steps through :meth:`step`)."""
         if self.engine != "seer" or self._sim._trace or self._closed:
             return None
-        from seer._seer_c import ffi, lib
-
-        return NativeCopy(self.spec, step=ffi.addressof(lib, "seer_uav_copy_step"),
+        return NativeCopy(self.spec, step=M.PLUGIN.function("seer_uav_copy_step"),
                           state=self._sim.model.native_env, error=self._native_error, owner=self)
 
     def _native_error(self, rc: int) -> BaseException:

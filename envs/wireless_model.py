@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import math
 from typing import Any, Mapping, Sequence
 
 import numpy as np
@@ -124,14 +125,25 @@ def resource_fair(max_rates, connected):
     return np.where(connected, np.asarray(max_rates, np.float64) / np.maximum(n, 1), 0.0)
 
 
+def libm_log(x) -> np.ndarray:
+    """Natural log of each element through the C library's ``log`` (``math.log``).
+
+    The SEER engine's C kernel (``wl_utilities``) calls that same ``log``;
+    ``np.log`` may use a SIMD implementation (CPU-dependent) that is one ulp
+    off glibc's on about 1 input in 4000, which would break the bit-identity
+    of the two engines' rewards."""
+    x = np.asarray(x, dtype=np.float64)
+    return np.fromiter(map(math.log, x.ravel().tolist()), np.float64, x.size).reshape(x.shape)
+
+
 def utility(rate, lower=UTILITY_DEFAULTS["lower"], upper=UTILITY_DEFAULTS["upper"],
             coeffs=UTILITY_DEFAULTS["coeffs"]):
     """BoundedLogUtility: ``clip(w1 * log(w2 + rate) / log(w3), lower, upper)``, and
-    ``lower`` where ``rate <= 0``."""
+    ``lower`` where ``rate <= 0`` (the log: :func:`libm_log`)."""
     w1, w2, w3 = coeffs
     r = np.asarray(rate, dtype=np.float64)
     pos = r > 0.0
-    u = w1 * np.log(np.where(pos, w2 + r, 1.0)) / np.log(w3)
+    u = w1 * libm_log(np.where(pos, w2 + r, 1.0)) / math.log(w3)
     return np.where(pos, np.clip(u, lower, upper), float(lower))
 
 

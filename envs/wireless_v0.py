@@ -60,6 +60,8 @@ from typing import Any
 import gymnasium
 import numpy as np
 
+from seer.vector.native import NativeCopy, NativeSpec
+
 from . import _common
 from . import wireless_model as wm
 from ._wireless_reference import WirelessReference
@@ -115,17 +117,20 @@ class WirelessEnv(_common.ClosingParallelEnv):
         self.scenario = self.params.scenario.name
         self.num_bs, self.num_ue = self.params.num_bs, self.params.num_ue
         self.possible_agents = [f"ue_{i}" for i in range(self.num_ue)]
-        self.agents: list[str] = []
+        self._all_agents = list(self.possible_agents)
         self._index = {a: i for i, a in enumerate(self.possible_agents)}
-        D = self.params.obs_size
-        self._obs_space = gymnasium.spaces.Box(-1.0, 1.0, (D,), np.float32)
-        self._act_space = gymnasium.spaces.Discrete(self.num_bs + 1)
+        #: the rows of seer.vector's native path; the spaces derive from it
+        self.spec = NativeSpec(agents=self.possible_agents,
+                               observation=gymnasium.spaces.Box(-1.0, 1.0, (self.params.obs_size,), np.float32),
+                               action=gymnasium.spaces.Discrete(self.num_bs + 1))
+        self._obs_space = self.spec.observation
+        self._act_space = self.spec.action
         self.observation_spaces = {a: self._obs_space for a in self.possible_agents}
         self.action_spaces = {a: self._act_space for a in self.possible_agents}
         if engine == "seer":
             from ._wireless_seer import WirelessSeer
 
-            self._core = WirelessSeer(self.params, workers)
+            self._core = WirelessSeer(self.params, workers, max_cycles=self.max_cycles)
             self._runtime = self._core.runtime
         else:
             self._core = WirelessReference(self.params)
@@ -133,7 +138,7 @@ class WirelessEnv(_common.ClosingParallelEnv):
         self.workers = self._core.workers
         self._np_random = None
         self._was_reset = False
-        self.steps = 0
+        self._closed = False
 
     # ---- spaces ----------------------------------------------------------------------
 
@@ -151,6 +156,17 @@ class WirelessEnv(_common.ClosingParallelEnv):
 
     # ---- episode -----------------------------------------------------------------------
 
+    @property
+    def steps(self) -> int:
+        """Steps since the reset (the core counts them: seer.vector's native
+        path steps the core without :meth:`step`)."""
+        return self._core.steps
+
+    @property
+    def agents(self) -> list[str]:
+        """Every UE from the reset until the episode's last step, then none."""
+        return self._all_agents if self._was_reset and self._core.steps < self.max_cycles else []
+
     def reset(self, seed=None, options=None):
         if seed is not None:
             seed = _common.seed_from(seed, None)
@@ -162,24 +178,38 @@ class WirelessEnv(_common.ClosingParallelEnv):
         if options is not None and options.get("layout") is not None:
             layout = wm.check_layout(options["layout"], self.params)
         obs = self._core.reset(seed, layout)
-        self.agents = self.possible_agents[:]
-        self.steps = 0
         self._was_reset = True
         return dict(zip(self.agents, obs.copy())), {a: {} for a in self.agents}
 
     def step(self, actions):
         if not self.agents:
             raise RuntimeError("step() called on an episode that has ended (or was never reset): call reset() first")
+        agents = self.agents
         acts = self._action_array(actions)
         obs, rew = self._core.step(acts)
-        self.steps += 1
-        agents = self.agents
-        done = self.steps >= self.max_cycles
-        result = (dict(zip(agents, obs.copy())), dict(zip(agents, rew.tolist())),
-                  dict.fromkeys(agents, False), dict.fromkeys(agents, done), {a: {} for a in agents})
-        if done:
-            self.agents = []
-        return result
+        done = self._core.steps >= self.max_cycles
+        return (dict(zip(agents, obs.copy())), dict(zip(agents, rew.tolist())),
+                dict.fromkeys(agents, False), dict.fromkeys(agents, done), {a: {} for a in agents})
+
+    def seer_native_copy(self) -> NativeCopy | None:
+        """seer.vector's native path (:mod:`seer.vector.native`): the whole
+        step in C (``seer_wireless_copy_step``, which runs the same
+        ``wl_env_step`` as :meth:`step`); resets go through :meth:`reset`
+        (the initial state is drawn in numpy).  None for the reference
+        engine, a traced runtime or a closed env."""
+        if self.engine != "seer" or self._core.tracing or self._closed:
+            return None
+        from ._wireless_seer import PLUGIN
+
+        return NativeCopy(self.spec, step=PLUGIN.function("seer_wireless_copy_step"), state=self._core.native_env,
+                          autoreset=False, error=self._native_error, owner=self)
+
+    def _native_error(self, rc: int) -> BaseException:
+        try:
+            self._core.runtime.fail(rc)
+        except BaseException as exc:
+            return exc
+        return RuntimeError(f"the native step failed with status {rc}")
 
     def _action_array(self, actions) -> np.ndarray:
         agents = self.agents
@@ -209,6 +239,7 @@ class WirelessEnv(_common.ClosingParallelEnv):
 
     def close(self) -> None:
         if self._core is not None:
+            self._closed = True
             self._core.close()
 
     def __repr__(self) -> str:

@@ -1,21 +1,26 @@
 """A SEER model with native handlers (C, run with the GIL released).
 
-The handlers are C functions compiled into SEER's extension.  This example
-drives the synthetic workload's handlers from csrc/seer_synth.c; to write your
-own:
+Native handlers live in a module of their own, compiled against SEER's
+public C API (``seer.get_include()``), never in SEER's core.  This example
+drives the synthetic workload's handlers, which SEER ships as exactly such a
+module, ``seer._synth_c`` (csrc/synth/seer_synth.c, built by
+seer/_build_synth.py); to write your own:
 
-1. Add ``csrc/my_model.h`` with a struct for your model's buffers and the
-   handler prototypes, ``int my_on_tick(seer_ctx *ctx, const seer_event *ev);``
-   (plain C: the build reads every public header in csrc/ as cffi's cdef).
-2. Add ``csrc/my_model.c``.  In a handler, ``ctx->model`` is your struct,
+1. A header with a struct for your model's buffers and the handler
+   prototypes, ``int my_on_tick(seer_ctx *ctx, const seer_event *ev);``, and
+   ``#include <seer/seer.h>`` (plain C: it doubles as cffi's cdef).
+2. The C file.  In a handler, ``ctx->model`` is your struct,
    ``ctx->entity``/``ctx->now`` the event's entity and time; write only that
    entity's rows, read others from the snapshot buffers; send events with
    ``seer_emit(ctx, target, time, kind, payload)`` (another entity: at least
    the lookahead later) and draw random numbers with ``seer_uniform(ctx)``.
    Return 0, or non-zero to fail the step with a HandlerError.
-3. ``pip install -e .`` rebuilds the extension; then name the handlers with
-   ``seer.Native("my_on_tick")`` as below, and point the C struct at your
-   numpy arrays with ``ffi.from_buffer``.
+3. A cffi build script: ``cdef(seer.capi.cdef() + <your header>)``,
+   ``set_source(..., include_dirs=[seer.get_include()])``; then
+   ``plugin = seer.capi.Plugin(your_module)`` (checks the API version it was
+   built against), ``plugin.handler("my_on_tick")`` as below, and point the C
+   struct (from your module's ``ffi``) at your numpy arrays with
+   ``ffi.from_buffer``.  examples/seer_consensus is a complete package.
 
     python examples/native_handlers.py
 """
@@ -23,15 +28,18 @@ own:
 import numpy as np
 
 import seer
-from seer._seer_c import ffi
+import seer._synth_c as synth  # the handlers' own module (a plug-in)
+from seer._synth_c import ffi  # its ffi builds the struct its handlers read
+
+PLUGIN = seer.capi.Plugin(synth)
 
 
 class Ticker(seer.Model):
     def __init__(self, num_entities=4096, work=200):
         self.num_entities = num_entities
         self.lookahead = 0.1
-        self.kinds = [seer.EventKind("tick", seer.Native("seer_synth_tick")),
-                      seer.EventKind("msg", seer.Native("seer_synth_msg"))]
+        self.kinds = [seer.EventKind("tick", PLUGIN.handler("seer_synth_tick")),
+                      seer.EventKind("msg", PLUGIN.handler("seer_synth_msg"))]
         self.state = {"value": np.zeros(num_entities), "handled": np.zeros(num_entities, np.int64)}
         self.shared_state = ("value",)
         snapshot = self.snapshot_targets()["value"]  # filled by the runtime at each window start

@@ -1,11 +1,14 @@
-"""cffi build script (API, out-of-line mode): compiles csrc/ into seer._seer_c.
+"""cffi build script (API, out-of-line mode) of SEER's core, seer._seer_c: the queue, runtime, vector pool and flags of csrc/*.c.
 
-The C declarations come from the plain headers in csrc/, with preprocessor
-lines dropped because cffi's cdef does not run the preprocessor.
+Nothing else goes into the core: the built-in envs (envs/_build.py) and the
+synthetic workload (seer/_build_synth.py) are plug-ins, each its own module
+built against the public API alone.  The C declarations come from the plain
+headers in csrc/, read by seer/_cdef.py (loaded by path: seer is not
+importable while setup.py builds it).
 """
 
 import pathlib
-import re
+import runpy
 
 from cffi import FFI
 
@@ -14,6 +17,7 @@ CSRC = ROOT / "csrc"
 #: The public C API (seer.get_include()): plug-ins build against it alone.
 INCLUDE = CSRC / "include"
 PUBLIC_TYPES = INCLUDE / "seer" / "seer_types.h"
+_cdef = runpy.run_path(str(ROOT / "seer" / "_cdef.py"))
 # Every header in csrc/ is public (read as cdef) except these; the queue and
 # runtime come first because the others build on their types.
 INTERNAL_HEADERS = {"seer_ring.h", "seer_queue_internal.h"}
@@ -29,29 +33,12 @@ extern "Python" int seer_py_dispatch(void *, int32_t, int32_t, seer_event *, int
 """
 
 
-def _cdef_text(header: pathlib.Path) -> str:
-    text = header.read_text()
-    text = re.sub(r"/\*.*?\*/", "", text, flags=re.S)
-    lines = []
-    for line in text.splitlines():
-        stripped = line.strip()
-        if stripped.startswith("#define"):
-            # cffi accepts integer constants written as "#define NAME ..."
-            parts = stripped.split()
-            if len(parts) == 3:
-                lines.append(f"#define {parts[1]} ...")
-            continue
-        if stripped.startswith("#"):
-            continue
-        lines.append(line)
-    return "\n".join(lines)
-
-
 def make_builder(module: str = "seer._seer_c", defines: tuple[str, ...] = (), absolute: bool = False) -> FFI:
     """The cffi builder of the extension.  Benchmarks build variants (other
     module name, extra -D flags, absolute source paths) from the same code."""
     builder = FFI()
-    builder.cdef("\n".join([_cdef_text(PUBLIC_TYPES)] + [_cdef_text(CSRC / h) for h in HEADERS]) + CALLBACKS)
+    builder.cdef("".join([_cdef["header_cdef"](PUBLIC_TYPES)] + [_cdef["header_cdef"](CSRC / h) for h in HEADERS])
+                 + CALLBACKS)
     builder.set_source(
         module,
         "\n".join(f'#include "{h}"' for h in HEADERS),

@@ -164,3 +164,14 @@ def ensure_private_dir(path: str | os.PathLike, *, what: str = "cache directory"
         os.chmod(d, PRIVATE_DIR_MODE)
     return p
 
+
+def user_cache_dir() -> Path:
+    """SEER's per-user cache: ``$SEER_CACHE_DIR``, else
+    ``platformdirs.user_cache_dir("seer")`` (``$XDG_CACHE_HOME/seer`` on
+    Linux).  Not created here: :func:`ensure_private_dir` does, mode 0700."""
+    env = os.environ.get("SEER_CACHE_DIR")
+    if env:
+        return Path(env)
+    import platformdirs
+
+    return Path(platformdirs.user_cache_dir("seer"))

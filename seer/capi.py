@@ -22,7 +22,6 @@ from __future__ import annotations
 import ctypes
 import numbers
 import pathlib
-import re
 from typing import Any
 
 from seer.errors import InvalidArgumentError, SeerError
@@ -51,19 +50,9 @@ def cdef() -> str:
     """C declarations of the public types (``seer_event``, ``seer_ctx``,
     ``seer_copy_rows``, the status codes, ...) and of
     ``seer_plugin_api_version``, ready for a plug-in's ``ffibuilder.cdef``."""
-    text = (_INCLUDE / "seer" / "seer_types.h").read_text()
-    text = re.sub(r"/\*.*?\*/", "", text, flags=re.S)
-    lines = []
-    for line in text.splitlines():
-        stripped = line.strip()
-        if stripped.startswith("#define"):
-            parts = stripped.split()
-            if len(parts) == 3:
-                lines.append(f"#define {parts[1]} ...")
-        elif not stripped.startswith("#"):
-            lines.append(line)
-    lines.append("uint32_t seer_plugin_api_version(void);")
-    return "\n".join(lines) + "\n"
+    from seer._cdef import api_cdef
+
+    return api_cdef(_INCLUDE)
 
 
 def address_of(fn: Any, what: str = "fn") -> int:
@@ -112,7 +101,10 @@ def pointer_address(ptr: Any, what: str = "pointer") -> int:
         from seer._seer_c import ffi
 
         return int(ffi.cast("uintptr_t", ptr))
-    raise InvalidArgumentError(f"{what}={ptr!r} is invalid: expected a cffi pointer or an integer address")
+    if isinstance(getattr(ptr, "address", None), numbers.Integral):  # e.g. seer.numba's BoundState
+        return int(ptr.address)
+    raise InvalidArgumentError(f"{what}={ptr!r} is invalid: expected a cffi pointer, an integer address or an "
+                               f"object with an integer .address")
 
 
 def api_address() -> int:
@@ -176,3 +168,12 @@ class Plugin:
 
     def __repr__(self) -> str:
         return f"Plugin({self.name}, api_version={self.api_version})"
+
+
+def cdef_of(header: str | pathlib.Path) -> str:
+    """A plug-in's own plain C header as cffi cdef text: comments and
+    preprocessor lines dropped, ``#define NAME value`` kept as a constant
+    (``#include <seer/seer.h>`` and guards vanish; pair it with :func:`cdef`)."""
+    from seer._cdef import header_cdef
+
+    return header_cdef(header)

@@ -4,15 +4,22 @@ amount of work per event and message random other entities.
 They are what the runtime's tests check determinism on, what the benchmarks
 time, and part of what STPA trains on.  Two flavours with the same shape:
 :class:`SyntheticModel` runs native handlers (C, GIL released) and
-:class:`PythonSyntheticModel` runs batched Python handlers.
+:class:`PythonSyntheticModel` runs batched Python handlers.  The native
+handlers (csrc/synth/) are a plug-in, seer._synth_c, built against the public
+C API like any outside module: the core extension holds none of them.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from seer._seer_c import ffi, lib
-from seer.model import EventKind, Model, Native
+from seer import _synth_c
+from seer._synth_c import ffi
+from seer.capi import Plugin
+from seer.model import EventKind, Model
+
+#: the handlers' module, checked against this SEER's C API
+PLUGIN = Plugin(_synth_c)
 
 TICK, MSG = 0, 1
 
@@ -59,7 +66,8 @@ class SyntheticModel(_SyntheticBase):
 
     def __init__(self, num_entities: int = 64, *, fail_entity: int = -1, fail_time: float = float("inf"), **kw):
         super().__init__(num_entities, **kw)
-        self.kinds = [EventKind("tick", Native("seer_synth_tick")), EventKind("msg", Native("seer_synth_msg"))]
+        self.kinds = [EventKind("tick", PLUGIN.handler("seer_synth_tick")),
+                      EventKind("msg", PLUGIN.handler("seer_synth_msg"))]
         snap = self.snapshot_targets()["value"]
         self._c = ffi.new("seer_synth *")
         self._c.value = ffi.cast("double *", ffi.from_buffer(self.state["value"]))

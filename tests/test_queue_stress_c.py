@@ -37,7 +37,7 @@ def stress_binary(tmp_path_factory):
         pytest.skip("no C compiler found (cc, gcc, clang or $CC)")
     out = tmp_path_factory.mktemp("stress") / "stress_queue"
     cmd = [
-        CC, "-std=c11", "-O2", "-g", "-pthread", "-Wall", f"-I{CSRC}",
+        CC, "-std=c11", "-O2", "-g", "-pthread", "-Wall", f"-I{CSRC}", f"-I{CSRC / 'include'}",
         str(CSRC / "tests" / "stress_queue.c"), str(CSRC / "seer_queue.c"), "-lm", "-o", str(out),
     ]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
@@ -80,7 +80,7 @@ def runtime_stress_binary(tmp_path_factory):
         pytest.skip("no C compiler found (cc, gcc, clang or $CC)")
     out = tmp_path_factory.mktemp("stress") / "stress_runtime"
     sources = [CSRC / "tests" / "stress_runtime.c", CSRC / "seer_runtime.c", CSRC / "seer_queue.c"]
-    cmd = [CC, "-std=c11", "-O2", "-g", "-pthread", "-Wall", f"-I{CSRC}", *map(str, sources), "-lm", "-o", str(out)]
+    cmd = [CC, "-std=c11", "-O2", "-g", "-pthread", "-Wall", f"-I{CSRC}", f"-I{CSRC / 'include'}", *map(str, sources), "-lm", "-o", str(out)]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, f"compiling the runtime stress test failed:\n{' '.join(cmd)}\n{proc.stderr}"
     return out
@@ -104,9 +104,11 @@ def vector_stress_binary(tmp_path_factory):
     if CC is None:
         pytest.skip("no C compiler found (cc, gcc, clang or $CC)")
     out = tmp_path_factory.mktemp("stress") / "stress_vector_uav"
-    sources = [CSRC / "tests" / "stress_vector_uav.c", CSRC / "seer_vector.c", CSRC / "env_uav_swarm.c",
-               CSRC / "env_uav_swarm_step.c", CSRC / "seer_runtime.c", CSRC / "seer_queue.c"]
-    cmd = [CC, "-std=c11", "-O2", "-g", "-pthread", "-Wall", f"-I{CSRC}", *map(str, sources), "-lm", "-o", str(out)]
+    envs = CSRC.parent / "envs" / "csrc"  # the env is a plug-in: its C lives beside it
+    sources = [CSRC / "tests" / "stress_vector_uav.c", CSRC / "seer_vector.c", envs / "uav_swarm.c",
+               envs / "uav_swarm_step.c", CSRC / "seer_runtime.c", CSRC / "seer_queue.c"]
+    cmd = [CC, "-std=c11", "-O2", "-g", "-pthread", "-Wall", f"-I{CSRC}", f"-I{CSRC / 'include'}", f"-I{envs}",
+           *map(str, sources), "-lm", "-o", str(out)]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, f"compiling the vector stress test failed:\n{' '.join(cmd)}\n{proc.stderr}"
     return out

@@ -1,6 +1,7 @@
 """seer.vector's native path (built-in envs stepped in C, rows in and out):
 the same rows, masks, episode ends and autoresets as the PettingZoo path,
-bit for bit, on both backends; failures name the copy."""
+bit for bit, on both backends, for uav_swarm_v0 (native autoreset) and
+wireless_v0 (resets through Python); failures name the copy."""
 
 import functools
 import sys
@@ -12,7 +13,7 @@ from gymnasium.vector import AutoresetMode
 
 import seer.vector
 from seer.envs import _uav_model as M
-from seer.envs import uav_swarm_v0
+from seer.envs import uav_swarm_v0, wireless_v0
 
 cloudpickle.register_pickle_by_value(sys.modules[__name__])
 
@@ -176,5 +177,83 @@ def test_a_failing_native_copy_restarts_and_its_rows_say_so(monkeypatch, mode):
         failed = [c for c in range(2) if infos["restarted"][8 * c]]
         assert failed and all(infos["restarted"][8 * c:8 * c + 8].all() for c in failed)
         assert sum(v.restarts) >= len(failed)
+    finally:
+        v.close()
+
+
+# ---- wireless_v0: a native step, resets through Python ------------------------------------------
+
+
+class PlainWireless(wireless_v0.WirelessEnv):
+    """wireless_v0 without the native path (the PettingZoo API, dicts)."""
+
+    seer_native_copy = None
+
+
+def make_wireless(native: bool, **kw):
+    cls = wireless_v0.WirelessEnv if native else PlainWireless
+    return cls(workers=1, **kw)
+
+
+def run_wireless(native, backend, mode, steps, seed=4, **kw):
+    env_kw = dict(scenario="small", max_cycles=9)
+    env_kw.update(kw)
+    opts = {"context": "spawn"} if backend == "process" else {}
+    v = seer.vector.make(functools.partial(make_wireless, native, **env_kw), 3, backend=backend, workers=2,
+                         autoreset_mode=mode, **opts)
+    try:
+        if backend == "thread":
+            vec = v._backend.runner.vec
+            assert vec.native.all() == native and not vec.autoreset.any()  # resets run in Python
+        rng = np.random.default_rng(seed)
+        out = [v.reset(seed=seed)[0].tobytes()]
+        ends = 0
+        for _ in range(steps):
+            act = rng.integers(0, v.action_space.nvec.max(), v.action_space.shape)
+            obs, rew, term, trunc, info = v.step(act)
+            ends += int(v._ended.sum())
+            out.append(obs.tobytes() + rew.tobytes() + term.tobytes() + trunc.tobytes()
+                       + info["mask"].tobytes() + info["alive"].tobytes())
+            if "final_obs" in info:
+                rows = np.flatnonzero(info["_final_obs"])
+                out.append(rows.tobytes() + np.stack(info["final_obs"][rows]).tobytes())
+        return out, ends
+    finally:
+        v.close()
+
+
+@pytest.mark.parametrize("mode", [AutoresetMode.NEXT_STEP, AutoresetMode.SAME_STEP])
+@pytest.mark.parametrize("full_buffer", [False, True], ids=["events", "full_buffer"])
+def test_wireless_native_rows_equal_the_pettingzoo_path_bit_for_bit(mode, full_buffer):
+    native, ends = run_wireless(True, "thread", mode, 40, full_buffer=full_buffer)
+    plain, ends_plain = run_wireless(False, "thread", mode, 40, full_buffer=full_buffer)
+    assert ends == ends_plain and ends >= 9  # every copy was truncated (and reset) at least three times
+    assert len(native) == len(plain)
+    for k, (a, b) in enumerate(zip(native, plain)):
+        assert a == b, f"step {k} differs"
+
+
+def test_wireless_native_path_in_worker_processes_matches_threads():
+    a, _ = run_wireless(True, "process", AutoresetMode.NEXT_STEP, 25)
+    b, _ = run_wireless(True, "thread", AutoresetMode.NEXT_STEP, 25)
+    assert a == b
+
+
+def test_wireless_env_object_follows_native_steps():
+    v = seer.vector.make(functools.partial(make_wireless, True, scenario="small", max_cycles=6), 2,
+                         backend="thread", workers=1)
+    try:
+        v.reset(seed=2)
+        act = np.zeros(v.action_space.shape, np.int64)
+        for _ in range(4):
+            v.step(act)
+        env = v._backend.runner.envs[0]
+        assert env.steps == 4 and env.agents == env.possible_agents
+        # env.step from the PettingZoo side goes on from the same state, up to the end of the episode
+        env.step({a: 0 for a in env.agents})
+        *_, trunc, _ = env.step({a: 0 for a in env.agents})
+        assert all(trunc.values()) and env.steps == 6 and env.agents == []
+        with pytest.raises(RuntimeError, match="reset"):
+            env.step({})
     finally:
         v.close()

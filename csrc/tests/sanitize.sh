@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Build the validation programs of csrc/tests (the queue, the runtime's pool,
-# seer.vector's native path over the UAV swarm) under ThreadSanitizer, then
-# under AddressSanitizer + UndefinedBehaviorSanitizer, and run each build
+# seer.vector's native path over the UAV swarm, the process backend's flags)
+# under ThreadSanitizer, then under AddressSanitizer +
+# UndefinedBehaviorSanitizer, and run each build
 # on workloads sized for a 2-core CI machine (well under a minute per
 # sanitizer).  Any sanitizer report, or any failed invariant, fails the script.
 #
@@ -23,9 +24,10 @@ trap 'rm -rf "$TMP"' EXIT
 
 SRCS=(csrc/tests/stress_queue.c csrc/seer_queue.c)
 RT_SRCS=(csrc/tests/stress_runtime.c csrc/seer_runtime.c csrc/seer_queue.c)
-VEC_SRCS=(csrc/tests/stress_vector_uav.c csrc/seer_vector.c csrc/env_uav_swarm.c csrc/env_uav_swarm_step.c
+VEC_SRCS=(csrc/tests/stress_vector_uav.c csrc/seer_vector.c envs/csrc/uav_swarm.c envs/csrc/uav_swarm_step.c
           csrc/seer_runtime.c csrc/seer_queue.c)
-COMMON=(-std=c11 -O1 -g -fno-omit-frame-pointer -Wall -Wextra -pthread -Icsrc)
+FLAGS_SRCS=(csrc/tests/stress_flags.c csrc/seer_flags.c)
+COMMON=(-std=c11 -O1 -g -fno-omit-frame-pointer -Wall -Wextra -pthread -Icsrc -Icsrc/include -Ienvs/csrc)
 REPORT_RE='ThreadSanitizer|AddressSanitizer|LeakSanitizer|UndefinedBehaviorSanitizer|runtime error:'
 
 export TSAN_OPTIONS="halt_on_error=1 exitcode=66 second_deadlock_stack=1 history_size=4"
@@ -100,6 +102,9 @@ run tsan-runtime-narrow "$TMP/stress_rt_tsan" 5 60 3 2
 "$CC" "${COMMON[@]}" -fsanitize=thread "${VEC_SRCS[@]}" -lm -o "$TMP/stress_vec_tsan"
 #   args: copies uavs steps max_workers seed
 run tsan-vector "$TMP/stress_vec_tsan" 6 12 80 3 "$SEED"
+"$CC" "${COMMON[@]}" -fsanitize=thread "${FLAGS_SRCS[@]}" -lm -o "$TMP/stress_flags_tsan"
+#   args: threads|fork workers rounds seed (TSan follows threads only)
+run tsan-flags "$TMP/stress_flags_tsan" threads 3 3000 "$SEED"
 
 # ---- AddressSanitizer + UndefinedBehaviorSanitizer ------------------------------
 ASAN_FLAGS=(-fsanitize=address,undefined -fno-sanitize-recover=all)
@@ -113,5 +118,8 @@ run asan-fanout "$TMP/stress_asan" 1 3 64 800000 0 2 "$SEED"
 run asan-runtime "$TMP/stress_rt_asan" 509 30 4 4
 "$CC" "${COMMON[@]}" "${ASAN_FLAGS[@]}" "${VEC_SRCS[@]}" -lm -o "$TMP/stress_vec_asan"
 run asan-vector "$TMP/stress_vec_asan" 6 20 120 3 "$SEED"
+"$CC" "${COMMON[@]}" "${ASAN_FLAGS[@]}" "${FLAGS_SRCS[@]}" -lm -o "$TMP/stress_flags_asan"
+run asan-flags "$TMP/stress_flags_asan" threads 3 3000 "$SEED"
+run asan-flags-fork "$TMP/stress_flags_asan" fork 3 3000 "$SEED"
 
 echo "sanitize.sh: OK (thread, address+undefined)"

@@ -1,5 +1,5 @@
 /* Validation program for seer.vector's native path over the UAV swarm
- * (seer_vector.c, env_uav_swarm*.c, seer_runtime.c, seer_queue.c), without
+ * (seer_vector.c, envs/csrc/uav_swarm*.c, seer_runtime.c, seer_queue.c), without
  * Python: copies of the swarm, each with its own one-worker runtime, are
  * the entities of an outer runtime whose native handler steps them.
  *
@@ -26,10 +26,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "env_uav_swarm.h"
+/* The core's headers first: they declare the real seer_emit, seer_rt_step,
+ * ... (SEER_CORE_BUILD), so the env header's <seer/seer.h> is already in and
+ * its static inline wrappers of the same names stay out of this file.  The
+ * env's own files (a plug-in) get the wrappers and reach the core through
+ * the API table, as in the Python build. */
 #include "seer_queue.h"
 #include "seer_runtime.h"
 #include "seer_vector.h"
+#include "uav_swarm.h"
 
 #define CANARY 0x5EE2CA11u
 #define K_NEIGHBORS 6
@@ -191,7 +196,6 @@ static void copy_init(copy *c, int32_t n) {
     seer_rt_add_snapshot(c->rt, m->bcast, snap_bcast, sizeof(double) * 6 * n);
     seer_rt_add_snapshot(c->rt, m->bcast_tick, snap_tick, sizeof(int64_t) * n);
     e->rt = c->rt;
-    e->q = c->q;
 }
 
 static void copy_free(copy *c) {
@@ -236,9 +240,11 @@ static uint64_t run(int32_t copies, int32_t uavs, int32_t steps, int32_t workers
     }
     int32_t *order = zalloc(sizeof(int32_t) * copies), *count = zalloc(sizeof(int32_t) * (A + 2));
     int32_t *key = zalloc(sizeof(int32_t) * copies);
+    /* per-dimension bounds of the Box action check (SEER_ACT_BOX_F32, 3 values a row) */
+    static const double act_lo[3] = {-1.0, -1.0, -1.0}, act_hi[3] = {1.0, 1.0, 1.0};
     seer_vec_copies v = {copies, A, 3 * sizeof(float), OBS_DIM * sizeof(float), (const uint8_t *)act, obs,
                          rew, term, trunc, mask, alive, ended, fns, envs, status, NULL, order, count, key,
-                         1, 3, -1.0f, 1.0f};
+                         SEER_ACT_BOX_F32, 3, act_lo, act_hi};
     seer_queue *oq = seer_queue_new(copies, 1, (uint32_t)(copies * 4 + 1024));
     seer_runtime *ort = seer_rt_new(oq, workers, 1.0, 200);
     seer_rt_set_handler(ort, 0, seer_vec_copy_step);

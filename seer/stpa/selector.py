@@ -584,12 +584,9 @@ def cache_dir() -> Path:
     """Per-user cache directory: ``$SEER_CACHE_DIR``, else
     ``platformdirs.user_cache_dir("seer")`` (``$XDG_CACHE_HOME/seer`` on Linux).
     Not created here; what SEER creates there has mode 0700."""
-    env = os.environ.get("SEER_CACHE_DIR")
-    if env:
-        return Path(env)
-    import platformdirs
+    from seer._io import user_cache_dir
 
-    return Path(platformdirs.user_cache_dir("seer"))
+    return user_cache_dir()
 
 
 def shipped_model_path() -> Path:

@@ -135,7 +135,12 @@ def make(env_fn: Callable[[], Any], num_envs: int, backend: str = "thread", work
         **options: Process backend tuning: ``yield_s`` (how long a waiter
             spins with sched_yield before sleeping), ``cmd_bytes`` /
             ``msg_bytes`` (shared areas for payloads and infos),
-            ``startup_timeout``.  Ray backend: ``num_cpus_per_shard`` (Ray
+            ``startup_timeout``, ``worker_timeout`` (seconds, default 120;
+            None waits forever: how long ``step``, ``reset``, ``call`` and
+            ``recv`` wait for a worker before raising
+            :class:`seer.WorkerError` naming it; see
+            ``seer.vector._process.WORKER_TIMEOUT_S``).  Ray backend:
+            ``num_cpus_per_shard`` (Ray
             CPUs each shard actor reserves, default 1; fractions and 0 are
             allowed), ``shard_options`` (more ``actor.options()``, e.g.
             ``{"scheduling_strategy": "SPREAD"}``), ``ray_init`` (keyword

@@ -29,6 +29,7 @@ from gymnasium.error import AlreadyPendingCallError, NoAsyncCallError
 from gymnasium.vector import AutoresetMode
 
 from seer.errors import WorkerError
+from seer.vector._env import one_caller
 
 
 class EnvPool:
@@ -64,16 +65,19 @@ class EnvPool:
                 f"{what} while shards {sorted(self._backend.inflight)} have steps out (send()): recv() them first",
                 "step")
 
+    @one_caller("reset()")
     def reset(self, *, seed=None, options=None):
         self._check_open()
         self._no_pool("reset()")
         return super().reset(seed=seed, options=options)
 
+    @one_caller("step_async()")
     def step_async(self, actions) -> None:
         self._check_open()
         self._no_pool("step_async()")
         super().step_async(actions)
 
+    @one_caller("call()")
     def _call(self, kind, name, args=(), kwargs=None, values=None) -> tuple:
         self._check_open()
         self._no_pool(f"{kind}()")
@@ -110,6 +114,7 @@ class EnvPool:
             raise ValueError(f"shards={shards!r} is invalid: expected distinct shard indices in [0, {S})")
         return out
 
+    @one_caller("send()")
     def send(self, actions, shards=None) -> None:
         """Step ``shards`` (default: all) without waiting.  ``actions`` holds
         the rows of those shards in shard order (the rows :meth:`recv`
@@ -152,13 +157,17 @@ class EnvPool:
             be._alive_before = self._b["alive"].copy()
         be.submit(shards)
 
+    @one_caller("recv()")
     def recv(self, min_shards: int = 1, timeout: float | None = None):
         """The rows of the first shards to finish their :meth:`send` (at
         least ``min_shards``, plus any others already done, in shard order):
         ``(obs, rew, term, trunc, infos)`` over those rows, with
         ``infos["rows"]`` (row indices into the vector env), ``infos["shards"]``
         and the usual ``mask`` / ``alive`` / per-row infos.  ``timeout``
-        raises ``multiprocessing.TimeoutError`` (nothing is lost)."""
+        raises ``multiprocessing.TimeoutError`` (nothing is lost); the
+        process backend's ``worker_timeout`` raises
+        :class:`~seer.errors.WorkerError` naming the workers that did not
+        answer."""
         self._check_open()
         be = self._backend
         if self._waiting:

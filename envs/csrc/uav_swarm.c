@@ -2,7 +2,7 @@
  * the same order as the numpy reference (envs/_uav_reference.py) so that
  * both give bit-identical results; the build uses -ffp-contract=off, so no
  * multiply-add is fused behind our back. */
-#include "env_uav_swarm.h"
+#include "uav_swarm.h"
 
 #include <math.h>
 #include <string.h>

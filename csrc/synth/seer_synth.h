@@ -1,12 +1,14 @@
-/* Synthetic native workload: entities that tick at their own period, burn a
- * configurable amount of arithmetic per event, and message random others.
- * Used by the runtime's tests, its benchmarks and STPA's training sweeps. */
+/* Synthetic native workload (seer._synth_c, a plug-in built by
+ * seer/_build_synth.py against <seer/seer.h> alone): entities that tick at
+ * their own period, burn a configurable amount of arithmetic per event, and
+ * message random others.  Used by the runtime's tests, its benchmarks and
+ * STPA's training sweeps.  Plain declarations, read by cffi's cdef. */
 #ifndef SEER_SYNTH_H
 #define SEER_SYNTH_H
 
 #include <stdint.h>
 
-#include "seer_runtime.h"
+#include <seer/seer.h>
 
 #define SEER_SYNTH_TICK 0
 #define SEER_SYNTH_MSG 1

@@ -1,11 +1,11 @@
-/* UAV swarm: a whole env step in C (see env_uav_swarm.h).
+/* UAV swarm: a whole env step in C (see uav_swarm.h).
  *
  * Every float expression mirrors the numpy readout of envs/_uav_reference.py
  * (NumpyReadout) operation for operation, including the order in which
  * separation penalties are summed (numpy's bincount over the pair list), so
  * the SEER engine and the reference stay bit-identical; -ffp-contract=off
  * keeps the compiler from fusing multiply-adds. */
-#include "env_uav_swarm.h"
+#include "uav_swarm.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -131,11 +131,7 @@ int seer_uav_env_reset(seer_uav_env *e, uint64_t seed) {
     seer_rt_reset(e->rt, seed);
     seer_uav_initial_state(e, seed);
     for (int32_t i = 0; i < n; i++) { /* every UAV's clock starts at tick 0 */
-        const double t = 0.0;
-        const int32_t kind = SEER_UAV_TICK;
-        const int64_t payload = 0;
-        int64_t bad = 0;
-        const int rc = seer_queue_push_many(e->q, &i, &t, &kind, &payload, NULL, NULL, 1, &bad);
+        const int rc = seer_rt_push(e->rt, i, 0.0, SEER_UAV_TICK, 0);
         if (rc != SEER_OK) return rc;
     }
     int64_t *ep = e->episode;

@@ -1,13 +1,16 @@
-/* wireless_v0 native handlers and observation kernels (see env_wireless.h).
+/* wireless_v0 native handlers, observation kernels and env step (see
+ * wireless.h).
  *
  * Float expressions are written in the same order as the numpy reference
  * (envs/_wireless_reference.py) and compiled with -ffp-contract=off, so both
- * produce bit-identical results.  No transcendental function is called here:
- * channel values come from tables indexed by integer squared distance, and
- * utilities (a log) are computed by numpy between wl_rates and wl_observe. */
-#include "env_wireless.h"
+ * produce bit-identical results.  Channel values come from tables indexed by
+ * integer squared distance; the one transcendental call, the utility's log,
+ * is the C library's (wl_utilities), which the single env and seer.vector's
+ * native copy share. */
+#include "wireless.h"
 
 #include <math.h>
+#include <string.h>
 
 static inline int64_t row(int32_t e, int32_t width) { return (int64_t)e * width; }
 
@@ -259,4 +262,80 @@ void wl_observe(const wl_model *m, const double *util, double *bs_util, double *
             o[3 * B + 1 + b] = (float)((double)c / (double)total);
         }
     }
+}
+
+/* numpy's utility(), then scale_utility(), float for float: w1 * log(.) is
+ * divided by log(w3) (not multiplied by its inverse), clip is max then min. */
+void wl_utilities(const wl_model *m, const double *macro, double *util) {
+    const int32_t U = m->num_ue;
+    const double lo = m->util_lower, hi = m->util_upper, log_w3 = log(m->util_w3);
+    for (int32_t u = 0; u < U; u++) {
+        const double r = macro[u];
+        double v = lo;
+        if (r > 0.0) {
+            v = m->util_w1 * log(m->util_w2 + r) / log_w3;
+            v = v < lo ? lo : v;
+            v = v > hi ? hi : v;
+        }
+        util[u] = 2.0 * (v - lo) / (hi - lo) - 1.0;
+    }
+}
+
+/* ---- env step ------------------------------------------------------------- */
+
+void wl_finalize(wl_env *e) {
+    wl_rates(e->m, e->macro);
+    wl_utilities(e->m, e->macro, e->util);
+    wl_observe(e->m, e->util, e->bs_util, e->reward, e->scratch, e->obs);
+}
+
+int wl_env_step(wl_env *e, const int64_t *actions) {
+    const int32_t B = e->m->num_bs, U = e->m->num_ue;
+    /* in UE order: the external sequence numbers (the tie-breaker) are those
+     * of one push of every acting UE */
+    for (int32_t u = 0; u < U; u++) {
+        if (actions[u] == 0) continue; /* no-ops are not sent */
+        const int rc = seer_rt_push(e->rt, B + u, e->t, WL_ACTION, actions[u]);
+        if (rc != SEER_OK) return rc;
+    }
+    const int64_t events0 = seer_rt_events_total(e->rt);
+    const int rc = seer_rt_step(e->rt, e->t + e->dt);
+    if (rc != SEER_OK) return rc;
+    e->events += seer_rt_events_total(e->rt) - events0;
+    e->t = e->t + e->dt;
+    e->steps++;
+    wl_finalize(e);
+    return SEER_OK;
+}
+
+int seer_wireless_copy_step(void *env, const seer_copy_rows *rows, int32_t op) {
+    wl_env *e = env;
+    const int32_t U = e->m->num_ue, D = 4 * e->m->num_bs + 1;
+    if (op == SEER_COPY_AUTORESET) return SEER_E_UNSUPPORTED; /* the initial state is drawn in numpy */
+    if (op != SEER_COPY_STEP) return SEER_E_ARG;
+    float *obs = rows->obs;
+    if (e->steps >= e->max_cycles) {
+        /* nothing to step: the copy's episode is over */
+        memset(obs, 0, sizeof(float) * (size_t)U * (size_t)D);
+        for (int32_t u = 0; u < U; u++) {
+            rows->rew[u] = 0.0;
+            rows->term[u] = rows->trunc[u] = rows->mask[u] = rows->alive[u] = 0;
+        }
+        *rows->ended = 1;
+        return SEER_OK;
+    }
+    const int rc = wl_env_step(e, rows->act);
+    if (rc != SEER_OK) return rc;
+    /* every agent acts in every step; max_cycles truncates them all at once */
+    const uint8_t over = e->steps >= e->max_cycles;
+    memcpy(obs, e->obs, sizeof(float) * (size_t)U * (size_t)D);
+    for (int32_t u = 0; u < U; u++) {
+        rows->rew[u] = e->reward[u];
+        rows->term[u] = 0;
+        rows->trunc[u] = over;
+        rows->mask[u] = 1;
+        rows->alive[u] = !over;
+    }
+    *rows->ended = over;
+    return SEER_OK;
 }

@@ -1,3 +1,5 @@
+/* Synthetic workload handlers (see seer_synth.h); SEER reached only through
+ * the API table of <seer/seer.h> (seer_emit, seer_random_u64). */
 #include "seer_synth.h"
 
 #include <math.h>

@@ -1,4 +1,6 @@
-/* UAV swarm environment (seer.envs.uav_swarm_v0): native event handlers.
+/* UAV swarm environment (seer.envs.uav_swarm_v0): native event handlers and
+ * the whole env step, built by envs/_build.py as the plug-in module
+ * seer.envs._uav_swarm_c against <seer/seer.h> alone.
  *
  * One entity per UAV.  Two event kinds:
  *   SEER_UAV_TICK  the UAV's own clock (10, 20 or 50 Hz): broadcast its state
@@ -19,8 +21,7 @@
 
 #include <stdint.h>
 
-#include "seer_runtime.h"
-#include "seer_vector.h"
+#include <seer/seer.h>
 
 #define SEER_UAV_TICK 0
 #define SEER_UAV_RECV 1
@@ -71,7 +72,7 @@ typedef struct seer_uav {
 int seer_uav_tick(seer_ctx *ctx, const seer_event *ev);
 int seer_uav_recv(seer_ctx *ctx, const seer_event *ev);
 
-/* ---- a whole env step in C (env_uav_swarm_step.c) -------------------------
+/* ---- a whole env step in C (uav_swarm_step.c) -------------------------
  *
  * seer_uav_env holds what a step needs beyond the handlers' struct: the
  * runtime, the readout's constants and scratch, and the episode counters.
@@ -126,7 +127,6 @@ typedef struct seer_uav_env {
     double formation_spacing;
     double pad;
     double jitter;
-    seer_queue *q;             /* the runtime's queue (reset pushes the first ticks) */
 
     double *acc;               /* N x 3 (the handlers read it)             */
     uint8_t *alive;            /* N (the handlers read it)                 */

@@ -1,4 +1,7 @@
-/* wireless_v0: mobile-env's cellular model as SEER native handlers.
+/* wireless_v0: mobile-env's cellular model as SEER native handlers, the
+ * step-end kernels and a whole env step (the native copy of seer.vector),
+ * built by envs/_build.py as the plug-in module seer.envs._wireless_c
+ * against <seer/seer.h> alone.
  *
  * Entities 0..num_bs-1 are base stations (BS), num_bs..num_bs+num_ue-1 are
  * user equipments (UE).  UEs handle actions, link releases, moves (with
@@ -13,7 +16,7 @@
 
 #include <stdint.h>
 
-#include "seer_runtime.h"
+#include <seer/seer.h>
 
 /* UE kinds */
 #define WL_ACTION 0
@@ -39,6 +42,13 @@ typedef struct wl_model {
     double mean_on;        /* mean traffic on / off periods                */
     double mean_off;
     double idle;           /* broadcast utility of an idle BS (-1)         */
+    /* mobile-env's BoundedLogUtility: clip(w1 * log(w2 + rate) / log(w3),
+     * lower, upper), lower where rate <= 0; then scaled to [-1, 1] */
+    double util_w1;
+    double util_w2;
+    double util_w3;
+    double util_lower;
+    double util_upper;
     int64_t table_len;     /* entries of the tables below                  */
     const double *snr_table;   /* by squared (integer) distance            */
     const double *rate_table;  /* max. data rate by squared distance       */
@@ -83,10 +93,46 @@ int wl_demand(seer_ctx *ctx, const seer_event *ev);
 /* After a step: each UE's aggregate rate (sum over the BSs it is connected
  * to, in BS order, of the BS's resource-fair share). */
 void wl_rates(const wl_model *m, double *macro);
+/* Each UE's scaled utility (mobile-env's env.utilities) from its rate. */
+void wl_utilities(const wl_model *m, const double *macro, double *util);
 /* After a step, given the UEs' scaled utilities: station utilities,
  * rewards and observations (num_ue rows of 4 * num_bs + 1 floats);
  * scratch holds num_ue doubles. */
 void wl_observe(const wl_model *m, const double *util, double *bs_util, double *reward, double *scratch,
                 float *obs);
+
+/* ---- a whole env step (the single env and seer.vector's native copy) ------
+ *
+ * Both run wl_env_step, so a copy stepped by seer.vector and the same env
+ * stepped through PettingZoo give bit-identical rows.  The reset stays in
+ * Python (its initial state is drawn with numpy). */
+typedef struct wl_env {
+    wl_model *m;
+    seer_runtime *rt;
+    double dt;          /* simulated time of one env step                  */
+    double t;           /* start time of the next step                     */
+    int64_t steps;      /* env steps since the reset                       */
+    int64_t max_cycles; /* steps per episode: then every agent is truncated */
+    int64_t events;     /* events run since the reset                      */
+    /* step-end outputs */
+    double *macro;      /* num_ue: aggregate rates                         */
+    double *util;       /* num_ue: scaled utilities                        */
+    double *bs_util;    /* num_bs                                          */
+    double *reward;     /* num_ue                                          */
+    double *scratch;    /* num_ue                                          */
+    float *obs;         /* num_ue x (4 * num_bs + 1)                       */
+} wl_env;
+
+/* Rates, utilities, station utilities, rewards and observations of the
+ * drained state. */
+void wl_finalize(wl_env *e);
+/* One env step: each UE's action (0: none, k: toggle BS k-1; num_ue int64)
+ * as an ACTION event at t, the runtime's step to t + dt, wl_finalize.
+ * SEER_OK or the runtime's status (the step did not happen then). */
+int wl_env_step(wl_env *e, const int64_t *actions);
+/* seer_copy_step_fn of seer.vector: Discrete actions as int64 rows.  Runs
+ * SEER_COPY_STEP only; SEER_COPY_AUTORESET is SEER_E_UNSUPPORTED (seer.vector
+ * resets the copy through Python). */
+int seer_wireless_copy_step(void *env, const seer_copy_rows *rows, int32_t op);
 
 #endif

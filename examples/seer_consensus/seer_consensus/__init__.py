@@ -1,0 +1,1 @@
+"""seer-consensus: an example of a SEER plug-in env package (consensus_v0)."""

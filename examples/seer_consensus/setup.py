@@ -1,0 +1,3 @@
+from setuptools import setup
+
+setup(cffi_modules=["seer_consensus/_build.py:ffibuilder"])

@@ -1,0 +1,130 @@
+"""consensus_v0, the example plug-in env: PettingZoo's own checks, the C
+handlers against the plain Python engine, determinism over worker counts
+and over seer.vector's backends."""
+
+import numpy as np
+import pytest
+from pettingzoo.test import parallel_api_test, seed_test
+
+import seer
+import seer.registry
+import seer.vector
+from seer_consensus import consensus_v0
+
+
+def _actions(rng, agents):
+    return {a: rng.uniform(-1, 1, 1).astype(np.float32) for a in agents}
+
+
+def _run(steps=40, seed=5, **kwargs):
+    env = consensus_v0.parallel_env(**kwargs)
+    rng = np.random.default_rng(0)
+    out = [env.reset(seed=seed)[0]]
+    for _ in range(steps):
+        if not env.agents:
+            out.append(env.reset()[0])
+            continue
+        obs, rew, term, trunc, _ = env.step(_actions(rng, env.agents))
+        out.append((obs, rew, trunc))
+    env.close()
+    return out
+
+
+def test_pettingzoo_api_and_seed_tests():
+    parallel_api_test(consensus_v0.parallel_env(scenario="small"), num_cycles=200)
+    seed_test(lambda: consensus_v0.env(scenario="small"), num_cycles=20)
+
+
+def _same(a, b):
+    assert len(a) == len(b)
+    for x, y in zip(a, b):
+        assert repr(x) == repr(y)
+
+
+def _needs(engine):
+    if engine == "numba":
+        pytest.importorskip("numba", reason="engine='numba' needs the seer[numba] extra")
+
+
+@pytest.mark.parametrize("engine", ["numba", "python"])
+@pytest.mark.parametrize("scenario", ["small", "default"])
+def test_every_engine_equals_the_c_handlers_bit_for_bit(scenario, engine):
+    _needs(engine)
+    _same(_run(scenario=scenario, max_cycles=15), _run(scenario=scenario, max_cycles=15, engine=engine))
+
+
+@pytest.mark.parametrize("engine", ["seer", "numba"])
+@pytest.mark.parametrize("workers", [2, 4])
+def test_identical_for_every_worker_count(workers, engine):
+    _needs(engine)
+    _same(_run(scenario="default", workers=1, engine=engine), _run(scenario="default", workers=workers, engine=engine))
+
+
+def test_registered_as_a_seer_env():
+    assert seer.registry.load("consensus_v0") is consensus_v0
+
+
+def _vector_rollout(backend, steps=30, copies=4, engine="seer"):
+    envs = seer.vector.make(lambda: consensus_v0.parallel_env(scenario="small", max_cycles=7, engine=engine), copies,
+                            backend=backend, workers=2)
+    rng = np.random.default_rng(1)
+    out = [envs.reset(seed=11)[0]]
+    for _ in range(steps):
+        obs, rew, term, trunc, infos = envs.step(rng.uniform(-1, 1, envs.action_space.shape).astype(np.float32))
+        out.append((obs, rew, trunc, infos["mask"]))
+    envs.close()
+    return out
+
+
+@pytest.mark.parametrize("engine", ["seer", "numba"])
+def test_vector_backends_and_the_plain_loop_agree_bit_for_bit(engine):
+    _needs(engine)
+    thread = _vector_rollout("thread", engine=engine)
+    _same(thread, _vector_rollout("process", engine=engine))
+    if engine == "numba":
+        _same(thread, _vector_rollout("thread"))  # and equal the C copies
+    # a plain loop over the same copies: seed + i, NEXT_STEP autoreset from the copy's own seed stream
+    rng = np.random.default_rng(1)
+    copies = [consensus_v0.parallel_env(scenario="small", max_cycles=7) for _ in range(4)]
+    obs0 = [env.reset(seed=11 + i)[0] for i, env in enumerate(copies)]
+    assert np.array_equal(np.concatenate([np.stack(list(o.values())) for o in obs0]), thread[0])
+    ended = [False] * 4
+    for k in range(30):
+        acts = rng.uniform(-1, 1, (32, 1)).astype(np.float32)
+        rows = []
+        for i, env in enumerate(copies):
+            if ended[i]:
+                o, _ = env.reset()
+                rows.append(np.stack(list(o.values())))
+                ended[i] = False
+                continue
+            a = {agent: acts[8 * i + j] for j, agent in enumerate(env.agents)}
+            o, r, t, tr, _ = env.step(a)
+            rows.append(np.stack(list(o.values())))
+            ended[i] = not env.agents
+        assert np.array_equal(np.concatenate(rows), thread[k + 1][0]), k
+
+
+@pytest.mark.parametrize("engine", ["seer", "numba"])
+def test_thread_backend_takes_the_native_path(engine):
+    _needs(engine)
+    envs = seer.vector.make(lambda: consensus_v0.parallel_env(scenario="small", engine=engine), 3, backend="thread",
+                            workers=2)
+    try:
+        assert envs._backend.runner.vec.native.all()
+    finally:
+        envs.close()
+
+
+def test_bad_arguments_name_the_value():
+    with pytest.raises(ValueError, match="scenario='huge' is unknown"):
+        consensus_v0.parallel_env(scenario="huge")
+    with pytest.raises(ValueError, match="num_agents=2 is invalid"):
+        consensus_v0.parallel_env(num_agents=2)
+    env = consensus_v0.parallel_env()
+    env.reset(seed=0)
+    with pytest.raises(ValueError, match="agent_0"):
+        env.step({a: np.array([2.0], np.float32) for a in env.agents})
+    env.close()
+    with pytest.raises(seer.ClosedError):
+        env.reset(seed=0)
