@@ -49,6 +49,16 @@ class CallGuard:
     def enter(self, call: str) -> None:
         """Take the object for ``call`` ("step()").  Re-entry from the owning
         thread outside callbacks nests (an env's step calling its runtime's)."""
+        if self.lock.acquire(False):
+            # The common case, kept short (it runs once per step).  A free lock
+            # also means no call runs, hence no handler: nothing else to check.
+            if self.closed:
+                self.lock.release()
+                raise ClosedError(f"{call}: {self.what} is closed")
+            self.owner = threading.get_ident()
+            self.depth = 1
+            self.busy_with = call
+            return
         if getattr(self.local, "handling", False):
             raise MisuseError(f"{call} called from inside a handler of {self.what}: a handler may only emit "
                               f"events (ctx.emit) and draw random numbers (ctx.uniform); step, reset, schedule "
@@ -57,7 +67,7 @@ class CallGuard:
         if self.owner == me:
             self.depth += 1
             return
-        if not self.lock.acquire(blocking=False):
+        if not self.lock.acquire(False):
             if self.closed:
                 raise ClosedError(f"{call}: {self.what} is closed")
             raise MisuseError(f"{call} called while another call ({self.busy_with}) is running on {self.what} in "
@@ -75,6 +85,9 @@ class CallGuard:
         if self.depth:
             return
         self.owner = None
+        if self.on_idle is None:
+            self.lock.release()
+            return
         on_idle, self.on_idle = self.on_idle, None
         try:
             if on_idle is not None:  # closed by another thread while we ran
