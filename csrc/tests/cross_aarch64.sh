@@ -56,6 +56,7 @@ fi
 
 Q_SRCS=(csrc/tests/stress_queue.c csrc/seer_queue.c)
 RT_SRCS=(csrc/tests/stress_runtime.c csrc/seer_runtime.c csrc/seer_queue.c)
+FLAGS_SRCS=(csrc/tests/stress_flags.c csrc/seer_flags.c)
 COMMON=(-std=c11 -O2 -Wall -Wextra -Werror -pthread -static -Icsrc -Icsrc/include)
 
 # run LABEL CPU BINARY ARGS...: fail on a non-zero exit or a timeout.
@@ -81,6 +82,7 @@ for variant in "lse max -march=armv8.1-a" "llsc cortex-a57 -march=armv8-a -mno-o
     read -ra extra <<<"$flags"
     "$CC" "${COMMON[@]}" "${extra[@]}" "${Q_SRCS[@]}" -lm -o "$TMP/stress_queue_$name"
     "$CC" "${COMMON[@]}" "${extra[@]}" "${RT_SRCS[@]}" -lm -o "$TMP/stress_runtime_$name"
+    "$CC" "${COMMON[@]}" "${extra[@]}" "${FLAGS_SRCS[@]}" -lm -o "$TMP/stress_flags_$name"
     #   args: producers consumers entities events_per_producer capacity(0=auto) rounds seed
     run "$name-mixed" "$cpu" "$TMP/stress_queue_$name" 3 3 61 400000 0 2 "$SEED"
     run "$name-contended" "$cpu" "$TMP/stress_queue_$name" 4 4 8 150000 0 2 "$SEED"
@@ -92,5 +94,7 @@ for variant in "lse max -march=armv8.1-a" "llsc cortex-a57 -march=armv8-a -mno-o
     run "$name-runtime" "$cpu" "$TMP/stress_runtime_$name" 257 200 4 3
     run "$name-runtime-narrow" "$cpu" "$TMP/stress_runtime_$name" 5 400 6 2
     run "$name-runtime-wide" "$cpu" "$TMP/stress_runtime_$name" 1021 40 8 4
+    #   args: mode workers rounds seed (the process backend's flags: futex waits, payload order)
+    run "$name-flags" "$cpu" "$TMP/stress_flags_$name" threads 3 2000 "$SEED"
 done
 echo "cross_aarch64.sh: OK (aarch64 LSE and LL/SC builds under $QEMU, $((SECONDS - t0)) s)"

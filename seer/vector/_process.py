@@ -19,11 +19,13 @@ writer, which publishes with a C11 release store after the payload's plain
 stores; readers load it with acquire, so whoever sees a flag's new value
 sees the payload written before it, on any architecture (see
 ``csrc/seer_flags.h``; no reliance on x86 store order).  Waiting spins with
-``sched_yield`` for ``yield_s`` (not at all when the op usually takes
-longer: a spinning parent would take turns on the cores with the workers it
-waits for), then sleeps on a bell: a futex word in the block (FUTEX_WAIT,
-shared, not _PRIVATE), rung by the flag's writer, which makes a system call
-only when someone sleeps.  Sleeps are slices: the parent's of 50 ms, after
+``sched_yield`` for ``yield_s``, then sleeps on a bell: a futex word in the
+block (FUTEX_WAIT, shared, not _PRIVATE), rung by the flag's writer, which
+makes a system call only when someone sleeps.  A parent that expects a wait
+of milliseconds first sleeps on the bell through 60% of the usual wait (a
+spinning parent would take turns on the cores with the workers it waits
+for), then spins for the end (a futex wake-up costs tens of microseconds on
+a busy machine, a spin a few).  Sleeps are slices: the parent's of 50 ms, after
 each of which it checks the workers' sentinels (a dead worker is seen
 within ~50 ms), its time limits, and whether ``close()`` came from another
 thread (which also sets CLOSING and rings, so a waiting step ends at once);
@@ -550,6 +552,25 @@ def _guarded(call: str):
 
 
 class ProcessBackend:
+    """The copies of a :class:`ProcessVectorEnv`, in worker processes (see
+    the module docstring for the protocol).
+
+    Args:
+        env_fn: Makes one copy; pickled with cloudpickle for the workers.
+        num_copies: Env copies, split in contiguous chunks over the workers.
+        workers: Worker processes (with ``inline``, the caller is worker 0).
+        pad, autoreset, restart: As in :func:`seer.vector.make`.
+        context: ``"forkserver"`` (default where available) or ``"spawn"``.
+        inline: The calling process steps worker 0's share itself.
+        yield_s: How long a waiter spins (``sched_yield``) before sleeping.
+        cmd_bytes, msg_bytes: Shared areas for commands and each worker's
+            messages; larger payloads go through the pipes.
+        startup_timeout: Seconds a worker may take to create its copies.
+        worker_timeout: Seconds any wait for the workers may take before
+            :class:`~seer.errors.WorkerError` (None: no limit); see
+            :data:`WORKER_TIMEOUT_S` for the default.
+    """
+
     name = "process"
 
     def __init__(self, env_fn, num_copies, workers, *, pad, autoreset, restart, context=None, inline=False,
@@ -605,11 +626,10 @@ class ProcessBackend:
         self.restart_counts = [0] * num_copies
         self.last_seeds: list = [None] * num_copies
         # one caller at a time (see _enter); close() from another thread
-        # sets _interrupted, and frees an inline runner still in use when
-        # its caller leaves (_idle_runner)
+        # sets _interrupted, and leaves an inline runner still in use to its
+        # caller to close on the way out (_idle_runner)
         self._lock = threading.Lock()
         self._owner: int | None = None
-        self._depth = 0
         self._busy_with = ""
         self._interrupted = False
         self._idle_runner = None
@@ -720,32 +740,25 @@ class ProcessBackend:
     # ---- one caller at a time ------------------------------------------------------------------
 
     def _enter(self, call: str) -> None:
-        """Take the backend for ``call``; refuses, never waits (a second
-        thread gets MisuseError at once).  Re-entry from the owning thread
-        nests."""
-        me = threading.get_ident()
-        if self._owner == me:
-            self._depth += 1
-            return
+        """Take the backend for ``call``; refuses, never waits: a second
+        caller gets MisuseError at once."""
         if not self._lock.acquire(blocking=False):
             if self.closed:
                 raise ClosedError(f"{call}: this vector env is closed")
-            busy = self._busy_with
+            busy = self._busy_with or "another call"
+            if self._owner == threading.get_ident():
+                raise MisuseError(f"{call} called from inside {busy} of this vector env (from an env copy's own "
+                                  f"code?): a vector env takes one call at a time")
             raise MisuseError(
-                f"{call} called while {'another ' if busy == call else ''}{busy or 'another call'} is running on this "
-                f"vector env in another thread: a vector env takes one caller at a time; call it from one thread "
-                f"(or serialize the calls with a lock), or give each thread its own vector env")
-        self._owner, self._depth, self._busy_with = me, 1, call
-        try:
-            self._check()
-        except BaseException:
+                f"{call} called while {'another ' if busy == call else ''}{busy} is running on this vector env in "
+                f"another thread: a vector env takes one caller at a time; call it from one thread (or serialize "
+                f"the calls with a lock), or give each thread its own vector env")
+        self._owner, self._busy_with = threading.get_ident(), call
+        if self.closed or self.broken:
             self._leave()
-            raise
+            self._check()
 
     def _leave(self) -> None:
-        self._depth -= 1
-        if self._depth:
-            return
         self._owner = None
         self._busy_with = ""
         runner, self._idle_runner = self._idle_runner, None
