@@ -26,7 +26,7 @@ import tempfile
 
 import numpy as np
 
-from seer.benchmark import machine_info
+from seer.bench.common import machine_info, markdown_table, write_report
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -136,17 +136,12 @@ def main() -> None:
              f"This tree: {m['git_commit']} (+ working tree); old: {args.commit}; {args.rounds} alternating rounds, "
              f"each workload the best of 3 repeats in a fresh process.", "",
              f"Command: `python bench/bench_against_commit.py --commit {args.commit} --rounds {args.rounds}`", "",
-             "| workload | old steps/s | new steps/s | new / old |", "|---|---|---|---|"]
-    for k in keys:
-        lines.append(f"| {k} | {doc['old_steps_per_s'][k]:,.1f} | {doc['new_steps_per_s'][k]:,.1f} | {ratios[k]:.3f} |")
+             markdown_table(["workload", "old steps/s", "new steps/s", "new / old"],
+                            [[k, f"{doc['old_steps_per_s'][k]:,.1f}", f"{doc['new_steps_per_s'][k]:,.1f}",
+                              f"{ratios[k]:.3f}"] for k in keys])]
     text = "\n".join(lines) + "\n"
     print(text)
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(doc, f, indent=2)
-    if args.md:
-        with open(args.md, "w") as f:
-            f.write(text)
+    write_report(doc, args.json, args.md, text)
 
 
 if __name__ == "__main__":

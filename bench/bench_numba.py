@@ -19,7 +19,6 @@ Rounds alternate the configurations; medians decide.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import subprocess
 import sys
@@ -31,7 +30,7 @@ import numpy as np
 
 import seer
 import seer.numba as snb
-from seer.benchmark import machine_info, parallel_capacity
+from seer.bench.common import machine_info, parallel_capacity, write_report
 from seer.synthetic import SyntheticModel
 
 TICK, MSG = 0, 1
@@ -236,9 +235,4 @@ if __name__ == "__main__":
     doc["startup"] = _startup()
     text = markdown(doc)
     print(text)
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(doc, f, indent=2)
-    if args.md:
-        with open(args.md, "w") as f:
-            f.write(text)
+    write_report(doc, args.json, args.md, text)

@@ -21,12 +21,11 @@ Usage (needs ``pip install --no-build-isolation ./examples/seer_consensus``)::
 from __future__ import annotations
 
 import argparse
-import json
 import time
 
 import numpy as np
 
-from seer.benchmark import machine_info, parallel_capacity
+from seer.bench.common import machine_info, parallel_capacity, write_report
 
 
 def _vector_rate(workers: int, copies: int, scenario: str, steps: int) -> float:
@@ -136,9 +135,4 @@ if __name__ == "__main__":
     doc = run(args.rounds)
     text = markdown(doc)
     print(text)
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(doc, f, indent=2)
-    if args.md:
-        with open(args.md, "w") as f:
-            f.write(text)
+    write_report(doc, args.json, args.md, text)

@@ -67,14 +67,14 @@ from datetime import datetime, timezone  # noqa: E402
 import numpy as np  # noqa: E402
 
 from seer import EVENT_DTYPE, EventQueue  # noqa: E402
-from seer.benchmark import machine_info  # noqa: E402
+from seer.bench.common import machine_info  # noqa: E402
 
 ENTITIES = 1024
 CAPACITY = 1 << 20
 KINDS = 8
 ROUND_SPAN = 10.0  # each round's times lie in [clock, clock + ROUND_SPAN)
 TARGET_RATIO = 20.0
-TARGET_RATE = 5e6
+TARGET_RATE = 10e6  # issue 15: >= 10M events/s at every lane depth
 
 
 # ---- the Python baseline --------------------------------------------------------
@@ -155,8 +155,8 @@ class Batches:
         return [o + clock for o in self.offsets_list]
 
 
-def entity_sets(threads: int) -> list[np.ndarray]:
-    ids = np.arange(ENTITIES, dtype=np.int32)
+def entity_sets(threads: int, entities: int = ENTITIES) -> list[np.ndarray]:
+    ids = np.arange(entities, dtype=np.int32)
     return [ids[t::threads] for t in range(threads)]
 
 
@@ -209,10 +209,11 @@ def base_worker(q: HeapQueue, b: Batches, rounds: int, stats: dict, barrier: thr
     stats.update(push=t_push, pop=t_pop, release=t_rel, popped=popped)
 
 
-def run_once(impl: str, q, batch: int, threads: int, order: str, events: int, seed: int) -> dict:
+def run_once(impl: str, q, batch: int, threads: int, order: str, events: int, seed: int,
+             entities: int = ENTITIES) -> dict:
     rounds_total = max(threads, events // batch)
     per_thread = [rounds_total // threads + (1 if t < rounds_total % threads else 0) for t in range(threads)]
-    sets = entity_sets(threads)
+    sets = entity_sets(threads, entities)
     work = [Batches(batch, order, sets[t], seed + 17 * t) for t in range(threads)]
     stats = [dict() for _ in range(threads)]
     barrier = threading.Barrier(threads + 1)
@@ -255,6 +256,8 @@ def run_once(impl: str, q, batch: int, threads: int, order: str, events: int, se
         "order": order,
         "threads": threads,
         "batch": batch,
+        "entities": entities,
+        "lane_depth": batch // entities,
         "events": n,
         "seconds": wall,
         "events_per_s": n / wall,
@@ -453,6 +456,15 @@ def markdown(report: dict) -> str:
             f"| {r['order']} | {r['batch']} | {r['push_s'] / n * 1e9:.1f} | {r['pop_s'] / n * 1e9:.1f} | "
             f"{r['release_s'] / n * 1e9:.1f} | {r['seconds'] / n * 1e9:.1f} |"
         )
+    if report.get("depth_sweep"):
+        lines += ["", "Lane-depth sweep (1 thread, batch 65536, entities = 65536 / depth, so each round puts `depth` "
+                  "events on every lane; same push/pop/release loop):", "",
+                  "| times | lane depth | entities | SEER | baseline | ratio | SEER pop ns/event |", "|---|---|---|---|---|---|---|"]
+        sw = report["depth_sweep"]
+        for r, b in zip(sw[0::2], sw[1::2]):
+            lines.append(f"| {r['order']} | {r['lane_depth']} | {r['entities']} | {fmt_rate(r['events_per_s'])} | "
+                         f"{fmt_rate(b['events_per_s'])} | {r['events_per_s'] / b['events_per_s']:.1f}x | "
+                         f"{r['pop_s'] / r['events'] * 1e9:.1f} |")
     oh = report["call_overhead_us"]
     lines += [
         "",
@@ -491,6 +503,8 @@ def main(argv=None) -> int:
     ap.add_argument("--orders", nargs="+", default=["sorted", "random"], choices=["sorted", "random"])
     ap.add_argument("--repeat", type=int, default=3, help="runs per configuration; the best is kept")
     ap.add_argument("--baseline-repeat", type=int, default=None, help="runs per baseline configuration (default --repeat)")
+    ap.add_argument("--depths", type=int, nargs="*", default=[1, 16, 256, 1024, 16384],
+                    help="lane-depth sweep (1 thread, batch 65536, entities = 65536 / depth); empty: skip")
     ap.add_argument("--quick", action="store_true", help="tiny sizes, to check that the script runs")
     args = ap.parse_args(argv)
     if args.quick:
@@ -515,8 +529,28 @@ def main(argv=None) -> int:
                     flush=True,
                 )
 
+    sweep = []
+    for depth in (args.depths if not args.quick else [1, 1024]):
+        batch = 65536 if not args.quick else 4096
+        ents = max(1, batch // depth)
+        for order in args.orders:
+            dq = EventQueue(ents, CAPACITY, num_kinds=KINDS)
+
+            def fresh_dq():
+                dq.clear()
+                return dq
+
+            r = best_of(args.repeat, fresh_dq, "seer", batch, 1, order, args.events, 1, ents)
+            b = best_of(base_repeat, lambda: HeapQueue(ents), "baseline", batch, 1, order, args.events, 1, ents)
+            r["ratio"] = r["events_per_s"] / b["events_per_s"]
+            sweep += [r, b]
+            print(f"depth {batch // ents:6d} ({ents} entities) {order:6s}: SEER {fmt_rate(r['events_per_s'])}, "
+                  f"baseline {fmt_rate(b['events_per_s'])}, ratio {r['ratio']:.1f}x", flush=True)
+            del dq
+
     one = [(r, next(b for b in results if b["impl"] == "baseline" and all(b[k] == r[k] for k in ("order", "threads", "batch"))))
            for r in results if r["impl"] == "seer" and r["threads"] == 1]
+    one += [(r, b) for r, b in zip(sweep[0::2], sweep[1::2])]
     ratios = [r["events_per_s"] / b["events_per_s"] for r, b in one]
     rates = [r["events_per_s"] for r, _ in one]
     nbytes = q.nbytes
@@ -533,6 +567,7 @@ def main(argv=None) -> int:
                         "lists pre-converted, list output",
         },
         "results": results,
+        "depth_sweep": sweep,
         "call_overhead_us": call_overhead_us(q),
         "memory": {
             "nbytes": nbytes,

@@ -59,7 +59,6 @@ from __future__ import annotations
 
 import argparse
 import functools
-import json
 import os
 import shutil
 import sys
@@ -73,7 +72,7 @@ for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
 
 import numpy as np  # noqa: E402
 
-from seer.benchmark import parallel_capacity  # noqa: E402
+from seer.bench.common import machine_info, parallel_capacity, write_report  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROLLOUT_STEPS = 32
@@ -338,8 +337,6 @@ def main(argv=None):
     os.environ.setdefault("RAY_worker_niceness", "0")  # see Setup
     import ray
 
-    from seer.benchmark import machine_info
-
     started = time.strftime("%Y-%m-%d %H:%M:%S")
     t0 = time.perf_counter()
     machine = machine_info(("ray", "gymnasium", "pettingzoo"))
@@ -360,10 +357,7 @@ def main(argv=None):
         print(f"{k}: {v}")
     if out_dir:
         os.makedirs(out_dir, exist_ok=True)
-        with open(os.path.join(out_dir, "ray.json"), "w") as f:
-            json.dump(doc, f, indent=1)
-        with open(os.path.join(out_dir, "ray.md"), "w") as f:
-            f.write(markdown(doc))
+        write_report(doc, os.path.join(out_dir, "ray.json"), os.path.join(out_dir, "ray.md"), markdown(doc), indent=1)
         print(f"wrote {out_dir}/ray.json and ray.md")
     return doc
 

@@ -24,7 +24,7 @@ import time
 
 import numpy as np
 
-from seer.benchmark import machine_info
+from seer.bench.common import machine_info
 
 import seer
 from seer.synthetic import PythonSyntheticModel, SyntheticModel
@@ -110,6 +110,54 @@ def bench_overhead(quick):
     return rows
 
 
+def bench_bookkeeping(quick, entities=4096, rounds=3):
+    """Window bookkeeping, serial (worker 0 alone scans every lane, copies the
+    snapshots and advances while the others wait: the previous design) vs
+    parallel (each worker reports what it left at the end barrier, copies
+    and advances its share), interleaved rounds in one runtime, 2 workers.
+    Workload: many short windows with little work each (each entity ticks
+    every 10 ms with a 1-message fan-out 10 ms away; lookahead 10 ms, 100
+    windows per step), where bookkeeping that grows with the entity count
+    shows.  Serial fraction = worker 0's bookkeeping while the others wait /
+    the step's wall time (seer_rt_take_stats)."""
+    from seer._seer_c import ffi, lib
+
+    steps = 3 if quick else 10
+    model = SyntheticModel(entities, fanout=1, work=20, period=0.01, delay=0.01)
+    out = {"entities": entities, "workers": 2, "steps_per_round": steps, "rounds": rounds}
+    rows = {"serial": [], "parallel": []}
+    with seer.Runtime(model, workers=2, capacity=1 << 20) as rt:
+        h = ffi.cast("seer_runtime *", rt.native_address)
+        st = ffi.new("seer_rt_stats *")
+        t = 0.0
+        for _ in range(2):
+            t += 1.0
+            rt.step(t)
+        for _ in range(rounds):
+            for name, mode in (("serial", lib.SEER_RT_BOOK_SERIAL), ("parallel", lib.SEER_RT_BOOK_PARALLEL)):
+                lib.seer_rt_set_bookkeeping(h, mode)
+                lib.seer_rt_set_stats(h, 1)
+                t0 = time.perf_counter()
+                events = 0
+                for _ in range(steps):
+                    t += 1.0
+                    events += rt.step(t).events
+                wall = time.perf_counter() - t0
+                lib.seer_rt_take_stats(h, 0, st)
+                lib.seer_rt_set_stats(h, 0)
+                rows[name].append({
+                    "ms_per_step": wall / steps * 1e3, "windows_per_step": st.windows / steps,
+                    "ns_per_event": wall / max(events, 1) * 1e9,
+                    "bookkeeping_us_per_window": st.bookkeeping_ns / max(st.windows, 1) / 1e3,
+                    "serial_fraction": st.serial_ns / max(st.step_ns, 1),
+                    "bookkeeping_fraction": st.bookkeeping_ns / max(st.step_ns, 1),
+                    "barrier_fraction": st.barrier_ns / max(st.step_ns, 1)})
+        lib.seer_rt_set_bookkeeping(h, lib.SEER_RT_BOOK_PARALLEL)
+    out["median"] = {n: {k: float(np.median([r[k] for r in v])) for k in v[0]} for n, v in rows.items()}
+    out["rounds_raw"] = rows
+    return out
+
+
 def _drive_c(ffi, lib, work, steps, entities=256, period=0.05):
     """Step the native synthetic model straight through the C API (so two
     builds of the core extension can be compared with the same driver; the
@@ -189,6 +237,21 @@ def render(results) -> str:
     lines += ["", f"Tracing (events of ~1 us, 1 worker): off costs {t['tracing_off_cost_pct']:+.2f}% against a build "
               f"with tracing compiled out ({t['step_ms_tracing_off']:.3f} vs {t['step_ms_tracing_compiled_out']:.3f} "
               f"ms/step); on costs {t['tracing_on_cost_pct']:+.1f}%."]
+    b = results.get("bookkeeping")
+    if b:
+        lines += ["", f"Window bookkeeping ({b['entities']} entities, {b['workers']} workers, medians of "
+                  f"{b['rounds']} interleaved rounds of {b['steps_per_round']} steps; serial fraction = worker 0's "
+                  "bookkeeping while the others wait / step wall time):", "",
+                  "| bookkeeping | ms/step | windows/step | ns/event | worker 0 bookkeeping us/window | "
+                  "serial fraction | bookkeeping fraction (worker 0) | barrier waits (worker 0) |",
+                  "|---|---|---|---|---|---|---|---|"]
+        for name, r in b["median"].items():
+            lines.append(f"| {name} | {r['ms_per_step']:.3f} | {r['windows_per_step']:.0f} | {r['ns_per_event']:.1f} | "
+                         f"{r['bookkeeping_us_per_window']:.2f} | {r['serial_fraction'] * 100:.1f}% | "
+                         f"{r['bookkeeping_fraction'] * 100:.1f}% | {r['barrier_fraction'] * 100:.1f}% |")
+        lines.append("")
+        lines.append(f"Parallel over serial: {b['median']['serial']['ms_per_step'] / b['median']['parallel']['ms_per_step']:.2f}x "
+                     "faster per step.")
     return "\n".join(lines)
 
 
@@ -198,6 +261,9 @@ def main(argv=None):
     ap.add_argument("--md", help="write a markdown report here")
     ap.add_argument("--quick", action="store_true", help="fewer steps (smoke run)")
     args = ap.parse_args(argv)
+    from seer.bench.common import parallel_capacity
+
+    cap_start = parallel_capacity()
     ns_per_iter = calibrate_ns_per_iter()
     results = {
         "machine": machine(),
@@ -206,7 +272,12 @@ def main(argv=None):
         "scaling": bench_scaling(ns_per_iter, args.quick),
         "overhead_empty_handler": bench_overhead(args.quick),
         "tracing": bench_tracing(ns_per_iter, args.quick),
+        "bookkeeping": bench_bookkeeping(args.quick),
     }
+    import os as _os
+
+    results["machine"]["loadavg_at_end"] = _os.getloadavg()
+    results["parallel_capacity"] = {"start": cap_start, "end": parallel_capacity()}
     table = render(results)
     print(table)
     if args.json:
@@ -217,7 +288,12 @@ def main(argv=None):
         with open(args.md, "w") as f:
             f.write(f"# Runtime benchmark\n\nCommand: `{results['command']}`\n\n"
                     f"Machine: {m['cpu']}, {m['usable_cores']} usable cores, Python {m['python']}, "
-                    f"numpy {m['numpy']}, {m['platform']}\n\n"
+                    f"numpy {m['numpy']}, {m['platform']}; load average at start "
+                    f"{tuple(round(x, 2) for x in m['loadavg_at_start'])}, at end "
+                    f"{tuple(round(x, 2) for x in m['loadavg_at_end'])}; parallel capacity (seer.bench.common."
+                    f"parallel_capacity: 2-process throughput over ideal) at start "
+                    f"{results['parallel_capacity']['start']:.2f}, at end {results['parallel_capacity']['end']:.2f}"
+                    f"\n\n"
                     f"Handler work: one iteration of the synthetic arithmetic = {ns_per_iter:.2f} ns.\n\n"
                     f"{table}\n")
     return results

@@ -18,24 +18,32 @@ Usage::
 
 from __future__ import annotations
 
-import argparse
-import datetime
-import gc
-import json
 import os
-import subprocess
-import sys
-import time
 
-import numpy as np
+# The env's own worker pool is what is measured: keep numpy's BLAS pool
+# from spinning on the same cores (it showed up in profiles of xlarge).
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+os.environ.setdefault("OMP_NUM_THREADS", "1")
 
-from seer.benchmark import machine_info
+import argparse  # noqa: E402
+import datetime  # noqa: E402
+import gc  # noqa: E402
+import json  # noqa: E402
+import subprocess  # noqa: E402
+import sys  # noqa: E402
+import time  # noqa: E402
+
+import numpy as np  # noqa: E402
+
+from seer.bench.common import machine_info  # noqa: E402
 
 PAGE = os.sysconf("SC_PAGE_SIZE")
 
 # steps timed per scenario (reference, seer); warm-up steps are extra
-STEPS = {"small": (1000, 2000), "default": (1000, 2000), "large": (500, 1000), "xlarge": (50, 200)}
-WARMUP = {"small": 50, "default": 50, "large": 20, "xlarge": 5}
+STEPS = {"small": (1000, 2000), "default": (1000, 2000), "large": (500, 1000), "xlarge": (50, 200),
+         "xxlarge": (3, 12)}
+WARMUP = {"small": 50, "default": 50, "large": 20, "xlarge": 5, "xxlarge": 2}
+NUM_UAVS = {"small": 8, "default": 32, "large": 256, "xlarge": 4096, "xxlarge": 65536}
 
 
 def rss_bytes() -> int:
@@ -95,22 +103,68 @@ def time_env(scenario, engine, workers, steps, warmup, seed=0):
     return row
 
 
-def memory_xlarge(workers="auto", steps=20):
+def memory_xlarge(workers="auto", steps=20, scenario="xlarge"):
     from seer.envs import uav_swarm_v0
 
     gc.collect()
     before = rss_bytes()
-    env = uav_swarm_v0.parallel_env(scenario="xlarge", workers=workers, max_cycles=steps + 10)
+    env = uav_swarm_v0.parallel_env(scenario=scenario, workers=workers, max_cycles=steps + 10)
     env.reset(seed=0)
     policy = HoverPolicy(env)
     for _ in range(steps):
         env.step(policy())
     gc.collect()
     after = rss_bytes()
-    out = {"scenario": "xlarge", "rss_before_mib": before / 2**20, "rss_after_mib": after / 2**20,
-           "added_mib": (after - before) / 2**20, "steps": steps, "workers_used": env.workers}
+    out = {"scenario": scenario, "rss_before_mib": before / 2**20, "rss_after_mib": after / 2**20,
+           "added_mib": (after - before) / 2**20, "steps": steps, "workers_used": env.workers,
+           "added_kib_per_uav": (after - before) / 1024 / env.cfg.num_uavs}
     env.close()
     return out
+
+
+def memory_xxlarge():
+    return memory_xlarge(steps=3, scenario="xxlarge")
+
+
+def bookkeeping(scenario, steps, rounds=3, workers=2):
+    """Window bookkeeping, serial (worker 0 alone, the previous design) vs
+    parallel (shared by the pool), interleaved in one env: ms per step and
+    the serial fraction = worker 0's bookkeeping time while the others wait
+    / the step's wall time (seer_rt_take_stats)."""
+    from seer._seer_c import ffi, lib
+    from seer.envs import uav_swarm_v0
+
+    env = uav_swarm_v0.parallel_env(scenario=scenario, workers=workers, max_cycles=10**9)
+    env.reset(seed=0)
+    policy = HoverPolicy(env)
+    rt = ffi.cast("seer_runtime *", env._sim.runtime.native_address)
+    st = ffi.new("seer_rt_stats *")
+    res = {"serial": [], "parallel": []}
+    for _ in range(3):
+        env.step(policy())
+    for _ in range(rounds):
+        for name, mode in (("serial", lib.SEER_RT_BOOK_SERIAL), ("parallel", lib.SEER_RT_BOOK_PARALLEL)):
+            lib.seer_rt_set_bookkeeping(rt, mode)
+            lib.seer_rt_set_stats(rt, 1)
+            t0 = time.perf_counter()
+            for _ in range(steps):
+                env.step(policy())
+            wall = time.perf_counter() - t0
+            lib.seer_rt_take_stats(rt, 0, st)
+            lib.seer_rt_set_stats(rt, 0)
+            res[name].append({"ms_per_step": wall / steps * 1e3, "windows_per_step": st.windows / steps,
+                              "runtime_ms_per_step": st.step_ns / steps / 1e6,
+                              "bookkeeping_us_per_window": st.bookkeeping_ns / max(st.windows, 1) / 1e3,
+                              "serial_fraction": st.serial_ns / max(st.step_ns, 1),
+                              "bookkeeping_fraction": st.bookkeeping_ns / max(st.step_ns, 1),
+                              "barrier_fraction": st.barrier_ns / max(st.step_ns, 1)})
+    lib.seer_rt_set_bookkeeping(rt, lib.SEER_RT_BOOK_PARALLEL)
+    env.close()
+    med = {}
+    for name, rows in res.items():
+        med[name] = {k: float(np.median([r[k] for r in rows])) for k in rows[0]}
+    return {"scenario": scenario, "workers": workers, "steps_per_round": steps, "rounds": rounds,
+            "median": med, "rounds_raw": res}
 
 
 def memory_growth(scenario="large", steps=10_000, every=1000, workers="auto"):
@@ -131,6 +185,59 @@ def memory_growth(scenario="large", steps=10_000, every=1000, workers="auto"):
     return out
 
 
+AB_DRIVER = r"""
+import json, os, sys, time
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+import numpy as np
+from seer.envs import uav_swarm_v0
+sc, w, steps, warm = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+env = uav_swarm_v0.parallel_env(scenario=sc, workers=w, max_cycles=10**9)
+env.reset(seed=0)
+rng = np.random.default_rng(0)
+p0 = env.state_arrays["pos"].copy()
+def pol():
+    st = env.state_arrays
+    live = np.fromiter((int(a[4:]) for a in env.agents), np.int64, len(env.agents))
+    act = 0.05 * (p0[live] - st["pos"][live]) - 0.5 * st["vel"][live] + rng.normal(0, 0.1, (len(live), 3))
+    return dict(zip(env.agents, np.clip(act, -1, 1).astype(np.float32)))
+for _ in range(warm):
+    env.step(pol())
+lat = []
+for _ in range(steps):
+    a = pol(); t = time.perf_counter(); env.step(a); lat.append(time.perf_counter() - t)
+print(json.dumps({"mean_ms": float(np.mean(lat) * 1e3), "workers_used": env.workers}))
+"""
+
+
+def against(baseline_path: str, scenarios, rounds: int) -> dict:
+    """`ParallelEnv.step` of this tree and of a build of an earlier commit
+    (installed with `pip install --target baseline_path`), in alternating
+    fresh processes, so load from other jobs hits both alike; per round the
+    machine's parallel capacity is measured too.  Medians over rounds."""
+    from seer.bench.common import parallel_capacity
+
+    steps = {"large": (300, 20), "xlarge": (30, 3), "xxlarge": (4, 1), "default": (1000, 50), "small": (1000, 50)}
+    env_new = dict(os.environ)
+    env_old = dict(os.environ, PYTHONPATH=baseline_path)
+    rows = {}
+    caps = []
+    for r in range(rounds):
+        caps.append(parallel_capacity())
+        for sc in scenarios:
+            n, warm = steps.get(sc, (50, 5))
+            for w in (1, 2):
+                for name, env in (("new", env_new), ("old", env_old)):
+                    p = subprocess.run([sys.executable, "-c", AB_DRIVER, sc, str(w), str(n), str(warm)],
+                                       capture_output=True, text=True, check=True, env=env, cwd="/")
+                    res = json.loads(p.stdout.strip().splitlines()[-1])
+                    rows.setdefault(f"{sc} w={w} {name}", []).append(res["mean_ms"])
+        print(f"round {r + 1}: parallel capacity {caps[-1]:.2f}; " + ", ".join(
+            f"{k} {v[-1]:.3f}" for k, v in rows.items()), flush=True)
+    med = {k: float(np.median(v)) for k, v in rows.items()}
+    return {"baseline_path": baseline_path, "rounds": rounds, "parallel_capacity_per_round": caps,
+            "ms_per_step_median": med, "ms_per_step_rounds": rows}
+
+
 def in_child(name: str) -> dict:
     """Run a memory measurement in a fresh interpreter (this one's heap has
     been through the timing runs) and return its JSON result."""
@@ -148,9 +255,26 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--json", help="write results as JSON here")
     ap.add_argument("--md", help="write a markdown report here")
-    ap.add_argument("--scenarios", default="small,default,large,xlarge")
+    ap.add_argument("--scenarios", default="small,default,large,xlarge,xxlarge")
     ap.add_argument("--quick", action="store_true", help="a tenth of the steps, no 10k-step memory run")
+    ap.add_argument("--against", metavar="DIR", help="also time a build of an earlier commit installed in DIR "
+                    "(pip install --target DIR), alternating with this tree, and report both")
+    ap.add_argument("--against-scenarios", default="large,xlarge")
+    ap.add_argument("--rounds", type=int, default=3, help="rounds of --against")
+    ap.add_argument("--skip-main", action="store_true", help="only the --against comparison")
     args = ap.parse_args(argv)
+    if args.skip_main:
+        ab = against(args.against, args.against_scenarios.split(","), args.rounds)
+        md = against_markdown(ab, "python " + " ".join([os.path.relpath(__file__, os.getcwd())] + (
+            argv if argv is not None else sys.argv[1:])), machine())
+        print(md)
+        if args.json:
+            with open(args.json, "w") as f:
+                json.dump(ab, f, indent=1)
+        if args.md:
+            with open(args.md, "w") as f:
+                f.write(md)
+        return ab
     scenarios = args.scenarios.split(",")
     info = machine()
     print(json.dumps(info, indent=1), flush=True)
@@ -191,7 +315,35 @@ def main(argv=None):
         targets["xlarge_over_large_step_cost"] = by_w
         targets["uav_ratio"] = 4096 / 256
         targets["scaling_ok"] = all(v <= 20.0 for v in by_w.values())
+    # intra-env scaling: workers=2 over workers=1 (and auto over 1), same run
+    scaling = {}
+    for sc in scenarios:
+        one = [r for r in rows if r["engine"] == "seer" and r["scenario"] == sc and r["workers"] == 1]
+        if one:
+            scaling[sc] = {str(r["workers"]): one[0]["mean_ms"] / r["mean_ms"] for r in rows
+                           if r["engine"] == "seer" and r["scenario"] == sc}
+    targets["intra_env_speedup_vs_1"] = scaling
+    if "xlarge" in scaling:
+        targets["xlarge_w2_ok"] = scaling["xlarge"].get("2", 0) >= 1.7
+    if "large" in scaling:
+        targets["large_w2_ok"] = scaling["large"].get("2", 0) >= 1.3
+    targets["auto_never_below_1_ok"] = all(v.get("auto", 1.0) >= 1.0 for v in scaling.values())
+    if "xlarge" in best and "xxlarge" in best:
+        xl = [r for r in rows if r["engine"] == "seer" and r["scenario"] == "xlarge" and r["workers"] == 1]
+        xx = [r for r in rows if r["engine"] == "seer" and r["scenario"] == "xxlarge" and r["workers"] == 1]
+        targets["xxlarge_over_xlarge_step_cost_w1"] = xx[0]["mean_ms"] / xl[0]["mean_ms"]
+        targets["xxlarge_scaling_ok"] = targets["xxlarge_over_xlarge_step_cost_w1"] <= 17.0
+    if "xlarge_over_large_step_cost" in targets:
+        targets["scaling17_ok"] = targets["xlarge_over_large_step_cost"].get("1", 99) <= 17.0
+    book = {}
+    for sc in ("large", "xlarge"):
+        if sc in scenarios and not args.quick:
+            book[sc] = bookkeeping(sc, 100 if sc == "large" else 10)
+            print("bookkeeping", sc, json.dumps(book[sc]["median"]), flush=True)
     mem = {}
+    if "xxlarge" in scenarios:
+        mem["xxlarge"] = in_child("memory_xxlarge")
+        print("memory xxlarge:", mem["xxlarge"], flush=True)
     if "xlarge" in scenarios:
         mem["xlarge"] = in_child("memory_xlarge")
         print("memory xlarge:", mem["xlarge"], flush=True)
@@ -204,7 +356,7 @@ def main(argv=None):
     command = "python " + " ".join([os.path.relpath(__file__, os.getcwd())] + (argv if argv is not None else sys.argv[1:]))
     result = {"benchmark": "uav_swarm_v0", "date": datetime.datetime.now(datetime.timezone.utc).isoformat(
         timespec="seconds"), "command": command, "machine": info, "policy": HoverPolicy.__doc__,
-        "rows": rows, "memory": mem, "targets": targets}
+        "rows": rows, "memory": mem, "targets": targets, "bookkeeping": book}
     if args.json:
         with open(args.json, "w") as f:
             json.dump(result, f, indent=1)
@@ -213,6 +365,34 @@ def main(argv=None):
             f.write(markdown(result))
     print(json.dumps(targets, indent=1))
     return result
+
+
+def against_markdown(ab, command, m) -> str:
+    med = ab["ms_per_step_median"]
+    out = ["# uav_swarm_v0: this tree against the previous commit, one env across cores", "",
+           f"Command: `{command}`  ",
+           f"Date: {datetime.datetime.now(datetime.timezone.utc).isoformat(timespec='seconds')}  ",
+           f"Machine: {m['cpu_model']}, nproc {m['nproc']} ({m['usable_cores']} usable), {m['platform']}, "
+           f"Python {m['python']}, numpy {m['numpy']}; load average at start "
+           f"{tuple(round(x, 2) for x in m['loadavg_at_start'])}, at end {tuple(round(x, 2) for x in os.getloadavg())}",
+           f"Parallel capacity per round (2-process throughput over ideal; 1.0 = both cores free): "
+           + ", ".join(f"{c:.2f}" for c in ab["parallel_capacity_per_round"]), "",
+           "Timed: `ParallelEnv.step(actions)` (hover policy, outside the timer), each configuration in a fresh "
+           f"process, old and new alternating; medians over {ab['rounds']} rounds. Old: the previous commit built "
+           f"with `pip install --target` into `{ab['baseline_path']}`.", "",
+           "| scenario | workers | old ms/step | new ms/step | new vs old | old w=2 / w=1 | new w=2 / w=1 |",
+           "|---|---|---|---|---|---|---|"]
+    scen = sorted({k.split()[0] for k in med}, key=lambda x: NUM_UAVS.get(x, 0))
+    for sc in scen:
+        for w in (1, 2):
+            o, n = med.get(f"{sc} w={w} old"), med.get(f"{sc} w={w} new")
+            if o is None or n is None:
+                continue
+            so = med[f"{sc} w=1 old"] / med[f"{sc} w=2 old"]
+            sn = med[f"{sc} w=1 new"] / med[f"{sc} w=2 new"]
+            out.append(f"| {sc} | {w} | {o:.3f} | {n:.3f} | {o / n:.2f}x | {so:.2f}x | {sn:.2f}x |")
+    out.append("")
+    return "\n".join(out)
 
 
 def markdown(res) -> str:
@@ -252,7 +432,40 @@ def markdown(res) -> str:
         by = ", ".join(f"workers={k}: {v:.1f}x" for k, v in t["xlarge_over_large_step_cost"].items())
         out.append(f"- step cost xlarge / large <= 20x (for 16x the UAVs): {by} -> "
                    f"{'met' if t['scaling_ok'] else 'NOT met'}")
+    sc = t.get("intra_env_speedup_vs_1", {})
+    if sc:
+        out.append("- intra-env scaling (same run, mean step time of workers=1 / workers=N): " + "; ".join(
+            f"{k}: " + ", ".join(f"w={w} {v:.2f}x" for w, v in d.items() if w != "1") for k, d in sc.items()))
+        if "xlarge" in sc:
+            out.append(f"  - xlarge workers=2 >= 1.7x: {sc['xlarge'].get('2', 0):.2f}x -> "
+                       f"{'met' if t.get('xlarge_w2_ok') else 'NOT met'}")
+        if "large" in sc:
+            out.append(f"  - large workers=2 >= 1.3x: {sc['large'].get('2', 0):.2f}x -> "
+                       f"{'met' if t.get('large_w2_ok') else 'NOT met'}")
+        out.append(f"  - workers=\"auto\" never below 1.0x: "
+                   f"{'met' if t.get('auto_never_below_1_ok') else 'NOT met'}")
+    if "xlarge_over_large_step_cost" in t:
+        out.append(f"- xlarge / large <= 17x at 1 worker (issue 15): "
+                   f"{t['xlarge_over_large_step_cost'].get('1', float('nan')):.1f}x -> "
+                   f"{'met' if t.get('scaling17_ok') else 'NOT met'}")
+    if "xxlarge_over_xlarge_step_cost_w1" in t:
+        out.append(f"- xxlarge / xlarge <= 17x at 1 worker: {t['xxlarge_over_xlarge_step_cost_w1']:.1f}x -> "
+                   f"{'met' if t['xxlarge_scaling_ok'] else 'NOT met'}")
+    for scn, b in res.get("bookkeeping", {}).items():
+        s_, p_ = b["median"]["serial"], b["median"]["parallel"]
+        out.append(f"- window bookkeeping on `{scn}`, workers={b['workers']} (medians of {b['rounds']} interleaved "
+                   f"rounds of {b['steps_per_round']} steps): serial (worker 0 alone) {s_['ms_per_step']:.3f} ms/step, "
+                   f"serial fraction {s_['serial_fraction'] * 100:.1f}% of the step, "
+                   f"{s_['bookkeeping_us_per_window']:.1f} us/window; parallel {p_['ms_per_step']:.3f} ms/step, "
+                   f"serial fraction {p_['serial_fraction'] * 100:.1f}%, worker 0's share "
+                   f"{p_['bookkeeping_us_per_window']:.1f} us/window ({p_['bookkeeping_fraction'] * 100:.1f}%), "
+                   f"barrier waits {p_['barrier_fraction'] * 100:.1f}%")
     mem = res["memory"]
+    if "xxlarge" in mem:
+        x = mem["xxlarge"]
+        out.append(f"- memory of an `xxlarge` env (65,536 UAVs): adds {x['added_mib']:.1f} MiB resident "
+                   f"({x['added_kib_per_uav']:.2f} KiB per UAV; RSS {x['rss_before_mib']:.1f} -> "
+                   f"{x['rss_after_mib']:.1f} MiB after reset and {x['steps']} steps)")
     if "xlarge" in mem:
         x = mem["xlarge"]
         out.append(f"- an `xlarge` env adds <= 200 MiB resident: {x['added_mib']:.1f} MiB "

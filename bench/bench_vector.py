@@ -44,7 +44,6 @@ import argparse
 import functools
 import json
 import os
-import platform
 import sys
 import time
 
@@ -52,7 +51,7 @@ import gymnasium
 import numpy as np
 from gymnasium import spaces
 
-from seer.benchmark import parallel_capacity
+from seer.bench.common import machine_info, parallel_capacity, write_report
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SPREAD = dict(N=3, max_cycles=25)
@@ -466,31 +465,7 @@ def bench_ppo(args) -> dict:
 
 
 def machine() -> dict:
-    cpu = "?"
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    cpu = line.split(":", 1)[1].strip()
-                    break
-    except OSError:
-        pass
-    mem = "?"
-    try:
-        with open("/proc/meminfo") as f:
-            mem = f.readline().split(":", 1)[1].strip()
-    except OSError:
-        pass
-    vers = {}
-    for mod in ("numpy", "gymnasium", "pettingzoo", "mpe2", "supersuit"):
-        try:
-            m = __import__(mod)
-            vers[mod] = getattr(m, "__version__", "?")
-        except ImportError:
-            vers[mod] = None
-    return {"cpu": cpu, "cores": os.cpu_count(), "usable_cores": len(os.sched_getaffinity(0)), "memory": mem,
-            "kernel": platform.release(), "python": sys.version.split()[0], "packages": vers,
-            "loadavg_at_start": os.getloadavg()}
+    return machine_info(("numpy", "gymnasium", "pettingzoo", "mpe2", "supersuit"))
 
 
 def summary(res: dict) -> list[str]:
@@ -558,7 +533,8 @@ def markdown(res: dict) -> str:
     L = ["# seer.vector benchmark", "",
          "Command (everything): `python bench/bench_vector.py`; each section below names the command that "
          "produced it (`--only SECTION` reruns one section and merges it in).", "",
-         f"Machine: {m['cpu']}, {m['cores']} cores ({m['usable_cores']} usable), {m['memory']} RAM, Linux "
+         f"Machine: {m['cpu']}, {m['logical_cpus']} cores ({m['usable_cores']} usable), "
+         f"{(m['memory_bytes'] or 0) / 2**30:.1f} GiB RAM, Linux "
          f"{m['kernel']}, Python {m['python']}; " + ", ".join(f"{k} {v}" for k, v in m["packages"].items()) + ". "
          "The machine is shared with other jobs; each section records its load average, and the timed sections "
          "measure the cores actually available before each round.",
@@ -690,10 +666,7 @@ def main(argv=None):
     print(md)
     if out_dir:
         os.makedirs(out_dir, exist_ok=True)
-        with open(path, "w") as f:
-            json.dump(res, f, indent=1)
-        with open(os.path.join(out_dir, "vector.md"), "w") as f:
-            f.write(md + "\n")
+        write_report(res, path, os.path.join(out_dir, "vector.md"), md + "\n", indent=1)
     return res
 
 

@@ -40,6 +40,7 @@
 #include "seer_queue.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -222,28 +223,88 @@ static inline void cas_min(_Atomic uint64_t *x, uint64_t v) {
     }
 }
 
-void seer_queue_advance(seer_queue *q, double horizon) {
-    uint64_t hk = time_key(horizon);
+/* Raise the horizon to hk; 1 if this call raised it. */
+static int raise_horizon(seer_queue *q, uint64_t hk) {
     uint64_t cur = atomic_load_explicit(&q->horizon_key, memory_order_seq_cst);
-    int raised = 0;
     while (hk > cur) {
         /* seq_cst (Dekker with pushers): either a pusher sees the new horizon
-         * and readies its entity itself, or our load of next_key below sees
-         * the pusher's CAS-min. */
+         * and readies its entity itself, or our load of next_key (after
+         * this RMW in the single total order) sees the pusher's CAS-min. */
         if (atomic_compare_exchange_weak_explicit(&q->horizon_key, &cur, hk, memory_order_seq_cst,
-                                                  memory_order_seq_cst)) {
-            raised = 1;
-            break;
-        }
+                                                  memory_order_seq_cst))
+            return 1;
     }
-    if (!raised) return;
+    return 0;
+}
+
+void seer_queue_advance(seer_queue *q, double horizon) {
+    uint64_t hk = time_key(horizon);
+    if (!raise_horizon(q, hk)) return;
     for (int32_t e = 0; e < q->num_entities; e++) {
         if (atomic_load_explicit(&q->lanes[e].next_key, memory_order_seq_cst) < hk)
             make_ready(q, (uint32_t)e);
     }
 }
 
+uint64_t seer_queue_advance_range(seer_queue *q, double t, int32_t lo, int32_t hi) {
+    uint64_t hk = time_key(t), rest = KEY_INF;
+    /* Every worker of the pool calls this for its own range with the same
+     * t: the first raises the horizon, the others' CAS fails on it (a
+     * seq_cst load of the raised value), so each caller's next_key loads
+     * below come after a seq_cst access that saw hk: the Dekker argument
+     * of seer_queue_advance holds range by range. */
+    raise_horizon(q, hk);
+    for (int32_t e = lo; e < hi; e++) {
+        uint64_t k = atomic_load_explicit(&q->lanes[e].next_key, memory_order_seq_cst);
+        if (k < hk)
+            make_ready(q, (uint32_t)e);
+        else if (k < rest)
+            rest = k;
+    }
+    return rest;
+}
+
+int32_t seer_queue_claim_range(seer_queue *q, double t, int32_t lo, int32_t hi, uint32_t *out, uint64_t *rest) {
+    uint64_t hk = time_key(t), other = KEY_INF;
+    int32_t n = 0;
+    raise_horizon(q, hk); /* the same Dekker argument as advance_range */
+    for (int32_t e = lo; e < hi; e++) {
+        seer_lane *l = &q->lanes[e];
+        uint64_t k = atomic_load_explicit(&l->next_key, memory_order_seq_cst);
+        if (k < hk) {
+            uint32_t s = 0;
+            /* seq_cst (acquire part): pairs with the last unclaim's RMW on
+             * state (release part), as seer_queue_take's does, so the
+             * private list is ours.  Fails when the lane is QUEUED (a
+             * pusher or an unclaim put it in the ready ring first): whoever
+             * takes it from the ring runs it. */
+            if (atomic_compare_exchange_strong_explicit(&l->state, &s, ST_CLAIMED, memory_order_seq_cst,
+                                                        memory_order_relaxed))
+                out[n++] = (uint32_t)e;
+        } else if (k < other) {
+            other = k;
+        }
+    }
+    *rest = other;
+    return n;
+}
+
+uint64_t seer_queue_min_key_range(const seer_queue *q, int32_t lo, int32_t hi) {
+    uint64_t m = KEY_INF;
+    for (int32_t e = lo; e < hi; e++) {
+        /* relaxed: the caller is ordered after every unclaim and push of
+         * the lanes (the runtime's barrier); nothing is read through it. */
+        uint64_t k = atomic_load_explicit(&((seer_queue *)q)->lanes[e].next_key, memory_order_relaxed);
+        if (k < m) m = k;
+    }
+    return m;
+}
+
+double seer_queue_key_time(uint64_t key) { return key_time(key); }
+
 /* ---- push --------------------------------------------------------------- */
+
+static int32_t *group_scratch(size_t n);
 
 int seer_queue_push_many(seer_queue *q, const int32_t *entities, const double *times,
                          const int32_t *kinds, const int64_t *payloads, const int32_t *sources,
@@ -299,8 +360,27 @@ int seer_queue_push_many(seer_queue *q, const int32_t *entities, const double *t
      * pending's modification order. */
     atomic_fetch_add_explicit(&q->pending, n, memory_order_relaxed);
 
-    int64_t i = 0;
-    while (i < n) {
+    /* Group the batch by entity (a stable counting sort of the indices)
+     * when it is big against the entity count: each lane then gets one
+     * chain and one CAS per batch, and its nodes are taken from the free
+     * list one after another, so the claimant's drain walks memory in
+     * order instead of missing the cache on every node of a scattered
+     * chain (the pop rate of a random-order batch was bound by that). */
+    const int32_t *order = NULL;
+    if (n >= 256 && (int64_t)q->num_entities <= 4 * n) {
+        int32_t *cnt = group_scratch((size_t)q->num_entities + 1 + (size_t)n);
+        if (cnt) {
+            int32_t *ord = cnt + q->num_entities + 1;
+            memset(cnt, 0, sizeof(int32_t) * ((size_t)q->num_entities + 1));
+            for (int64_t j = 0; j < n; j++) cnt[entities[j] + 1]++;
+            for (int32_t e = 0; e < q->num_entities; e++) cnt[e + 1] += cnt[e];
+            for (int64_t j = 0; j < n; j++) ord[cnt[entities[j]]++] = (int32_t)j;
+            order = ord;
+        }
+    }
+    int64_t j = 0;
+    while (j < n) {
+        int64_t i = order ? order[j] : j;
         int32_t e = entities[i];
         seer_lane *l = &q->lanes[e];
         /* A run of consecutive events for the same entity becomes one chain
@@ -308,7 +388,7 @@ int seer_queue_push_many(seer_queue *q, const int32_t *entities, const double *t
          * event had been pushed on the stack one by one. */
         uint32_t first = NIL, last = NIL;
         uint64_t run_min = KEY_INF;
-        for (; i < n && entities[i] == e; i++) {
+        for (; j < n && entities[i = order ? order[j] : j] == e; j++) {
             uint32_t id = chain;
             chain = q->nodes[id].next;
             seer_node *nd = &q->nodes[id];
@@ -368,36 +448,228 @@ static uint32_t merge_lists(seer_node *N, uint32_t a, uint32_t b, uint32_t *tail
     return head;
 }
 
-/* Bottom-up merge sort of a NIL-terminated list; O(k) when already sorted. */
-static uint32_t sort_list(seer_node *N, uint32_t list, uint32_t *tail_out) {
-    uint32_t tail = list, prev = NIL;
-    int sorted = 1;
-    for (uint32_t c = list; c != NIL; c = N[c].next) {
-        if (prev != NIL && ev_less(&N[c].ev, &N[prev].ev)) sorted = 0;
-        prev = c;
+/* The drain sorts in a flat array, not through the nodes: one pass gathers
+ * (key, id) records from the inbox chain, the sort runs over contiguous
+ * memory (insertion sort of short runs, then bottom-up merges between two
+ * buffers, on the time key alone, stable; equal times are then put in
+ * (source, seq) order), one pass relinks the nodes.  A linked-list merge sort touches
+ * every node once per merge level, scattered over the pool; with deep lanes
+ * (thousands of events) each level misses the cache on every node, so the
+ * pop rate fell with lane depth and arrival disorder. */
+typedef struct sort_rec {
+    uint64_t k; /* time key; ties keep push order here and are settled by ev_less after */
+    uint32_t id;
+    uint32_t pad;
+} sort_rec;
+
+static inline int rec_less(const sort_rec *a, const sort_rec *b) { return a->k < b->k; }
+
+#define SORT_STACK 256 /* records on the stack; deeper drains use the thread's buffer */
+#define SORT_RUN 16    /* runs sorted by insertion before merging */
+
+/* A growing per-thread buffer for deep drains, freed when the thread ends.
+ * Only the claimant of a lane drains it, and a thread drains one lane at a
+ * time, so one buffer per thread suffices. */
+static pthread_key_t sort_key;
+static pthread_once_t sort_once = PTHREAD_ONCE_INIT;
+typedef struct sort_buf {
+    sort_rec *p;
+    size_t cap; /* records */
+    int32_t *g; /* push_many's grouping */
+    size_t gcap;
+} sort_buf;
+static void sort_buf_free(void *b) {
+    if (b) {
+        free(((sort_buf *)b)->p);
+        free(((sort_buf *)b)->g);
     }
-    tail = prev;
-    if (sorted) {
-        *tail_out = tail;
-        return list;
-    }
-    uint32_t parts[33];
-    for (int i = 0; i < 33; i++) parts[i] = NIL;
-    while (list != NIL) {
-        uint32_t cur = list;
-        list = N[list].next;
-        N[cur].next = NIL;
-        int i = 0;
-        for (; parts[i] != NIL; i++) {
-            cur = merge_lists(N, parts[i], cur, NULL);
-            parts[i] = NIL;
+    free(b);
+}
+static void sort_key_init(void) { (void)pthread_key_create(&sort_key, sort_buf_free); }
+
+static sort_rec *sort_scratch(size_t n) { /* 3n records, NULL on failure */
+    pthread_once(&sort_once, sort_key_init);
+    sort_buf *b = pthread_getspecific(sort_key);
+    if (!b) {
+        b = calloc(1, sizeof *b);
+        if (!b || pthread_setspecific(sort_key, b) != 0) {
+            free(b);
+            return NULL;
         }
-        parts[i] = cur;
     }
-    uint32_t result = NIL;
-    for (int i = 0; i < 33; i++)
-        if (parts[i] != NIL) result = merge_lists(N, parts[i], result, NULL);
-    return merge_lists(N, result, NIL, tail_out);
+    if (b->cap < 3 * n) {
+        size_t cap = 3 * n < 4096 ? 4096 : 3 * n;
+        sort_rec *p = malloc(cap * sizeof(sort_rec));
+        if (!p) return NULL;
+        free(b->p);
+        b->p = p;
+        b->cap = cap;
+    }
+    return b->p;
+}
+
+/* Per-thread int32 scratch for push_many's grouping (NULL on failure). */
+static int32_t *group_scratch(size_t n) {
+    pthread_once(&sort_once, sort_key_init);
+    sort_buf *b = pthread_getspecific(sort_key);
+    if (!b) {
+        b = calloc(1, sizeof *b);
+        if (!b || pthread_setspecific(sort_key, b) != 0) {
+            free(b);
+            return NULL;
+        }
+    }
+    if (b->gcap < n) {
+        size_t cap = n < 4096 ? 4096 : n;
+        int32_t *p = malloc(cap * sizeof(int32_t));
+        if (!p) return NULL;
+        free(b->g);
+        b->g = p;
+        b->gcap = cap;
+    }
+    return b->g;
+}
+
+/* Stable sort of r[0..n); tmp has room for n records.  Returns the buffer
+ * that holds the result (r or tmp). */
+static sort_rec *sort_recs(sort_rec *r, sort_rec *tmp, size_t n) {
+    for (size_t lo = 0; lo < n; lo += SORT_RUN) {
+        size_t hi = lo + SORT_RUN < n ? lo + SORT_RUN : n;
+        for (size_t i = lo + 1; i < hi; i++) {
+            sort_rec x = r[i];
+            size_t j = i;
+            for (; j > lo && rec_less(&x, &r[j - 1]); j--) r[j] = r[j - 1];
+            r[j] = x;
+        }
+    }
+    sort_rec *src = r, *dst = tmp;
+    for (size_t width = SORT_RUN; width < n; width *= 2) {
+        for (size_t lo = 0; lo < n; lo += 2 * width) {
+            size_t mid = lo + width < n ? lo + width : n, hi = lo + 2 * width < n ? lo + 2 * width : n;
+            size_t a = lo, b = mid, o = lo;
+            if (mid < hi && !rec_less(&src[mid], &src[mid - 1])) { /* already in order */
+                memcpy(dst + lo, src + lo, (hi - lo) * sizeof(sort_rec));
+                continue;
+            }
+            /* Branch-free: on random input the comparison is a coin toss,
+             * and a mispredicted branch per record cost more than the move. */
+            while (a < mid && b < hi) {
+                const int tb = rec_less(&src[b], &src[a]);
+                const sort_rec *pick = tb ? &src[b] : &src[a];
+                dst[o++] = *pick;
+                b += (size_t)tb;
+                a += (size_t)!tb;
+            }
+            while (a < mid) dst[o++] = src[a++];
+            while (b < hi) dst[o++] = src[b++];
+        }
+        sort_rec *t = src;
+        src = dst;
+        dst = t;
+    }
+    return src;
+}
+
+/* Stable LSD radix sort on the time key, 11 bits a pass, skipping the
+ * digits in which every key agrees (times of one batch share their sign,
+ * exponent and top mantissa bits): for deep lanes it beats the merges,
+ * whose comparisons on random input are a coin toss per record. */
+#define RADIX_MIN 512
+static sort_rec *radix_recs(sort_rec *r, sort_rec *tmp, size_t n) {
+    uint64_t diff = 0;
+    const uint64_t k0 = r[0].k;
+    for (size_t i = 1; i < n; i++) diff |= r[i].k ^ k0;
+    sort_rec *src = r, *dst = tmp;
+    uint32_t cnt[2048];
+    for (int shift = 0; shift < 64; shift += 11) {
+        if (((diff >> shift) & 2047u) == 0) continue;
+        memset(cnt, 0, sizeof cnt);
+        for (size_t i = 0; i < n; i++) cnt[(src[i].k >> shift) & 2047u]++;
+        uint32_t sum = 0;
+        for (int d = 0; d < 2048; d++) {
+            const uint32_t c = cnt[d];
+            cnt[d] = sum;
+            sum += c;
+        }
+        for (size_t i = 0; i < n; i++) dst[cnt[(src[i].k >> shift) & 2047u]++] = src[i];
+        sort_rec *t = src;
+        src = dst;
+        dst = t;
+    }
+    return src;
+}
+
+static inline void fill_rec(sort_rec *r, const seer_node *nd, uint32_t id) {
+    r->k = time_key(nd->ev.time);
+    r->id = id;
+}
+
+/* Sort a newest-first chain of k nodes into a list, oldest-first on ties;
+ * returns its head, its tail in *tail_out. */
+static uint32_t sort_chain(seer_node *N, uint32_t top, size_t k, uint32_t *tail_out) {
+    sort_rec stack_buf[3 * SORT_STACK];
+    sort_rec *r = k <= SORT_STACK ? stack_buf : sort_scratch(k);
+    if (!r) { /* no memory for the buffer: reverse, then sort the list itself */
+        uint32_t prev = NIL;
+        while (top != NIL) {
+            uint32_t nxt = N[top].next;
+            N[top].next = prev;
+            prev = top;
+            top = nxt;
+        }
+        uint32_t parts[33];
+        for (int i = 0; i < 33; i++) parts[i] = NIL;
+        while (prev != NIL) {
+            uint32_t cur = prev;
+            prev = N[prev].next;
+            N[cur].next = NIL;
+            int i = 0;
+            for (; parts[i] != NIL; i++) {
+                cur = merge_lists(N, parts[i], cur, NULL);
+                parts[i] = NIL;
+            }
+            parts[i] = cur;
+        }
+        uint32_t result = NIL;
+        for (int i = 0; i < 33; i++)
+            if (parts[i] != NIL) result = merge_lists(N, parts[i], result, NULL);
+        return merge_lists(N, result, NIL, tail_out);
+    }
+    /* Fill from the back, so r[] is in push order (what stability means). */
+    int sorted = 1;
+    size_t i = k;
+    for (uint32_t c = top; c != NIL; c = N[c].next) {
+        fill_rec(&r[--i], &N[c], c);
+        if (i + 1 < k && rec_less(&r[i + 1], &r[i])) sorted = 0;
+    }
+    sort_rec *s = sorted ? r : k >= RADIX_MIN ? radix_recs(r, r + k, k) : sort_recs(r, r + k, k);
+    /* Equal times are in push order now (the sort is stable); put each run
+     * of them in (source, seq) order with the same stable sort on a second
+     * key gathered once per record (a lane often gets one time from many
+     * senders: a broadcast's messages). */
+    sort_rec *u = s == r ? r + k : r, *tmp = r + 2 * k;
+    for (size_t lo = 0; lo < k;) {
+        size_t hi = lo + 1;
+        while (hi < k && s[hi].k == s[lo].k) hi++;
+        if (hi - lo > 1) {
+            int ordered = 1;
+            for (size_t a = lo; a < hi; a++) {
+                const seer_event *ev = &N[s[a].id].ev;
+                u[a - lo].k = ((uint64_t)((uint32_t)ev->source ^ 0x80000000u) << 32) | ev->seq;
+                u[a - lo].id = s[a].id;
+                if (a > lo && u[a - lo].k < u[a - lo - 1].k) ordered = 0;
+            }
+            if (!ordered) {
+                const sort_rec *t = sort_recs(u, tmp, hi - lo);
+                for (size_t a = lo; a < hi; a++) s[a].id = t[a - lo].id;
+            }
+        }
+        lo = hi;
+    }
+    for (size_t j = 0; j + 1 < k; j++) N[s[j].id].next = s[j + 1].id;
+    N[s[k - 1].id].next = NIL;
+    *tail_out = s[k - 1].id;
+    return s[0].id;
 }
 
 /* Move the inbox into the private sorted list.  Caller holds the entity. */
@@ -408,15 +680,14 @@ static void lane_drain(seer_queue *q, seer_lane *l) {
      * the pushes it empties, and their node writes are visible from here. */
     uint32_t top = atomic_exchange_explicit(&l->inbox, NIL, memory_order_acquire);
     if (top == NIL) return;
-    uint32_t prev = NIL;
-    while (top != NIL) { /* the stack is newest-first: reverse it */
-        uint32_t nxt = N[top].next;
-        N[top].next = prev;
-        prev = top;
-        top = nxt;
+    uint32_t list, tail;
+    if (N[top].next == NIL) { /* one event: the usual case inside a window */
+        list = tail = top;
+    } else {
+        size_t k = 0;
+        for (uint32_t c = top; c != NIL; c = N[c].next) k++;
+        list = sort_chain(N, top, k, &tail);
     }
-    uint32_t tail;
-    uint32_t list = sort_list(N, prev, &tail);
     if (l->head == NIL) {
         l->head = list;
         l->tail = tail;
@@ -429,11 +700,12 @@ static void lane_drain(seer_queue *q, seer_lane *l) {
 }
 
 /* End a claim: publish the exact earliest time, unclaim, re-ready if needed. */
-void seer_queue_unclaim(seer_queue *q, uint32_t e) {
+uint64_t seer_queue_unclaim_key(seer_queue *q, uint32_t e) {
     seer_lane *l = &q->lanes[e];
+    uint64_t k;
     for (;;) {
         lane_drain(q, l);
-        uint64_t k = l->head == NIL ? KEY_INF : time_key(q->nodes[l->head].ev.time);
+        k = l->head == NIL ? KEY_INF : time_key(q->nodes[l->head].ev.time);
         /* seq_cst store then seq_cst load of the inbox (Dekker with pushers):
          * if a push slipped in after the drain, we see it and drain again;
          * otherwise its CAS-min comes after this store and is kept. */
@@ -447,7 +719,10 @@ void seer_queue_unclaim(seer_queue *q, uint32_t e) {
     if (atomic_load_explicit(&l->next_key, memory_order_seq_cst) <
         atomic_load_explicit(&q->horizon_key, memory_order_seq_cst))
         make_ready(q, e);
+    return k;
 }
+
+void seer_queue_unclaim(seer_queue *q, uint32_t e) { (void)seer_queue_unclaim_key(q, e); }
 
 /* ---- pop / release --------------------------------------------------------- */
 
@@ -623,6 +898,27 @@ void seer_queue_publish(seer_queue *q, uint32_t id) {
     uint64_t k = time_key(nd->ev.time);
     cas_min(&l->next_key, k);
     if (k < atomic_load_explicit(&q->horizon_key, memory_order_seq_cst)) make_ready(q, (uint32_t)nd->ev.entity);
+}
+
+void seer_queue_insert_held(seer_queue *q, uint32_t id) {
+    seer_node *N = q->nodes;
+    seer_lane *l = &q->lanes[N[id].ev.entity];
+    /* The caller holds the entity, so the private list is its own: plain
+     * accesses, handed on by the unclaim's release like every other change
+     * to the list.  Its next_key is set exactly at unclaim. */
+    if (l->head == NIL) {
+        N[id].next = NIL;
+        l->head = l->tail = id;
+    } else if (!ev_less(&N[id].ev, &N[l->tail].ev)) { /* the usual case: a later tick */
+        N[id].next = NIL;
+        N[l->tail].next = id;
+        l->tail = id;
+    } else {
+        uint32_t *link = &l->head;
+        while (*link != NIL && !ev_less(&N[id].ev, &N[*link].ev)) link = &N[*link].next;
+        N[id].next = *link;
+        *link = id;
+    }
 }
 
 void seer_queue_add_pending(seer_queue *q, int64_t delta) {

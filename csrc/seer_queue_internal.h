@@ -9,6 +9,7 @@
 
 #define SEER_NODE_CACHE 128
 #define SEER_NIL UINT32_MAX
+#define SEER_KEY_INF 0xFFF0000000000000ull /* seer_queue_time_key(+inf) */
 
 typedef struct seer_node_cache {
     uint32_t n;
@@ -22,6 +23,35 @@ int seer_queue_take(seer_queue *q, uint32_t *entity);
 uint32_t seer_queue_next(seer_queue *q, uint32_t entity, double horizon, seer_event *out);
 /* End the claim on a held entity (re-readies it if it has work left). */
 void seer_queue_unclaim(seer_queue *q, uint32_t entity);
+/* The same, returning the exact earliest pending time key it published
+ * (later pushes can only lower the lane's key below it). */
+uint64_t seer_queue_unclaim_key(seer_queue *q, uint32_t entity);
+/* Put a node filled through seer_queue_node_event straight into the private
+ * list of its entity, which the caller holds (a handler's event to its own
+ * entity): no inbox CAS, no readying. */
+void seer_queue_insert_held(seer_queue *q, uint32_t id);
+
+/* Window bookkeeping split over lane ranges, so each worker of a pool does
+ * its share (the runtime's parallel window decisions).  Keys: times mapped
+ * to uint64 in the same order (SEER_KEY_INF: no event). */
+static inline uint64_t seer_time_key(double t) { /* as seer_queue.c's time_key */
+    uint64_t u;
+    if (t == 0.0) t = 0.0;
+    __builtin_memcpy(&u, &t, sizeof u);
+    return (u >> 63) ? ~u : (u | (1ull << 63));
+}
+double seer_queue_key_time(uint64_t key);
+/* Smallest next_key of lanes [lo, hi); exact when no lane there is held. */
+uint64_t seer_queue_min_key_range(const seer_queue *q, int32_t lo, int32_t hi);
+/* Raise the horizon to t and claim every idle lane of [lo, hi) with an
+ * event before t, writing their ids to out (room for hi - lo) instead of
+ * readying them: the caller runs them and unclaims them.  A lane that is
+ * already in the ready ring is left there.  *rest: the smallest key of the
+ * lanes not claimed.  Returns how many were claimed. */
+int32_t seer_queue_claim_range(seer_queue *q, double t, int32_t lo, int32_t hi, uint32_t *out, uint64_t *rest);
+/* Raise the horizon to t (never lowers it) and ready every lane of [lo, hi)
+ * with an event before t; returns the smallest key of the others. */
+uint64_t seer_queue_advance_range(seer_queue *q, double t, int32_t lo, int32_t hi);
 
 uint32_t seer_queue_alloc(seer_queue *q, seer_node_cache *c); /* SEER_NIL when full */
 void seer_queue_recycle(seer_queue *q, seer_node_cache *c, uint32_t id);

@@ -1,12 +1,16 @@
 /* SEER runtime: conservative windows over the dual-layer queue.
  *
  * A step runs windows [T, min(T + L, horizon)) where T is the earliest
- * pending time and L the model's lookahead.  Worker 0 (the caller of
- * seer_rt_step) decides each window; all workers meet at a barrier before and
- * after it.  Inside a window a worker takes a ready entity from layer 2,
- * which claims it, and runs its events one at a time, re-reading its lane
- * after each handler so that events the handler sends to its own entity keep
- * their order.  Events to other entities are at least L later, hence after
+ * pending time and L the model's lookahead.  Every worker (worker 0 is the
+ * caller of seer_rt_step) reports at a window's end barrier the earliest time
+ * it left pending; after it, all combine the same reports into the same next
+ * window, copy their share of the snapshots and claim or ready their share
+ * of the lanes (run_step_parallel; SEER_RT_BOOK_SERIAL keeps the old way,
+ * worker 0 deciding alone).  Inside a window a worker runs the entities it
+ * claimed, then helps the others (native models), or takes ready entities
+ * from layer 2 (Python handlers), running each entity's events one at a
+ * time and re-reading its lane after each handler so that events the
+ * handler sends to its own entity keep their order.  Events to other entities are at least L later, hence after
  * the window: workers never wait for each other inside a window.
  */
 #define _GNU_SOURCE
@@ -125,6 +129,30 @@ typedef struct seer_worker {
     seer_event batch[PY_BATCH];
     seer_event sorted[PY_BATCH];
     uint32_t batch_entity[PY_BATCH];
+    /* Parallel window bookkeeping (run_step_parallel). */
+    int32_t lane_lo, lane_hi; /* this worker's share of the lanes          */
+    uint64_t window_key;      /* the window's end t1 as a key               */
+    uint64_t min_key;         /* smallest key >= t1 this worker left behind */
+    uint32_t win_seq;         /* windows run; the same in every worker      */
+    seer_rt_stats stats;
+    /* Native windows: the lanes of this worker's share that have events in
+     * the window, claimed at the window's start.  The owner runs them first;
+     * idle workers steal from the end it has not reached (own_next).
+     * own_tag = tag_seq << 32 | count, published with release after the
+     * list is written, so a thief never reads another window's list (the
+     * count never restarts: a step's first window must not match the last
+     * step's first window). */
+    uint32_t *own;
+    uint32_t tag_seq; /* parallel windows run since creation, in every worker alike */
+    _Alignas(SEER_CACHELINE) _Atomic uint64_t own_tag;
+    _Atomic int32_t own_next;
+    /* Written before a window's end barrier, read by every worker after it.
+     * Two slots by the parity of the barrier count (the same in every
+     * worker): worker 0 may return and start the next step, writing its
+     * next report, while a slower worker still reads this one. */
+    _Alignas(SEER_CACHELINE) uint64_t report_key[2];
+    int32_t report_abort[2];
+    uint32_t phase; /* report barriers passed */
 } seer_worker;
 
 typedef struct snapshot_region {
@@ -155,6 +183,8 @@ struct seer_runtime {
     snapshot_region snaps[MAX_SNAPSHOTS];
     int num_snaps;
     int tracing;
+    int32_t bookkeeping; /* SEER_RT_BOOK_PARALLEL (default) or _SERIAL */
+    int32_t stats_on;
 
     /* Step control.  The window decision is written by worker 0 between the
      * two barriers of a window and read by all after the first; two slots so
@@ -168,6 +198,15 @@ struct seer_runtime {
     int64_t windows_total;
     int64_t events_total;
     seer_barrier barrier;
+    /* What the pool does on the next step_gen bump: a step or a parallel
+     * loop.  Written by the stepping thread before the bump (release), read
+     * by each worker after it (acquire); rewritten only after a barrier that
+     * every worker reaches after reading it. */
+    int32_t job;
+    seer_range_fn pf_fn;
+    void *pf_arg;
+    int64_t pf_n, pf_grain;
+    _Alignas(SEER_CACHELINE) _Atomic int64_t pf_next;
     _Alignas(SEER_CACHELINE) _Atomic uint32_t step_gen;
     _Atomic uint32_t step_sleepers;
     _Atomic int shutdown;
@@ -215,12 +254,22 @@ seer_runtime *seer_rt_new(seer_queue *q, int32_t num_workers, double lookahead, 
         rt->workers[w].ctx.api = seer_api_table();
         rt->workers[w].ctx.rt = rt;
         rt->workers[w].ctx.worker = w;
+        rt->workers[w].lane_lo = (int32_t)((int64_t)rt->num_entities * w / num_workers);
+        rt->workers[w].lane_hi = (int32_t)((int64_t)rt->num_entities * (w + 1) / num_workers);
+        rt->workers[w].own = zalloc(sizeof(uint32_t) * (size_t)(rt->workers[w].lane_hi - rt->workers[w].lane_lo + 1));
+        if (!rt->workers[w].own) {
+            seer_rt_free(rt);
+            return NULL;
+        }
     }
+    rt->bookkeeping = SEER_RT_BOOK_PARALLEL;
     return rt;
 }
 
 void seer_rt_free(seer_runtime *rt) {
     if (!rt) return;
+    if (rt->workers)
+        for (int32_t w = 0; w < rt->num_workers; w++) free(rt->workers[w].own);
     free(rt->workers);
     free(rt->rng_counter);
     free(rt->emit_seq);
@@ -309,6 +358,20 @@ void seer_rt_last_error(const seer_runtime *rt, seer_error_info *out) {
 }
 int64_t seer_rt_events_total(const seer_runtime *rt) { return rt->events_total; }
 int64_t seer_rt_windows_total(const seer_runtime *rt) { return rt->windows_total; }
+
+void seer_rt_set_bookkeeping(seer_runtime *rt, int32_t mode) {
+    rt->bookkeeping = mode == SEER_RT_BOOK_SERIAL ? SEER_RT_BOOK_SERIAL : SEER_RT_BOOK_PARALLEL;
+}
+
+void seer_rt_set_stats(seer_runtime *rt, int32_t on) {
+    rt->stats_on = on != 0;
+    for (int32_t i = 0; i < rt->num_workers; i++) memset(&rt->workers[i].stats, 0, sizeof(seer_rt_stats));
+}
+
+void seer_rt_take_stats(seer_runtime *rt, int32_t worker, seer_rt_stats *out) {
+    *out = rt->workers[worker].stats;
+    memset(&rt->workers[worker].stats, 0, sizeof(seer_rt_stats));
+}
 double seer_rt_window_end(const seer_runtime *rt, int32_t worker) { return rt->workers[worker].ctx.window_end; }
 
 /* ---- random streams ---------------------------------------------------------- */
@@ -344,8 +407,16 @@ void seer_rt_uniform_many(seer_runtime *rt, const int32_t *entities, double *out
 
 /* ---- emits -------------------------------------------------------------------- */
 
+static inline void note_key(seer_worker *w, uint64_t k) {
+    /* Keys below the window's end belong to events this window still runs
+     * (self-sent ones); what is left after the window is >= t1. */
+    if (k >= w->window_key && k < w->min_key) w->min_key = k;
+}
+
+/* held: target == source is held by this worker (a native handler's own
+ * entity), so the event goes straight into its private list. */
 static int emit_one(seer_runtime *rt, seer_worker *w, int32_t source, int32_t target, double time,
-                    int32_t kind, int64_t payload) {
+                    int32_t kind, int64_t payload, int held) {
     if (target < 0 || target >= rt->num_entities) return SEER_E_ENTITY;
     if (kind < 0 || kind >= rt->num_kinds) return SEER_E_KIND;
     if (!isfinite(time)) return SEER_E_TIME;
@@ -356,7 +427,11 @@ static int emit_one(seer_runtime *rt, seer_worker *w, int32_t source, int32_t ta
     if (id == SEER_NIL) return SEER_E_FULL;
     seer_event *ev = seer_queue_node_event(rt->q, id);
     *ev = (seer_event){time == 0.0 ? 0.0 : time, payload, target, kind, source, rt->emit_seq[source]++};
-    seer_queue_publish(rt->q, id);
+    if (held && target == source)
+        seer_queue_insert_held(rt->q, id);
+    else
+        seer_queue_publish(rt->q, id);
+    note_key(w, seer_time_key(ev->time));
     w->pending_delta++;
     return SEER_OK;
 }
@@ -364,7 +439,7 @@ static int emit_one(seer_runtime *rt, seer_worker *w, int32_t source, int32_t ta
 int seer_emit(seer_ctx *ctx, int32_t target, double time, int32_t kind, int64_t payload) {
     seer_runtime *rt = ctx->rt;
     seer_worker *w = &rt->workers[ctx->worker];
-    int rc = emit_one(rt, w, ctx->entity, target, time, kind, payload);
+    int rc = emit_one(rt, w, ctx->entity, target, time, kind, payload, 1);
     if (rc != SEER_OK) {
         seer_event cur = {ctx->now, 0, ctx->entity, -1, -1, 0};
         fail(rt, rc, ctx->worker, &cur, target, kind, time);
@@ -379,7 +454,7 @@ int seer_rt_emit_many(seer_runtime *rt, int32_t worker, const int32_t *sources, 
     *bad_index = -1;
     for (int64_t i = 0; i < n; i++) {
         if (sources[i] < 0 || sources[i] >= rt->num_entities) return *bad_index = i, SEER_E_ENTITY;
-        int rc = emit_one(rt, w, sources[i], targets[i], times[i], kinds[i], payloads ? payloads[i] : 0);
+        int rc = emit_one(rt, w, sources[i], targets[i], times[i], kinds[i], payloads ? payloads[i] : 0, 0);
         if (rc != SEER_OK) return *bad_index = i, rc;
     }
     return SEER_OK;
@@ -455,8 +530,53 @@ static void window_native(seer_runtime *rt, seer_worker *w, double t1, window_st
             w->pending_delta--;
             if (run_native(rt, w, &ev, st, window) != SEER_OK || aborted(rt)) break;
         }
-        seer_queue_unclaim(rt->q, e);
+        note_key(w, seer_queue_unclaim_key(rt->q, e));
     }
+}
+
+/* Run every window event of entity e, which this worker holds, then
+ * unclaim it; the exact key it leaves goes into this worker's report. */
+static inline void run_entity(seer_runtime *rt, seer_worker *w, uint32_t e, double t1, window_stats *st,
+                              int32_t window) {
+    seer_event ev;
+    uint32_t id;
+    while ((id = seer_queue_next(rt->q, e, t1, &ev)) != SEER_NIL) {
+        seer_queue_recycle(rt->q, &w->cache, id);
+        w->pending_delta--;
+        if (run_native(rt, w, &ev, st, window) != SEER_OK || aborted(rt)) break;
+    }
+    note_key(w, seer_queue_unclaim_key(rt->q, e));
+}
+
+/* Take entries of worker o's claimed list for window `seq` until none is
+ * left.  relaxed fetch_add: it only hands out distinct indices; the list's
+ * contents came with the acquire load of own_tag. */
+static void run_claimed(seer_runtime *rt, seer_worker *w, seer_worker *o, uint32_t seq, double t1,
+                        window_stats *st, int32_t window) {
+    /* acquire: pairs with the owner's release store of the tag, after it
+     * wrote the list and reset own_next. */
+    uint64_t tag = atomic_load_explicit(&o->own_tag, memory_order_acquire);
+    if ((uint32_t)(tag >> 32) != seq) return; /* not published yet: its owner runs it */
+    const int32_t n = (int32_t)(uint32_t)tag;
+    for (;;) {
+        int32_t i = atomic_fetch_add_explicit(&o->own_next, 1, memory_order_relaxed);
+        if (i >= n) return;
+        if (aborted(rt)) /* give the claim back unrun (it is readied if it still has events) */
+            seer_queue_unclaim(rt->q, o->own[i]);
+        else
+            run_entity(rt, w, o->own[i], t1, st, window);
+    }
+}
+
+/* Native-only models, parallel bookkeeping: the window's lanes were claimed
+ * by the workers that own them; run our own list, then help the others,
+ * then whatever sits in the ready ring (lanes that were queued already). */
+static void window_native_claimed(seer_runtime *rt, seer_worker *w, uint32_t seq, double t1, window_stats *st,
+                                  int32_t window) {
+    run_claimed(rt, w, w, seq, t1, st, window);  /* seq: tag_seq of this window */
+    for (int32_t i = 1; i < rt->num_workers; i++)
+        run_claimed(rt, w, &rt->workers[(w->ctx.worker + i) % rt->num_workers], seq, t1, st, window);
+    window_native(rt, w, t1, st, window);
 }
 
 /* Models with Python handlers: take one event from each of up to PY_BATCH
@@ -517,7 +637,7 @@ static void window_batched(seer_runtime *rt, seer_worker *w, double t1, window_s
             }
             i = j;
         }
-        for (int32_t i = 0; i < held; i++) seer_queue_unclaim(rt->q, w->batch_entity[i]);
+        for (int32_t i = 0; i < held; i++) note_key(w, seer_queue_unclaim_key(rt->q, w->batch_entity[i]));
     }
 }
 
@@ -544,45 +664,236 @@ static void decide_window(seer_runtime *rt) {
     rt->windows_total++;
 }
 
-static void run_step(seer_runtime *rt, int32_t wid) {
+static inline void timed_barrier(seer_runtime *rt, seer_worker *w);
+static void run_window(seer_runtime *rt, seer_worker *w, int32_t wid, double t0, double t1, int32_t window,
+                       int claimed);
+
+/* The serial bookkeeping (SEER_RT_BOOK_SERIAL, kept to measure against):
+ * worker 0 alone scans every lane for the next time, copies the snapshots
+ * and scans again to advance, while the others wait at the barrier. */
+static void run_step_serial(seer_runtime *rt, int32_t wid) {
     seer_worker *w = &rt->workers[wid];
     for (;;) {
-        if (wid == 0) decide_window(rt);
-        barrier_wait(&rt->barrier, rt->num_workers, rt->spin);
+        if (wid == 0) {
+            int64_t b0 = rt->stats_on ? now_ns() : 0;
+            decide_window(rt);
+            if (rt->stats_on) {
+                int64_t d = now_ns() - b0;
+                w->stats.bookkeeping_ns += d;
+                w->stats.serial_ns += d;
+            }
+        }
+        timed_barrier(rt, w);
         /* Every worker counts decisions itself, so all read the same slot. */
         uint32_t slot = w->decision++ & 1;
         if (rt->done[slot]) break;
         double t0 = rt->window_t0[slot], t1 = rt->window_t1[slot];
         w->ctx.window_end = t1;
+        w->window_key = seer_time_key(t1);
+        w->min_key = SEER_KEY_INF;
+        w->stats.windows++;
         int32_t window = (int32_t)rt->windows_total;
-        window_stats st = {0, 0, 0, 0};
-        int64_t start = TRACING(rt) ? now_ns() : 0;
-        if (rt->has_python)
-            window_batched(rt, w, t1, &st, window);
-        else
-            window_native(rt, w, t1, &st, window);
-        /* Settle shared counts and give cached nodes back before the barrier:
-         * after it, worker 0 may return to Python, which may push or reset. */
-        if (w->pending_delta) {
-            seer_queue_add_pending(rt->q, w->pending_delta);
-            w->pending_delta = 0;
-        }
-        seer_queue_flush_cache(rt->q, &w->cache);
-        w->events += st.events;
-        if (TRACING(rt)) {
-            if (w->trace_win_n < w->trace_win_cap)
-                w->trace_win[w->trace_win_n++] = (seer_trace_window){
-                    start, now_ns(), st.busy_ns, st.python_ns, st.events, st.empty_polls, t0, t1, window, wid};
-            else
-                w->trace_dropped++;
-        }
-        barrier_wait(&rt->barrier, rt->num_workers, rt->spin);
+        run_window(rt, w, wid, t0, t1, window, 0);
+        timed_barrier(rt, w);
         if (rt->last[slot]) break;
     }
 }
 
+
+static inline void timed_barrier(seer_runtime *rt, seer_worker *w) {
+    if (rt->stats_on) {
+        int64_t t0 = now_ns();
+        barrier_wait(&rt->barrier, rt->num_workers, rt->spin);
+        w->stats.barrier_ns += now_ns() - t0;
+    } else {
+        barrier_wait(&rt->barrier, rt->num_workers, rt->spin);
+    }
+}
+
+/* This worker's share of every snapshot region, cut at cache lines. */
+static void copy_snapshots(seer_runtime *rt, int32_t wid) {
+    const uint64_t W = (uint64_t)rt->num_workers;
+    for (int i = 0; i < rt->num_snaps; i++) {
+        const snapshot_region *r = &rt->snaps[i];
+        uint64_t lo = r->nbytes * (uint64_t)wid / W, hi = r->nbytes * (uint64_t)(wid + 1) / W;
+        lo = wid == 0 ? 0 : lo / SEER_CACHELINE * SEER_CACHELINE;
+        hi = (uint64_t)wid + 1 == W ? r->nbytes : hi / SEER_CACHELINE * SEER_CACHELINE;
+        if (hi > lo) memcpy((char *)r->snap + lo, (const char *)r->live + lo, hi - lo);
+    }
+}
+
+/* Run one window's events (both bookkeeping modes). */
+static void run_window(seer_runtime *rt, seer_worker *w, int32_t wid, double t0, double t1, int32_t window,
+                       int claimed) {
+    window_stats st = {0, 0, 0, 0};
+    int64_t start = TRACING(rt) ? now_ns() : 0;
+    if (rt->has_python)
+        window_batched(rt, w, t1, &st, window);
+    else if (claimed)
+        window_native_claimed(rt, w, w->tag_seq, t1, &st, window);
+    else
+        window_native(rt, w, t1, &st, window);
+    /* Settle shared counts and give cached nodes back before the barrier:
+     * after it, worker 0 may return to Python, which may push or reset. */
+    if (w->pending_delta) {
+        seer_queue_add_pending(rt->q, w->pending_delta);
+        w->pending_delta = 0;
+    }
+    seer_queue_flush_cache(rt->q, &w->cache);
+    w->events += st.events;
+    if (TRACING(rt)) {
+        if (w->trace_win_n < w->trace_win_cap)
+            w->trace_win[w->trace_win_n++] = (seer_trace_window){
+                start, now_ns(), st.busy_ns, st.python_ns, st.events, st.empty_polls, t0, t1, window, wid};
+        else
+            w->trace_dropped++;
+    }
+}
+
+/* Parallel bookkeeping: no worker decides alone.  Each worker reports at
+ * the end barrier the smallest time it left pending (the exact keys of the
+ * lanes it unclaimed, the events it sent, the lanes of its share that the
+ * window did not reach); after the barrier every worker combines the same
+ * reports into the same next window, copies its share of the snapshots and
+ * readies its share of the lanes.  A second barrier keeps handlers off the
+ * snapshots until every share is copied (models without snapshots skip it:
+ * a worker that finds the ready ring empty early just waits at the end).
+ *
+ * Why the reports give the exact minimum: after a window every pending
+ * event is >= t1 (cross-entity events by the lookahead rule, self-sent ones
+ * are run inside it).  A lane either was held in the window, and its last
+ * unclaim published its exact earliest key, which later pushes can only
+ * lower; or it was not, and its key at the window's start (>= t1, read by
+ * advance_range) was only lowered by pushes.  Pushes are noted by their
+ * senders.  So min(reports) is the smallest pending time: the same value,
+ * hence the same windows, for every pool size and interleaving. */
+static void run_step_parallel(seer_runtime *rt, int32_t wid) {
+    seer_worker *w = &rt->workers[wid];
+    const int stats = rt->stats_on;
+    /* Read once: worker 0 sets the next step's horizon and window count as
+     * soon as it leaves this step's last barrier, which may be before we
+     * are done reading.  Both were written before the step_gen RMW that
+     * started this step (or by this thread, for worker 0). */
+    const double horizon = rt->horizon;
+    const int64_t window_base = rt->windows_total;
+    int64_t b0 = stats ? now_ns() : 0;
+    w->win_seq = 0;
+    /* Step start: anything may have been pushed or changed from outside. */
+    w->report_key[w->phase & 1] = seer_queue_min_key_range(rt->q, w->lane_lo, w->lane_hi);
+    w->report_abort[w->phase & 1] = aborted(rt);
+    if (stats) w->stats.bookkeeping_ns += now_ns() - b0;
+    for (;;) {
+        timed_barrier(rt, w);
+        if (stats) b0 = now_ns();
+        const uint32_t slot = w->phase++ & 1;
+        uint64_t m = SEER_KEY_INF;
+        int stop = 0;
+        for (int32_t i = 0; i < rt->num_workers; i++) {
+            const seer_worker *o = &rt->workers[i];
+            if (o->report_key[slot] < m) m = o->report_key[slot];
+            stop |= o->report_abort[slot];
+        }
+        double t0 = seer_queue_key_time(m);
+        if (stop || !(t0 < horizon)) {
+            if (stats) w->stats.bookkeeping_ns += now_ns() - b0;
+            break;
+        }
+        double t1 = t0 + rt->lookahead;
+        if (!(t1 < horizon)) t1 = horizon;
+        copy_snapshots(rt, wid);
+        w->window_key = seer_time_key(t1);
+        w->ctx.window_end = t1;
+        w->win_seq++;
+        w->stats.windows++;
+        const int32_t window = (int32_t)(window_base + w->win_seq);
+        if (rt->has_python) {
+            w->min_key = seer_queue_advance_range(rt->q, t1, w->lane_lo, w->lane_hi);
+        } else {
+            /* Claim our share's lanes ourselves: no ready ring, so no ring
+             * traffic between the workers inside the window. */
+            uint64_t rest;
+            int32_t n = seer_queue_claim_range(rt->q, t1, w->lane_lo, w->lane_hi, w->own, &rest);
+            w->min_key = rest;
+            /* relaxed: published by the release store of the tag below. */
+            atomic_store_explicit(&w->own_next, 0, memory_order_relaxed);
+            /* release: the list and the reset above happen-before a thief's
+             * acquire load of this tag (run_claimed).  The window seq keeps
+             * a thief from taking a list of another window. */
+            w->tag_seq++;
+            atomic_store_explicit(&w->own_tag, ((uint64_t)w->tag_seq << 32) | (uint32_t)n, memory_order_release);
+        }
+        if (stats) w->stats.bookkeeping_ns += now_ns() - b0;
+        if (rt->num_snaps) timed_barrier(rt, w);
+        run_window(rt, w, wid, t0, t1, window, !rt->has_python);
+        w->report_key[w->phase & 1] = w->min_key;
+        w->report_abort[w->phase & 1] = aborted(rt);
+        if (!(t1 < horizon)) { /* the step ends with this window */
+            timed_barrier(rt, w);
+            break;
+        }
+    }
+}
+
+static void run_step(seer_runtime *rt, int32_t wid) {
+    seer_worker *w = &rt->workers[wid];
+    int64_t t0 = rt->stats_on ? now_ns() : 0;
+    if (rt->bookkeeping == SEER_RT_BOOK_SERIAL)
+        run_step_serial(rt, wid);
+    else
+        run_step_parallel(rt, wid);
+    if (rt->stats_on) {
+        w->stats.step_ns += now_ns() - t0;
+        w->stats.steps++;
+    }
+}
+
+#define JOB_STEP 0
+#define JOB_FOR 1
+
+/* Take slices of the parallel loop until none is left. */
+static void pfor_run(seer_runtime *rt, int32_t wid) {
+    const int64_t n = rt->pf_n, g = rt->pf_grain;
+    for (;;) {
+        /* relaxed: the counter only hands out disjoint slices (RMW
+         * atomicity); the loop's inputs came with the step_gen edge and its
+         * outputs go out through the barrier after it. */
+        int64_t lo = atomic_fetch_add_explicit(&rt->pf_next, g, memory_order_relaxed);
+        if (lo >= n) return;
+        rt->pf_fn(rt->pf_arg, lo, lo + g < n ? lo + g : n, wid);
+    }
+}
+
+int seer_rt_parallel_for(seer_runtime *rt, int64_t n, int64_t grain, seer_range_fn fn, void *arg) {
+    if (n <= 0) return SEER_OK;
+    if (grain < 1) grain = 1;
+    if (rt->num_workers == 1 || n <= grain) {
+        fn(arg, 0, n, 0);
+        return SEER_OK;
+    }
+    rt->job = JOB_FOR;
+    rt->pf_fn = fn;
+    rt->pf_arg = arg;
+    rt->pf_n = n;
+    rt->pf_grain = grain;
+    /* relaxed: published by the step_gen RMW below; every worker's last
+     * fetch_add of the previous loop came before the barrier that ended it. */
+    atomic_store_explicit(&rt->pf_next, 0, memory_order_relaxed);
+    /* seq_cst (release part): the job and the loop's inputs happen-before
+     * the pool's acquire load of the new generation; seq_cst for the
+     * sleepers handshake (wake_all). */
+    atomic_fetch_add_explicit(&rt->step_gen, 1, memory_order_seq_cst);
+    wake_all(&rt->step_gen, &rt->step_sleepers);
+    pfor_run(rt, 0);
+    /* Every slice's writes happen-before our return (the barrier's edges). */
+    barrier_wait(&rt->barrier, rt->num_workers, rt->spin);
+    return SEER_OK;
+}
+
+int32_t seer_rt_num_workers(const seer_runtime *rt) { return rt->num_workers; }
+
 int seer_rt_step(seer_runtime *rt, double horizon) {
     rt->horizon = horizon;
+    rt->job = JOB_STEP;
     if (rt->num_workers > 1) {
         /* seq_cst (release part): the horizon and the pushed actions happen-
          * before the pool's acquire load of the new generation. */
@@ -590,6 +901,7 @@ int seer_rt_step(seer_runtime *rt, double horizon) {
         wake_all(&rt->step_gen, &rt->step_sleepers);
     }
     run_step(rt, 0);
+    if (rt->bookkeeping != SEER_RT_BOOK_SERIAL) rt->windows_total += rt->workers[0].win_seq;
     /* Pool workers add their counts before each window's end barrier, whose
      * edges order them before this read. */
     int64_t events = 0;
@@ -613,7 +925,12 @@ void seer_rt_worker_main(seer_runtime *rt, int32_t wid) {
         /* acquire: see seer_rt_shutdown (the step_gen edge above already
          * carries the flag; this pair is belt and braces). */
         if (atomic_load_explicit(&rt->shutdown, memory_order_acquire)) return;
-        run_step(rt, wid);
+        if (rt->job == JOB_FOR) {
+            pfor_run(rt, wid);
+            barrier_wait(&rt->barrier, rt->num_workers, rt->spin);
+        } else {
+            run_step(rt, wid);
+        }
     }
 }
 
@@ -652,6 +969,8 @@ static const seer_api API = {
     .rt_step = seer_rt_step,
     .rt_reset = seer_rt_reset,
     .rt_events_total = seer_rt_events_total,
+    .rt_parallel_for = seer_rt_parallel_for,
+    .rt_num_workers = seer_rt_num_workers,
 };
 
 const seer_api *seer_api_table(void) { return &API; }

@@ -47,6 +47,24 @@ typedef struct seer_error_info {
     double target_time;
 } seer_error_info;
 
+/* Window bookkeeping: who decides the next window.  PARALLEL (default):
+ * every worker reports what it left pending at the end barrier, and copies
+ * its share of the snapshots and readies its share of the lanes.  SERIAL:
+ * worker 0 alone scans every lane, copies the snapshots and advances while
+ * the others wait (the old path, kept to measure the difference). */
+#define SEER_RT_BOOK_PARALLEL 0
+#define SEER_RT_BOOK_SERIAL 1
+
+/* Per-worker time accounting (seer_rt_set_stats(rt, 1); nanoseconds). */
+typedef struct seer_rt_stats {
+    int64_t steps;
+    int64_t windows;
+    int64_t step_ns;        /* inside seer_rt_step's run (worker 0: the step's wall time) */
+    int64_t bookkeeping_ns; /* window decisions, snapshot copies, readying lanes */
+    int64_t serial_ns;      /* bookkeeping done by this worker alone while the others wait */
+    int64_t barrier_ns;     /* waiting at window barriers                  */
+} seer_rt_stats;
+
 seer_runtime *seer_rt_new(seer_queue *q, int32_t num_workers, double lookahead, int32_t spin);
 void seer_rt_free(seer_runtime *rt);
 void seer_rt_set_handler(seer_runtime *rt, int32_t kind, seer_handler_fn fn);
@@ -72,6 +90,11 @@ void seer_rt_last_error(const seer_runtime *rt, seer_error_info *out);
 int64_t seer_rt_events_total(const seer_runtime *rt);
 double seer_rt_window_end(const seer_runtime *rt, int32_t worker);
 int64_t seer_rt_windows_total(const seer_runtime *rt);
+void seer_rt_set_bookkeeping(seer_runtime *rt, int32_t mode);
+/* Turn the per-worker accounting on (1) or off (0); either way it restarts. */
+void seer_rt_set_stats(seer_runtime *rt, int32_t on);
+/* This worker's accounting since the last call; restarts it. */
+void seer_rt_take_stats(seer_runtime *rt, int32_t worker, seer_rt_stats *out);
 
 void seer_rt_set_trace(seer_runtime *rt, int32_t worker, seer_trace_event *events, int64_t event_cap,
                        seer_trace_window *windows, int64_t window_cap);
@@ -85,6 +108,10 @@ uint64_t seer_random_u64(seer_ctx *ctx);
 double seer_uniform(seer_ctx *ctx);
 /* An external event (source -1) pushed into the runtime's queue. */
 int seer_rt_push(seer_runtime *rt, int32_t entity, double time, int32_t kind, int64_t payload);
+/* Between steps, from the stepping thread: fn over [0, n) in slices of
+ * `grain` items taken by the pool's workers as they come free (seer/seer.h). */
+int seer_rt_parallel_for(seer_runtime *rt, int64_t n, int64_t grain, seer_range_fn fn, void *arg);
+int32_t seer_rt_num_workers(const seer_runtime *rt);
 /* The function table plug-ins reach through ctx->api (seer/seer.h). */
 const seer_api *seer_api_table(void);
 

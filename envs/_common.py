@@ -1,5 +1,5 @@
 """Plumbing shared by SEER's PettingZoo environments: argument checks,
-action validation, seeding and the AEC factory."""
+action validation, seeding and the AEC factories."""
 
 from __future__ import annotations
 
@@ -8,17 +8,11 @@ from typing import Any, Mapping
 
 import numpy as np
 from pettingzoo import ParallelEnv
-from pettingzoo.utils import parallel_to_aec, wrappers
+from pettingzoo.utils import wrappers
+from pettingzoo.utils.conversions import parallel_to_aec_wrapper
 
+from seer._checks import check_workers  # noqa: F401  (re-exported for the envs)
 from seer.actions import validate_actions  # noqa: F401  (re-exported for the envs)
-
-
-def check_workers(workers: Any) -> int | str:
-    if workers == "auto":
-        return workers
-    if not isinstance(workers, numbers.Integral) or isinstance(workers, bool) or workers < 1:
-        raise ValueError(f'workers={workers!r} is invalid: expected "auto" or an integer >= 1')
-    return int(workers)
 
 
 def check_render_mode(render_mode: Any, modes) -> Any:
@@ -58,11 +52,18 @@ def seed_from(seed: Any, np_random: np.random.Generator | None) -> int:
     return int(seed)
 
 
+def make_raw_aec(parallel_env_cls, **kwargs):
+    """PettingZoo's ``raw_env``: the AEC version of a ParallelEnv, unwrapped.
+
+    ``parallel_to_aec_wrapper`` is the conversion itself: PettingZoo's
+    ``parallel_to_aec`` adds an order-enforcing wrapper, which ``env`` adds.
+    """
+    return parallel_to_aec_wrapper(parallel_env_cls(**kwargs))
+
+
 def make_aec(parallel_env_cls, **kwargs):
-    """The AEC version of a ParallelEnv, with PettingZoo's usual safety wrappers."""
-    env = parallel_to_aec(parallel_env_cls(**kwargs))
-    env = wrappers.OrderEnforcingWrapper(env)
-    return env
+    """PettingZoo's ``env``: the AEC version of a ParallelEnv, with the usual order-enforcing wrapper."""
+    return wrappers.OrderEnforcingWrapper(make_raw_aec(parallel_env_cls, **kwargs))
 
 
 class ClosingParallelEnv(ParallelEnv):

@@ -70,7 +70,7 @@ TARGET_SCALE = 20.0           # metres per unit of the target-relative observati
 
 TICK, RECV = lib.SEER_UAV_TICK, lib.SEER_UAV_RECV
 
-SCENARIOS = {"small": 8, "default": 32, "large": 256, "xlarge": 4096}
+SCENARIOS = {"small": 8, "default": 32, "large": 256, "xlarge": 4096, "xxlarge": 65536}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -455,12 +455,15 @@ class SeerSim:
 
     def __init__(self, cfg: UavConfig, workers="auto", *, trace: bool = False):
         from seer.runtime import Runtime
+        from seer.stpa import resolve_workers
 
         self.cfg = cfg
         self.model = UavModel(cfg)
         self.state = self.model.state
         self.out = self.model.out
-        self.runtime = Runtime(self.model, workers=workers, capacity=self.model.queue_capacity(), trace=trace)
+        capacity = self.model.queue_capacity()
+        workers = resolve_workers(workers, self.model, capacity=capacity)  # the runtime takes integers only
+        self.runtime = Runtime(self.model, workers=workers, capacity=capacity, trace=trace)
         # the plug-in's own ffi: the runtime is an opaque seer_runtime * to it
         self.model.native_env.rt = ffi.cast("seer_runtime *", self.runtime.native_address)
         self.workers = self.runtime.workers

@@ -35,9 +35,10 @@ import math
 
 import numpy as np
 
-from seer import Runtime
+from seer.runtime import Runtime
 from seer.capi import Plugin
 from seer.model import EventKind, Model
+from seer.stpa import resolve_workers
 
 from . import _wireless_c
 from . import wireless_model as wm
@@ -174,6 +175,7 @@ class WirelessSeer:
         lo = params.move_period[0] if not params.full_buffer else 1.0
         in_flight = U * (B + 4) * (math.ceil(wm.DELAY / lo) + 2)
         capacity = max(4096, 8 * (B + U) + in_flight)
+        workers = resolve_workers(workers, self.model, capacity=capacity)  # the runtime takes integers only
         self.runtime = Runtime(self.model, workers=workers, capacity=capacity, trace=trace)
         self.workers = self.runtime.workers
         self.tracing = trace

@@ -52,9 +52,11 @@ leaves ``agents``.  All agents are truncated after ``max_cycles`` steps.
 Arguments of :func:`parallel_env` and :func:`env`:
 
 - ``scenario``: ``"small"`` (8 UAVs), ``"default"`` (32), ``"large"`` (256),
-  ``"xlarge"`` (4096); ``num_uavs`` overrides the count.
+  ``"xlarge"`` (4096), ``"xxlarge"`` (65,536); ``num_uavs`` overrides the count.
 - ``max_cycles`` (default 500), ``dt`` (step length, a multiple of 0.1 s),
   ``k_neighbors`` (default 6), ``render_mode`` (None or ``"rgb_array"``),
+  ``strict_actions`` (default False: an action for an agent that left the
+  episode is ignored, as PettingZoo's converters do; True: an error),
   ``workers`` (``"auto"`` or an integer: SEER's pool size).
 - ``engine``: ``"seer"`` (default) or ``"reference"`` (the time-stepped
   numpy implementation, same numbers; for tests and benchmarks).
@@ -67,7 +69,7 @@ import copy
 import gymnasium
 import numpy as np
 
-from seer.errors import ClosedError
+from seer.errors import ClosedError, HandlerError, MisuseError
 from seer.vector.native import NativeCopy, NativeSpec
 from seer.envs import _uav_model as M
 from seer.envs._common import (
@@ -76,6 +78,7 @@ from seer.envs._common import (
     check_render_mode,
     check_workers,
     make_aec,
+    make_raw_aec,
     seed_from,
     validate_actions,
 )
@@ -93,8 +96,9 @@ class UavSwarmEnv(ClosingParallelEnv):
                 "render_fps": 10}
 
     def __init__(self, scenario="default", num_uavs=None, max_cycles=500, render_mode=None, dt=0.1,
-                 workers="auto", k_neighbors=6, engine="seer"):
+                 workers="auto", k_neighbors=6, engine="seer", strict_actions=False):
         cfg = M.make_config(scenario, num_uavs, dt, k_neighbors)
+        self.strict_actions = bool(strict_actions)
         self.max_cycles = check_int("max_cycles", max_cycles, 1)
         self.render_mode = check_render_mode(render_mode, self.metadata["render_modes"])
         workers = check_workers(workers)
@@ -180,7 +184,7 @@ class UavSwarmEnv(ClosingParallelEnv):
         self._check_open()
         agents = self.agents
         if not agents:
-            raise RuntimeError("step() called with no live agents: call reset() first")
+            raise MisuseError("step() called with no live agents: call reset() first")
         act = self._actions_array(actions)
         live = self._live
         M.set_actions(self.cfg, self._sim.state, live, act)
@@ -207,7 +211,7 @@ class UavSwarmEnv(ClosingParallelEnv):
             self._sim.runtime.fail(rc)
         except BaseException as exc:
             return exc
-        return RuntimeError(f"the native step failed with status {rc}")
+        return HandlerError(f"the native step failed with status {rc}")
 
     def _actions_array(self, actions) -> np.ndarray:
         """The live agents' actions as an (n, 3) array; any problem goes to
@@ -222,13 +226,15 @@ class UavSwarmEnv(ClosingParallelEnv):
             if (arr is not None and arr.dtype.kind in "fiu" and arr.shape == (len(agents), 3) and np.isfinite(arr).all()
                     and arr.min() >= -1.0 and arr.max() <= 1.0):
                 return arr.astype(np.float64, copy=False)
-        validate_actions(actions, agents, self.action_space)
+        validate_actions(actions, agents, self.action_space, possible_agents=self._index,
+                         strict=self.strict_actions)
         # validate_actions found nothing wrong with the values themselves
         return np.array([np.asarray(actions[a], np.float64) for a in agents])
 
     # ---- rendering ---------------------------------------------------------------------------
 
     def render(self):
+        self._check_open()
         if self.render_mode is None:
             gymnasium.logger.warn("render() called without render_mode; pass render_mode='rgb_array'")
             return None
@@ -251,42 +257,116 @@ class UavSwarmEnv(ClosingParallelEnv):
 
 
 def render_frame(cfg, st, J, size: int = 512) -> np.ndarray:
-    """Top-down (x, y) view: neighbour links (to the UAVs a UAV currently
-    observes) in grey, targets as dim dots, UAVs as dots coloured by clock
-    rate (10 Hz red, 20 Hz green, 50 Hz blue).  numpy only."""
-    hi = cfg.world_hi
-    scale = (size - 1) / max(hi[0], hi[1])
-    h, w = int(hi[1] * scale) + 1, int(hi[0] * scale) + 1
-    img = np.full((h, w, 3), 255, np.uint8)
+    """A top-down (x, y) picture a person can read, numpy only.
+
+    Header: the step, simulated time and live UAVs.  Map: the world box
+    (leaving it loses a UAV) with a 10 m grid; each UAV a disk coloured by
+    its clock (10 Hz red, 20 Hz green, 50 Hz blue) and sized by its height
+    (bigger is higher; higher UAVs are drawn on top), its target a "+" in a
+    light tint of its colour joined to it by a dashed line (up to 64 UAVs),
+    grey links to the neighbours it currently observes, lost UAVs a dark
+    "x" where they were lost.  Footer: the legend and a scale bar.
+    """
+    from seer.envs import _render as D
+
+    hi = np.asarray(cfg.world_hi, np.float64)
+    header, footer, margin = 30, 44, 10
+    scale = (size - 1 - 2 * margin) / max(hi[0], hi[1])
+    mw, mh = int(round(hi[0] * scale)), int(round(hi[1] * scale))
+    w = mw + 2 * margin + 1
+    h = header + mh + 2 * margin + 1 + footer
+    img = np.full((h, w, 3), 222, np.uint8)
+    oy, ox = header + margin, margin  # pixel of the world's (x=0, y=hi) corner
 
     def to_px(p):
-        x = np.clip(np.rint(p[..., 0] * scale), 0, w - 1).astype(np.int64)
-        y = np.clip(np.rint((hi[1] - p[..., 1]) * scale), 0, h - 1).astype(np.int64)
+        p = np.asarray(p, np.float64)
+        x = np.rint(ox + p[..., 0] * scale).astype(np.int64)
+        y = np.rint(oy + (hi[1] - p[..., 1]) * scale).astype(np.int64)
         return y, x
+
+    # the world and its border, with a 10 m grid
+    D.fill_rect(img, oy, ox, oy + mh + 1, ox + mw + 1, (250, 250, 250))
+    for g in np.arange(10.0, hi[0], 10.0):
+        D.fill_rect(img, oy, int(round(ox + g * scale)), oy + mh + 1, int(round(ox + g * scale)) + 1, (232, 232, 232))
+    for g in np.arange(10.0, hi[1], 10.0):
+        y = int(round(oy + (hi[1] - g) * scale))
+        D.fill_rect(img, y, ox, y + 1, ox + mw + 1, (232, 232, 232))
+    D.rect(img, oy - 2, ox - 2, oy + mh + 3, ox + mw + 3, (40, 40, 40), width=2)
 
     alive = st["alive"].astype(bool)
     pos = st["pos"]
+    n = len(alive)
+    clock = np.array([(220, 40, 40), (40, 170, 40), (40, 60, 220)], np.uint8)
+    tint = np.array([(240, 160, 160), (150, 210, 150), (160, 170, 240)], np.uint8)
+    which = np.arange(n) % 3
+    live = np.flatnonzero(alive)
+
     # links to the observed neighbours (fresh table entries)
     slot = np.arange(cfg.table_cap)
     valid = (slot < st["nb_count"][:, None]) & (st["nb_tick"] >= J - cfg.max_age_ticks) & alive[:, None]
     r, c = np.nonzero(valid)
     if len(r):
-        a, b = pos[r], st["nb_state"][r, c, 0:3]
-        t = np.linspace(0.0, 1.0, 24)[None, :, None]
-        y, x = to_px(a[:, None, :] * (1 - t) + b[:, None, :] * t)
-        img[y, x] = (170, 170, 170)
-    ty, tx = to_px(st["target"][alive])
-    img[ty, tx] = (120, 120, 120)
-    colours = np.array([(220, 40, 40), (40, 170, 40), (40, 60, 220)], np.uint8)
-    y, x = to_px(pos[alive])
-    col = colours[np.flatnonzero(alive) % 3]
-    for dy in (-1, 0, 1):
-        for dx in (-1, 0, 1):
-            img[np.clip(y + dy, 0, h - 1), np.clip(x + dx, 0, w - 1)] = col
+        (y0, x0), (y1, x1) = to_px(pos[r]), to_px(st["nb_state"][r, c, 0:3])
+        D.lines(img, y0, x0, y1, x1, (170, 170, 170))
+    # targets, joined to their UAVs while the picture stays readable
+    ty, tx = to_px(st["target"][live])
+    uy, ux = to_px(pos[live])
+    if len(live) <= 64:
+        for k in range(3):
+            sel = which[live] == k
+            D.lines(img, uy[sel], ux[sel], ty[sel], tx[sel], tint[k], dash=3)
+    mark = int(np.clip(round(scale * 0.6), 2, 5))
+    for k in range(3):
+        sel = which[live] == k
+        D.plus_marks(img, ty[sel], tx[sel], mark, tint[k] // 2 + 60)
+    # lost UAVs where they were lost
+    lost = np.flatnonzero(~alive)
+    if len(lost):
+        ly, lx = to_px(pos[lost])
+        D.crosses(img, ly, lx, mark, (70, 70, 70))
+    # UAVs: size by height, lowest first so the higher ones lie on top
+    z = np.clip(pos[live, 2] / max(hi[2], 1e-9), 0.0, 1.0)
+    r_lo, r_hi = np.clip(scale * 0.35, 2, 4), np.clip(scale * 0.9, 3, 9)
+    radius = np.rint(r_lo + (r_hi - r_lo) * z).astype(np.int64)
+    order = np.argsort(z, kind="stable")
+    uy, ux, radius = uy[order], ux[order], radius[order]
+    col = clock[which[live][order]]
+    D.disks(img, uy, ux, radius + 1, (30, 30, 30))
+    D.disks(img, uy, ux, radius, col)
+
+    # header: where the episode is
+    D.fill_rect(img, 0, 0, header, w, (36, 40, 48))
+    steps = int(J) // max(1, cfg.ticks_per_step)
+    title = f"STEP {steps}  T {int(J) * M.TICK_S:.1f} S  LIVE {len(live)}/{n}"
+    big = D.text_size(title, 2)[1] <= w - 100  # leaves room for the env's name
+    D.text(img, 7 if big else 11, 8, title, (255, 255, 255), scale=2 if big else 1)
+    D.text(img, 11, w - 8 - D.text_size("UAV_SWARM_V0")[1], "UAV_SWARM_V0", (170, 180, 200))
+    # footer: the legend and a scale bar
+    fy = h - footer + 6
+    x = 8
+    for k, hz in enumerate(M.RATES_HZ):
+        D.disks(img, [fy + 3], [x + 4], 5, (30, 30, 30))
+        D.disks(img, [fy + 3], [x + 4], 4, clock[k])
+        x = D.text(img, fy, x + 12, f"{hz} HZ", (30, 30, 30)) + 8
+    x = D.text(img, fy, x + 4, "HEIGHT", (30, 30, 30)) + 8
+    for rad, label in ((int(r_lo), "0"), (int(r_hi), f"{hi[2]:.0f} M")):
+        D.disks(img, [fy + 3], [x + rad], rad + 1, (30, 30, 30))
+        D.disks(img, [fy + 3], [x + rad], rad, (150, 150, 150))
+        x = D.text(img, fy, x + 2 * rad + 4, label, (30, 30, 30)) + 8
+    x += 4
+    D.plus_marks(img, [fy + 3], [x + 3], 3, (90, 90, 90))
+    x = D.text(img, fy, x + 10, "TARGET", (30, 30, 30)) + 12
+    D.crosses(img, [fy + 3], [x + 3], 3, (70, 70, 70))
+    D.text(img, fy, x + 10, "LOST", (30, 30, 30))
+    fy2 = fy + 16
+    D.lines(img, [fy2 + 3], [8], [fy2 + 3], [26], (170, 170, 170))
+    x = D.text(img, fy2, 32, "SENSED NEIGHBOUR", (30, 30, 30)) + 12
+    D.lines(img, [fy2 + 3], [x], [fy2 + 3], [x + 18], (200, 120, 120), dash=3)
+    x = D.text(img, fy2, x + 24, "TO TARGET", (30, 30, 30)) + 16
+    bar = int(round(10.0 * scale))
+    D.fill_rect(img, fy2 + 2, x, fy2 + 5, x + bar, (30, 30, 30))
+    D.text(img, fy2, x + bar + 6, "10 M", (30, 30, 30))
     return img
-
-
-raw_env = UavSwarmEnv
 
 
 def parallel_env(**kwargs) -> UavSwarmEnv:
@@ -294,8 +374,13 @@ def parallel_env(**kwargs) -> UavSwarmEnv:
     return UavSwarmEnv(**kwargs)
 
 
+def raw_env(**kwargs):
+    """The unwrapped AEC env (PettingZoo's conversion of :func:`parallel_env`, no wrapper)."""
+    return make_raw_aec(UavSwarmEnv, **kwargs)
+
+
 def env(**kwargs):
-    """The AEC version (PettingZoo's parallel_to_aec plus order enforcing)."""
+    """The AEC env: :func:`raw_env` in PettingZoo's order-enforcing wrapper."""
     return make_aec(UavSwarmEnv, **kwargs)
 
 

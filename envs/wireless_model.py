@@ -21,8 +21,8 @@ default parameters:
 The module also holds what SEER's ``wireless_v0`` and its numpy reference
 share: the scenarios (:data:`SCENARIOS`), the parameters
 (:class:`WirelessParams`), the per-distance lookup tables
-(:func:`channel_tables`) and a numpy port of SEER's counter-based random
-streams (:func:`counter_uniform`).
+(:func:`channel_tables`); the counter-based random streams are SEER's own
+(:func:`seer.rng.counter_uniform`).
 
 Units follow mobile-env: distances in map units (metres), frequency in MHz,
 heights in metres, transmit power in dBm, noise in the same linear unit as
@@ -37,6 +37,8 @@ import math
 from typing import Any, Mapping, Sequence
 
 import numpy as np
+
+from seer.rng import counter_uniform  # noqa: F401  (wm.counter_uniform: the reference draws through it)
 
 #: mobile-env's guard against log10(0) in the path loss.
 EPSILON = 1e-16
@@ -235,13 +237,14 @@ class Scenario:
         return len(self.bs_positions)
 
 
-def _xlarge_stations() -> tuple:
+def _xlarge_stations(nx: int = 10, ny: int = 5) -> tuple:
     # 50 BSs on a jittered 10 x 5 grid over 600 x 600: the density of `large`
     # (13 BSs on 300 x 300 is one per ~6900 m^2; this is one per 7200 m^2).
-    # Fixed integers, computed once from a hash-free formula.
+    # Fixed integers, computed once from a hash-free formula.  xxlarge: the
+    # same pattern over a 20 x 10 grid (1200 x 1200, 200 BSs).
     pos = []
-    for k in range(50):
-        i, j = k % 10, k // 10
+    for k in range(nx * ny):
+        i, j = k % nx, k // nx
         jx = (k * 37) % 23 - 11
         jy = (k * 53) % 29 - 14
         pos.append((30 + 60 * i + jx, 60 + 120 * j + jy))
@@ -257,6 +260,8 @@ SCENARIOS: dict[str, Scenario] = {
                       ((50, 100), (60, 210), (90, 60), (120, 130), (130, 215), (140, 190), (160, 70),
                        (200, 250), (210, 135), (230, 70), (250, 240), (255, 170), (265, 50)), 30),
     "xlarge": Scenario("xlarge", 600, 600, _xlarge_stations(), 500),
+    # issue 15: one env of 10,000 UEs (4x xlarge's area and BSs, 5x its UE density)
+    "xxlarge": Scenario("xxlarge", 1200, 1200, _xlarge_stations(20, 10), 10_000),
 }
 
 
@@ -339,31 +344,11 @@ def max_d2(params: WirelessParams) -> int:
     return int((dx * dx + dy * dy).max())
 
 
-# ---- counter-based random streams (numpy port of csrc/seer_runtime.c) -------------------
+# ---- counter-based random streams -----------------------------------------------------
 
-_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
-_M1 = np.uint64(0xBF58476D1CE4E5B9)
-_M2 = np.uint64(0x94D049BB133111EB)
-_S30, _S27, _S31, _S11, _ONE = (np.uint64(s) for s in (30, 27, 31, 11, 1))
 #: Salt of the streams that draw initial states at reset (kept apart from the
 #: streams handlers draw from, which start at counter 0 for every seed).
 RESET_SALT = 0x5EEDC0DE5EEDC0DE
-
-
-def _mix64(z: np.ndarray) -> np.ndarray:
-    z = (z ^ (z >> _S30)) * _M1
-    z = (z ^ (z >> _S27)) * _M2
-    return z ^ (z >> _S31)
-
-
-def counter_uniform(seed: int, entity, counter) -> np.ndarray:
-    """Uniform [0, 1) draws, bit-identical to SEER's ``seer_counter_uniform``:
-    a pure function of ``(seed, entity, counter)`` (arrays broadcast)."""
-    s = np.array([int(seed) & 0xFFFFFFFFFFFFFFFF], np.uint64)
-    ent = np.atleast_1d(np.asarray(entity, np.int64)).astype(np.uint32).astype(np.uint64)
-    ctr = np.atleast_1d(np.asarray(counter, np.int64)).astype(np.uint64)
-    k = _mix64(s ^ _GOLDEN) ^ _mix64((ent << _ONE) | _ONE)
-    return (_mix64(k + ctr * _GOLDEN) >> _S11).astype(np.float64) * (2.0 ** -53)
 
 
 # ---- initial state (shared by SEER and the reference) ------------------------------------

@@ -17,7 +17,8 @@ counts (normalised).  Its reward is mobile-env's: its utility plus the
 utilities of the BSs in range, over their connections plus one.
 
 Scenarios: ``small`` (3 BS / 5 UE), ``medium`` (7 / 15), ``large`` (13 / 30)
-with mobile-env's maps, and ``xlarge`` (50 / 500, 600 x 600).
+with mobile-env's maps, ``xlarge`` (50 / 500, 600 x 600) and ``xxlarge``
+(200 / 10,000, 1200 x 1200).
 
 Two modes:
 
@@ -60,13 +61,14 @@ from typing import Any
 import gymnasium
 import numpy as np
 
+from seer.errors import ClosedError, HandlerError, MisuseError
 from seer.vector.native import NativeCopy, NativeSpec
 
 from . import _common
 from . import wireless_model as wm
 from ._wireless_reference import WirelessReference
 
-__all__ = ["parallel_env", "env", "WirelessEnv", "SCENARIOS", "make_traced"]
+__all__ = ["parallel_env", "env", "raw_env", "WirelessEnv", "SCENARIOS", "make_traced"]
 
 SCENARIOS = wm.SCENARIOS
 ENGINES = ("seer", "reference")
@@ -79,7 +81,7 @@ class WirelessEnv(_common.ClosingParallelEnv):
     """PettingZoo ParallelEnv of wireless_v0 (see the module docstring).
 
     Args:
-        scenario: ``"small"``, ``"medium"``, ``"large"`` or ``"xlarge"``.
+        scenario: ``"small"``, ``"medium"``, ``"large"``, ``"xlarge"`` or ``"xxlarge"``.
         workers: SEER worker threads, or ``"auto"`` (STPA's choice).
         max_cycles: Steps per episode (mobile-env's ``EP_MAX_TIME``, 100).
         render_mode: ``None`` or ``"rgb_array"``.
@@ -95,6 +97,8 @@ class WirelessEnv(_common.ClosingParallelEnv):
         num_ue: Number of UEs (default: the scenario's).
         move_period, max_pause, mean_on, mean_off: Event-driven mode's
             mobility and traffic (ignored with ``full_buffer=True``).
+        strict_actions: Refuse actions for agents that left the episode
+            (default: ignored, as PettingZoo's converters do).
     """
 
     metadata = {"name": "wireless_v0", "render_modes": ["rgb_array"], "is_parallelizable": True,
@@ -103,8 +107,10 @@ class WirelessEnv(_common.ClosingParallelEnv):
     def __init__(self, scenario: str = "small", workers: Any = "auto", max_cycles: int = wm.EP_MAX_TIME,
                  render_mode: str | None = None, full_buffer: bool = False, layout: Any = None,
                  engine: str = "seer", num_ue: int | None = None, move_period=(0.5, 2.0),
-                 max_pause: float = 10.0, mean_on: float = 10.0, mean_off: float = 10.0):
+                 max_pause: float = 10.0, mean_on: float = 10.0, mean_off: float = 10.0,
+                 strict_actions: bool = False):
         self._runtime = None
+        self.strict_actions = bool(strict_actions)
         self._core = None
         workers = _common.check_workers(workers)
         self.max_cycles = _common.check_int("max_cycles", max_cycles, 1)
@@ -168,6 +174,7 @@ class WirelessEnv(_common.ClosingParallelEnv):
         return self._all_agents if self._was_reset and self._core.steps < self.max_cycles else []
 
     def reset(self, seed=None, options=None):
+        self._check_open()
         if seed is not None:
             seed = _common.seed_from(seed, None)
             self._np_random = np.random.default_rng(seed)
@@ -182,8 +189,9 @@ class WirelessEnv(_common.ClosingParallelEnv):
         return dict(zip(self.agents, obs.copy())), {a: {} for a in self.agents}
 
     def step(self, actions):
+        self._check_open()
         if not self.agents:
-            raise RuntimeError("step() called on an episode that has ended (or was never reset): call reset() first")
+            raise MisuseError("step() called on an episode that has ended (or was never reset): call reset() first")
         agents = self.agents
         acts = self._action_array(actions)
         obs, rew = self._core.step(acts)
@@ -209,7 +217,7 @@ class WirelessEnv(_common.ClosingParallelEnv):
             self._core.runtime.fail(rc)
         except BaseException as exc:
             return exc
-        return RuntimeError(f"the native step failed with status {rc}")
+        return HandlerError(f"the native step failed with status {rc}")
 
     def _action_array(self, actions) -> np.ndarray:
         agents = self.agents
@@ -223,19 +231,26 @@ class WirelessEnv(_common.ClosingParallelEnv):
         except (KeyError, TypeError, OverflowError):
             pass
         # The slow path names the offending agent and value.
-        _common.validate_actions(actions, agents, self.action_space)
+        _common.validate_actions(actions, agents, self.action_space, possible_agents=self._index,
+                                 strict=self.strict_actions)
         return np.array([int(np.asarray(actions[a]).item()) for a in agents], np.int64)
 
     # ---- rendering ---------------------------------------------------------------------
 
     def render(self):
+        self._check_open()
         if self.render_mode is None:
             gymnasium.logger.warn("render() called without a render_mode; pass render_mode='rgb_array'")
             return None
         if not self._was_reset:
-            raise RuntimeError("render() needs an episode: call reset() first")
+            raise MisuseError("render() needs an episode: call reset() first")
         return render_frame(self.params, self._core.ue_positions, self._core.connections,
-                            getattr(self._core, "util", np.zeros(self.num_ue)))
+                            getattr(self._core, "util", np.zeros(self.num_ue)),
+                            steps=getattr(self._core, "steps", None), t=getattr(self._core, "t", None))
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise ClosedError("this wireless_v0 env is closed")
 
     def close(self) -> None:
         if self._core is not None:
@@ -259,41 +274,86 @@ def _disk(radius: int) -> tuple[np.ndarray, np.ndarray]:
     return dy[keep], dx[keep]
 
 
-def render_frame(params: wm.WirelessParams, ue_xy: np.ndarray, conn: np.ndarray, util: np.ndarray) -> np.ndarray:
-    """An ``(H, W, 3)`` uint8 picture: BSs (black squares), UEs (disks from red,
-    utility -1, to green, utility 1) and their connections (blue lines)."""
+def render_frame(params: wm.WirelessParams, ue_xy: np.ndarray, conn: np.ndarray, util: np.ndarray,
+                 steps: int | None = None, t: float | None = None) -> np.ndarray:
+    """An ``(H, W, 3)`` uint8 picture a person can read, numpy only.
+
+    Header: the step, simulated time, connected UEs and their mean utility.
+    Map (with its border): BSs as black squares, numbered when there are at
+    most 20; UEs as disks coloured by utility (red -1, yellow 0, green +1);
+    their connections as blue lines.  Footer: the utility colour bar and
+    the legend.  The frame is ``_FRAME`` pixels along the map's longer side.
+    """
+    from seer.envs import _render as D
+
     W, H = params.scenario.width, params.scenario.height
-    s = _FRAME / max(W, H)
-    w, h = int(round(W * s)), int(round(H * s))
-    img = np.full((h, w, 3), 255, np.uint8)
+    s0 = _FRAME / max(W, H)
+    w, h = int(round(W * s0)), int(round(H * s0))
+    header, footer, margin = 24, 38, 8
+    s = min((w - 2 * margin - 1) / W, (h - header - footer - 2 * margin - 1) / H)
+    mw, mh = int(round(W * s)), int(round(H * s))
+    ox = (w - mw) // 2
+    oy = header + margin + (h - header - footer - 2 * margin - 1 - mh) // 2
+    img = np.full((h, w, 3), 222, np.uint8)
+    D.fill_rect(img, oy, ox, oy + mh + 1, ox + mw + 1, (250, 250, 250))
+    D.rect(img, oy - 2, ox - 2, oy + mh + 3, ox + mw + 3, (40, 40, 40), width=2)
 
     def px(xy):
-        xy = np.asarray(xy, np.float64)
-        c = np.clip((xy[:, 0] * s).astype(np.int64), 0, w - 1)
-        r = np.clip(h - 1 - (xy[:, 1] * s).astype(np.int64), 0, h - 1)
+        xy = np.asarray(xy, np.float64).reshape(-1, 2)
+        c = np.clip(np.rint(ox + xy[:, 0] * s).astype(np.int64), ox, ox + mw)
+        r = np.clip(np.rint(oy + (H - xy[:, 1]) * s).astype(np.int64), oy, oy + mh)
         return r, c
 
     bs = params.bs_xy.astype(np.float64)
     br, bc = px(bs)
     ur, uc = px(ue_xy)
+    conn = np.asarray(conn, bool)
     u, b = np.nonzero(conn)
-    if u.size:  # lines, sampled one point per pixel of their longer side
-        r0, c0, r1, c1 = ur[u], uc[u], br[b], bc[b]
-        n = np.maximum(np.abs(r1 - r0), np.abs(c1 - c0)) + 1
-        seg = np.repeat(np.arange(u.size), n)
-        f = (np.arange(n.sum()) - np.repeat(np.cumsum(n) - n, n)) / np.repeat(np.maximum(n - 1, 1), n)
-        rr = np.rint(r0[seg] + f * (r1 - r0)[seg]).astype(np.int64)
-        cc = np.rint(c0[seg] + f * (c1 - c0)[seg]).astype(np.int64)
-        img[rr, cc] = (40, 110, 220)
+    D.lines(img, ur[u], uc[u], br[b], bc[b], (40, 110, 220))
     q = 4  # BSs: black 9 x 9 squares
-    oy, ox = np.mgrid[-q:q + 1, -q:q + 1]
-    img[np.clip(br[:, None] + oy.ravel()[None, :], 0, h - 1), np.clip(bc[:, None] + ox.ravel()[None, :], 0, w - 1)] = 0
-    dy, dx = _disk(4)
-    a = np.clip((np.asarray(util, np.float64) + 1.0) / 2.0, 0.0, 1.0)
-    colors = np.stack([255 * (1 - a), 200 * a, np.full_like(a, 40)], axis=1).astype(np.uint8)
-    rr = np.clip(ur[:, None] + dy[None, :], 0, h - 1)
-    cc = np.clip(uc[:, None] + dx[None, :], 0, w - 1)
-    img[rr, cc] = colors[:, None, :]
+    for r, c in zip(br.tolist(), bc.tolist()):
+        D.fill_rect(img, r - q, c - q, r + q + 1, c + q + 1, 0)
+    stops = [(215, 40, 40), (235, 200, 40), (40, 170, 60)]
+    util = np.asarray(util, np.float64)
+    colours = D.ramp((util + 1.0) / 2.0, stops)
+    radius = 4 if len(ur) <= 100 else 2  # crowded maps: smaller UEs, so the BSs stay visible
+    D.disks(img, ur, uc, radius + 1, (30, 30, 30))
+    D.disks(img, ur, uc, radius, colours)
+    if len(bs) <= 20:  # BS numbers last, on a white tab, so no UE or link hides them
+        for k, (r, c) in enumerate(zip(br.tolist(), bc.tolist())):
+            tw = D.text_size(str(k))[1]
+            D.fill_rect(img, r - q - 11, c - tw // 2 - 1, r - q - 1, c + tw // 2 + 2, (255, 255, 255))
+            D.text(img, r - q - 10, c - tw // 2, str(k), (20, 20, 20))
+
+    connected = conn.any(axis=1)
+    D.fill_rect(img, 0, 0, header, w, (36, 40, 48))
+    parts = [] if steps is None else [f"STEP {int(steps)}"]
+    if t is not None:
+        parts.append(f"T {float(t):.1f} S")
+    parts.append(f"CONNECTED {int(connected.sum())}/{len(connected)}")
+    parts.append(f"MEAN UTILITY {util.mean() if util.size else 0.0:+.2f}")
+    title = "  ".join(parts)
+    D.text(img, 8, 8, title, (255, 255, 255))
+    name_w = D.text_size("WIRELESS_V0")[1]
+    if 8 + D.text_size(title)[1] + 16 + name_w <= w:
+        D.text(img, 8, w - 8 - name_w, "WIRELESS_V0", (170, 180, 200))
+    fy = h - footer + 6
+    x = D.text(img, fy, 8, "UTILITY -1", (30, 30, 30)) + 6
+    D.colour_bar(img, fy, x, 80, 7, stops)
+    x = D.text(img, fy, x + 86, "+1", (30, 30, 30)) + 14
+    D.fill_rect(img, fy - 1, x, fy + 8, x + 9, 0)
+    D.text(img, fy, x + 14, "BS", (30, 30, 30))
+    fy2 = fy + 15
+    D.lines(img, [fy2 + 3], [8], [fy2 + 3], [26], (40, 110, 220))
+    x = D.text(img, fy2, 32, "CONNECTION", (30, 30, 30)) + 14
+    bar = 100.0 * s
+    if bar < 20:
+        bar, label = 500.0 * s, "500 M"
+    else:
+        label = "100 M"
+    bar = int(round(bar))
+    D.fill_rect(img, fy2 + 2, x, fy2 + 5, x + bar, (30, 30, 30))
+    D.text(img, fy2, x + bar + 6, label, (30, 30, 30))
     return img
 
 
@@ -305,8 +365,13 @@ def parallel_env(**kwargs) -> WirelessEnv:
     return WirelessEnv(**kwargs)
 
 
+def raw_env(**kwargs):
+    """The unwrapped AEC env (PettingZoo's conversion of :func:`parallel_env`, no wrapper)."""
+    return _common.make_raw_aec(WirelessEnv, **kwargs)
+
+
 def env(**kwargs):
-    """The AEC version, with PettingZoo's usual safety wrappers."""
+    """The AEC env: :func:`raw_env` in PettingZoo's order-enforcing wrapper."""
     return _common.make_aec(WirelessEnv, **kwargs)
 
 

@@ -1,10 +1,17 @@
-"""SEER: an event-driven runtime for multi-agent reinforcement-learning environments."""
+"""SEER: an event-driven runtime for multi-agent reinforcement-learning environments.
+
+This package façade re-exports the public names of every layer (see
+ARCHITECTURE.md); modules inside ``seer`` never import it, only each other.
+"""
 
 from seer.errors import (
+    ActorRestartedError,
     CausalityError,
     ClosedError,
+    EnvCopyError,
     EnvLoadError,
     HandlerError,
+    IncompatibleModelError,
     InvalidArgumentError,
     InvalidEventError,
     MisuseError,
@@ -12,6 +19,7 @@ from seer.errors import (
     PastEventError,
     QueueFullError,
     SeerError,
+    SpaceMismatchError,
     UnknownEnvError,
     WorkerError,
 )
@@ -21,13 +29,20 @@ from seer.runtime import Runtime, StepStats
 from seer.trace import Trace
 from seer.wrap import wrap
 from seer.capi import get_include
+from seer._version import __version__
+from seer import runtime as _runtime, stpa as _stpa
 
-__version__ = "0.1.0"
+# Deprecated for one release: Runtime(workers="auto") reaches STPA through this
+# hook, set here because the runtime sits below STPA and must not import it.
+_runtime.auto_workers_hook = _stpa.select_workers_for_model
+del _runtime, _stpa
 
 __all__ = [
     "EVENT_DTYPE",
+    "ActorRestartedError",
     "CausalityError",
     "ClosedError",
+    "EnvCopyError",
     "EnvLoadError",
     "EventKind",
     "EventQueue",
@@ -37,6 +52,7 @@ __all__ = [
     "StepStats",
     "Trace",
     "HandlerError",
+    "IncompatibleModelError",
     "InvalidArgumentError",
     "InvalidEventError",
     "MisuseError",
@@ -44,6 +60,7 @@ __all__ = [
     "PastEventError",
     "QueueFullError",
     "SeerError",
+    "SpaceMismatchError",
     "UnknownEnvError",
     "WorkerError",
     "get_include",

@@ -1,4 +1,4 @@
-"""SEER's public C API from Python: the headers' folder, the cdef for cffi plug-ins, version checks, function addresses.
+"""SEER's public C API from Python: the headers' folder, the cdef for cffi plug-ins, version checks, function addresses, :class:`Native` handlers.
 
 A plug-in is a module compiled apart from SEER against :func:`get_include`
 (its own cffi, Cython or C extension).  It calls SEER only through the
@@ -162,8 +162,6 @@ class Plugin:
 
     def handler(self, name: str):
         """The module's handler ``int name(seer_ctx *, const seer_event *)`` as a :class:`seer.Native`."""
-        from seer.model import Native
-
         return Native(self.function(name), name=f"{self.name}.{name}", owner=self)
 
     def __repr__(self) -> str:
@@ -177,3 +175,54 @@ def cdef_of(header: str | pathlib.Path) -> str:
     from seer._cdef import header_cdef
 
     return header_cdef(header)
+
+
+class Native:
+    """A native handler ``int f(seer_ctx *ctx, const seer_event *ev)``, run by
+    the workers with the GIL released.
+
+    Args:
+        fn: The C function: a cffi function pointer from any module
+            (``ffi.addressof(lib, "on_tick")``), an integer address, a ctypes
+            function, a Numba ``cfunc`` (see :mod:`seer.numba`), or the name
+            of a function compiled into SEER's core.  Prefer
+            :meth:`seer.capi.Plugin.handler`, which also checks the module's
+            API version.
+        name: Shown in errors and traces (default: derived from ``fn``).
+        owner: Kept alive as long as the handler (the module or object that
+            owns the code).
+
+    Raises:
+        seer.InvalidArgumentError: ``fn`` is NULL or not a C function.
+    """
+
+    __slots__ = ("address", "name", "owner")
+
+    def __init__(self, fn: Any, *, name: str | None = None, owner: Any = None):
+        if isinstance(fn, str):
+            from seer._seer_c import ffi, lib
+
+            try:
+                ptr = ffi.addressof(lib, fn)
+            except AttributeError:
+                raise InvalidArgumentError(
+                    f"Native({fn!r}) names a function that is not compiled into seer._seer_c: pass the function "
+                    f"itself (a cffi pointer, an address, a ctypes function or a Numba cfunc) for a plug-in's handler"
+                ) from None
+            name, owner, fn = name or fn, owner or lib, ptr
+        self.address = address_of(fn, "Native(fn)")
+        self.name = name or getattr(fn, "__name__", None) or f"native@{self.address:#x}"
+        self.owner = owner if owner is not None else fn
+
+    @property
+    def symbol(self) -> str:
+        return self.name
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, Native) and other.address == self.address
+
+    def __hash__(self) -> int:
+        return hash(self.address)
+
+    def __repr__(self) -> str:
+        return f"Native({self.name!r}, address={self.address:#x})"

@@ -1,4 +1,11 @@
-"""SEER's exceptions.  Each one subclasses the builtin a caller would expect."""
+"""Every exception SEER raises on purpose, all under :class:`SeerError`.
+
+Each one also subclasses the builtin (or Gymnasium) error a caller would
+already catch, so code written against ``ValueError`` or
+``gymnasium.error.ClosedEnvironmentError`` keeps working.  They live in one
+module, below every layer, so that the core, STPA and seer.vector raise the
+same classes without importing each other.
+"""
 
 from gymnasium.error import ClosedEnvironmentError
 
@@ -75,3 +82,36 @@ class EnvLoadError(SeerError, ImportError):
     def __init__(self, message, *, env=None, name=None):
         super().__init__(message, name=name)
         self.env = env
+
+
+class SpaceMismatchError(SeerError, ValueError):
+    """Agents (or copies) have observation or action spaces that cannot share rows."""
+
+
+class EnvCopyError(HandlerError):
+    """An env copy of a vector env raised.
+
+    Attributes:
+        copy: Index of the failing copy.
+        worker: Where it ran (a worker index, or a shard's description).
+        traceback: The worker's traceback text.
+        errors: Every failing copy of the operation, as ``(copy, traceback)``.
+        entity: Always None: a copy is not an entity of a runtime.
+    """
+
+    def __init__(self, message, *, copy, worker, traceback, errors):
+        super().__init__(message, entity=None)
+        self.copy = copy
+        self.worker = worker
+        self.traceback = traceback
+        self.errors = errors
+
+
+class ActorRestartedError(SeerError, RuntimeError):
+    """A Ray shard's actor answered from a new incarnation: its process died
+    between two calls and Ray restarted it (``max_restarts``)."""
+
+
+class IncompatibleModelError(SeerError):
+    """An STPA model file exists but cannot be used (corrupt, wrong format,
+    version or feature schema); the message names the path and says which."""

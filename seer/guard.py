@@ -110,6 +110,7 @@ class CallGuard:
         if self.owner == threading.get_ident():
             raise MisuseError(f"close() called during {self.busy_with} of {self.what} on the same thread")
         if self.lock.acquire(blocking=False):
+            self._closing()
             return True
         # Set before the interrupt: if the running call returns from here on,
         # its leave() frees; if it already left, the lock is ours below.
@@ -118,9 +119,16 @@ class CallGuard:
         interrupt()
         if self.lock.acquire(timeout=wait):
             self.on_idle = None
+            self._closing()
             return True
         self.closed = True
         return False
+
+    def _closing(self) -> None:
+        # From here a caller that finds the lock taken is told the object is
+        # closed, not that another call runs.
+        self.closed = True
+        self.busy_with = "close()"
 
     def end_close(self) -> None:
         self.closed = True

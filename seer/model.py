@@ -1,64 +1,18 @@
-"""How a model describes itself to :class:`seer.Runtime`."""
+"""How a model describes itself to :class:`seer.Runtime`: :class:`Model` and its :class:`EventKind` list."""
 
 from __future__ import annotations
 
 import dataclasses
+import math
+import numbers
 from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
+from seer.capi import Native
 
-class Native:
-    """A native handler ``int f(seer_ctx *ctx, const seer_event *ev)``, run by
-    the workers with the GIL released.
-
-    Args:
-        fn: The C function: a cffi function pointer from any module
-            (``ffi.addressof(lib, "on_tick")``), an integer address, a ctypes
-            function, a Numba ``cfunc`` (see :mod:`seer.numba`), or the name
-            of a function compiled into SEER's core.  Prefer
-            :meth:`seer.capi.Plugin.handler`, which also checks the module's
-            API version.
-        name: Shown in errors and traces (default: derived from ``fn``).
-        owner: Kept alive as long as the handler (the module or object that
-            owns the code).
-
-    Raises:
-        seer.InvalidArgumentError: ``fn`` is NULL or not a C function.
-    """
-
-    __slots__ = ("address", "name", "owner")
-
-    def __init__(self, fn: Any, *, name: str | None = None, owner: Any = None):
-        from seer import capi
-
-        if isinstance(fn, str):
-            from seer._seer_c import ffi, lib
-
-            try:
-                ptr = ffi.addressof(lib, fn)
-            except AttributeError:
-                raise capi.InvalidArgumentError(
-                    f"Native({fn!r}) names a function that is not compiled into seer._seer_c: pass the function "
-                    f"itself (a cffi pointer, an address, a ctypes function or a Numba cfunc) for a plug-in's handler"
-                ) from None
-            name, owner, fn = name or fn, owner or lib, ptr
-        self.address = capi.address_of(fn, "Native(fn)")
-        self.name = name or getattr(fn, "__name__", None) or f"native@{self.address:#x}"
-        self.owner = owner if owner is not None else fn
-
-    @property
-    def symbol(self) -> str:
-        return self.name
-
-    def __eq__(self, other) -> bool:
-        return isinstance(other, Native) and other.address == self.address
-
-    def __hash__(self) -> int:
-        return hash(self.address)
-
-    def __repr__(self) -> str:
-        return f"Native({self.name!r}, address={self.address:#x})"
+#: Most event kinds a model may declare (the C runtime's handler table).
+MAX_KINDS = 1024
 
 
 @dataclasses.dataclass(frozen=True)
@@ -135,3 +89,34 @@ class Model:
             snaps = {name: np.zeros_like(self.state[name]) for name in names}
             self._seer_snapshots = snaps
         return snaps
+
+
+def validate_model(model: Model) -> None:
+    """Check what a :class:`seer.Runtime` needs of ``model``; the error names the field and what was expected.
+
+    Raises:
+        TypeError: ``model`` is no :class:`Model`, or a kind or handler has the wrong type.
+        ValueError: A size, the lookahead, the kinds or a state array is out of range.
+    """
+    if not isinstance(model, Model):
+        raise TypeError(f"model must be a seer.Model, got {type(model).__name__}")
+    n = getattr(model, "num_entities", None)
+    if not isinstance(n, numbers.Integral) or n < 1:
+        raise ValueError(f"model.num_entities={n!r} is invalid: expected an integer >= 1")
+    L = getattr(model, "lookahead", None)
+    if not isinstance(L, numbers.Real) or not L > 0 or math.isnan(L):
+        raise ValueError(f"model.lookahead={L!r} is invalid: expected a number > 0 (inf allowed)")
+    kinds = list(getattr(model, "kinds", []))
+    if not 1 <= len(kinds) <= MAX_KINDS:
+        raise ValueError(f"model.kinds has {len(kinds)} entries: expected 1 to {MAX_KINDS}")
+    for k, spec in enumerate(kinds):
+        if not isinstance(spec, EventKind):
+            raise TypeError(f"model.kinds[{k}] must be a seer.EventKind, got {spec!r}")
+        if spec.native:
+            if model.native_model is None:
+                raise ValueError(f"model.kinds[{k}] is native but model.native_model is None")
+        elif not callable(spec.handler):
+            raise TypeError(f"model.kinds[{k}].handler must be callable or seer.Native, got {spec.handler!r}")
+    for name, arr in model.state.items():
+        if not isinstance(arr, np.ndarray) or arr.ndim < 1 or arr.shape[0] != n:
+            raise ValueError(f"model.state[{name!r}] must be an array with first axis num_entities={n}")

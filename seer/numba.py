@@ -107,8 +107,8 @@ if numba is not None:
         return ir.FunctionType(ret, args).as_pointer()
 
     @_intrinsic
-    def _call_emit(typingctx, fn, ctx, target, time, kind, payload):
-        """(*fn)(ctx, target, time, kind, payload) for the table's emit."""
+    def _call_event(typingctx, fn, ctx, target, time, kind, payload):
+        """(*fn)(ctx, target, time, kind, payload): the table's emit (ctx: a handler's) and rt_push (ctx: a runtime)."""
         from llvmlite import ir
 
         def codegen(context, builder, sig, args):
@@ -142,7 +142,7 @@ if numba is not None:
     @numba.njit(inline="always", cache=True)
     def emit(ctx, target, time, kind, payload):
         """Send an event from the handled entity (``seer_emit``): 0 or a SEER_E_* code."""
-        return _call_emit(_api_entry(ctx, _API_EMIT), ctx, np.int32(target), np.float64(time), np.int32(kind),
+        return _call_event(_api_entry(ctx, _API_EMIT), ctx, np.int32(target), np.float64(time), np.int32(kind),
                           np.int64(payload))
 
     @numba.njit(inline="always", cache=True)
@@ -154,16 +154,6 @@ if numba is not None:
     def random_u64(ctx):
         """64 random bits from the handled entity's counter-based stream (``seer_random_u64``)."""
         return _call_u64(_api_entry(ctx, _API_RANDOM_U64), ctx)
-
-    @_intrinsic
-    def _call_push(typingctx, fn, rt, entity, time, kind, payload):
-        from llvmlite import ir
-
-        def codegen(context, builder, sig, args):
-            fnty = _ll_fn(ir.IntType(32), [_cgutils.voidptr_t, ir.IntType(32), ir.DoubleType(), ir.IntType(32),
-                                           ir.IntType(64)])
-            return builder.call(builder.inttoptr(args[0], fnty), args[1:])
-        return _nbt.int32(_nbt.int64, _nbt.voidptr, _nbt.int32, _nbt.float64, _nbt.int32, _nbt.int64), codegen
 
     @_intrinsic
     def _call_step(typingctx, fn, rt, horizon):
@@ -192,7 +182,7 @@ if numba is not None:
     def rt_push(api, rt, entity, time, kind, payload):
         """Push an external event into the runtime at address ``rt`` (a copy
         step's own runtime; ``api`` is ``rows.api``): ``seer_rt_push``."""
-        return _call_push(_table_entry(api, _API_RT_PUSH), _as_ptr(rt), np.int32(entity), np.float64(time),
+        return _call_event(_table_entry(api, _API_RT_PUSH), _as_ptr(rt), np.int32(entity), np.float64(time),
                           np.int32(kind), np.int64(payload))
 
     @numba.njit(inline="always", cache=True)

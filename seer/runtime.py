@@ -5,19 +5,22 @@ from __future__ import annotations
 import dataclasses
 import math
 import numbers
-import os
 import threading
 import traceback
 import warnings
 import weakref
+from typing import Callable
 
 import numpy as np
 
+from seer._checks import check_seed, check_workers
+from seer._host import usable_cores
 from seer._seer_c import ffi, lib
 from seer.capi import pointer_address
 from seer.guard import CLOSE_WAIT_S, CallGuard
 from seer.errors import (
     CausalityError,
+    InvalidArgumentError,
     ClosedError,
     HandlerError,
     InvalidEventError,
@@ -26,19 +29,19 @@ from seer.errors import (
     QueueFullError,
     SeerError,
 )
-from seer.model import EventKind, Model
-from seer.queue import EVENT_DTYPE, EventQueue, _as_array, _ptr
+from seer.context import HandlerContext
+from seer.model import Model, validate_model
+from seer.queue import EVENT_DTYPE, EventQueue
 from seer.trace import TRACE_EVENT_DTYPE, TRACE_WINDOW_DTYPE, Trace
 
-MAX_KINDS = 1024
+__all__ = ["Runtime", "StepStats", "HandlerContext", "check_seed", "usable_cores"]
 
-
-def usable_cores() -> int:
-    """Cores this process may run on (affinity-aware)."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not Linux
-        return os.cpu_count() or 1
+#: Deprecated: what ``Runtime(model, workers="auto")`` calls to pick the pool
+#: size, ``f(model, capacity) -> int``.  The runtime sits below STPA and does
+#: not import it; the ``seer`` package sets this to
+#: ``seer.stpa.select_workers_for_model`` for the one release during which
+#: ``"auto"`` still works here (removed in SEER 0.3).
+auto_workers_hook: Callable[[Model, int | None], int] | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -48,73 +51,6 @@ class StepStats:
     events: int
     windows: int
     horizon: float
-
-
-class HandlerContext:
-    """What a Python handler gets as ``ctx``: one per worker thread.
-
-    Attributes:
-        state: The model's live state arrays (write only your entities' rows).
-        snapshot: Copies of the shared state taken at the window's start.
-        worker: Index of the worker running the handler.
-        window_end: End (exclusive) of the current window.
-    """
-
-    def __init__(self, core: "_Core", worker: int):
-        self._core = core
-        self.worker = worker
-        self.state = core.model.state
-        self.snapshot = core.snapshots
-        self.events = None
-
-    @property
-    def window_end(self) -> float:
-        self._core.check_handling("ctx.window_end")
-        return float(lib.seer_rt_window_end(self._core.rt, self.worker))
-
-    def emit(self, targets, times, kinds, payloads=None, *, sources=None) -> None:
-        """Send events: ``targets[i]`` gets kind ``kinds[i]`` at ``times[i]``.
-
-        ``sources`` default to the entities of the batch being handled (then
-        the arrays must have its length).  An event to another entity must be
-        at least the model's lookahead after its source's current time, an
-        event to the source itself not before it.
-        """
-        self._core.check_handling("ctx.emit()")
-        batch = self.events
-        tgt = _as_array("targets", np.atleast_1d(targets), np.int32, None, integer=True)
-        n = tgt.shape[0]
-        if sources is None:
-            if batch is None or len(batch) != n:
-                raise InvalidEventError(
-                    f"emit of {n} events needs sources= (the batch being handled has "
-                    f"{0 if batch is None else len(batch)} events)"
-                )
-            src = np.ascontiguousarray(batch["entity"])
-        else:
-            src = _as_array("sources", np.broadcast_to(sources, (n,)), np.int32, n, integer=True)
-        tim = _as_array("times", np.broadcast_to(times, (n,)), np.float64, n, integer=False)
-        knd = _as_array("kinds", np.broadcast_to(kinds, (n,)), np.int32, n, integer=True)
-        pay = None if payloads is None else _as_array("payloads", np.broadcast_to(payloads, (n,)), np.int64, n, integer=True)
-        bad = ffi.new("int64_t *")
-        rc = lib.seer_rt_emit_many(
-            self._core.rt, self.worker, _ptr("int32_t[]", src), _ptr("int32_t[]", tgt),
-            _ptr("double[]", tim), _ptr("int32_t[]", knd), _ptr("int64_t[]", pay), n, bad,
-        )
-        if rc != lib.SEER_OK:
-            i = int(bad[0])
-            raise self._core.emit_error(rc, int(src[i]), int(tgt[i]), int(knd[i]), float(tim[i]))
-
-    def uniform(self, entities) -> np.ndarray:
-        """Uniform [0, 1) draws from each entity's counter-based stream."""
-        core = self._core
-        core.check_handling("ctx.uniform()")
-        ent = _as_array("entities", np.atleast_1d(entities), np.int32, None, integer=True)
-        if ent.size and (ent.min() < 0 or ent.max() >= core.num_entities):
-            raise InvalidEventError(f"entities must be in [0, {core.num_entities}), got {ent.min()}..{ent.max()}")
-        out = np.empty(ent.shape[0], np.float64)
-        lib.seer_rt_uniform_many(core.rt, _ptr("int32_t[]", ent), _ptr("double[]", out), ent.shape[0])
-        return out
 
 
 class _Core:
@@ -178,28 +114,24 @@ class _Core:
 
     def emit_error(self, rc: int, source: int, target: int, kind: int, time: float) -> SeerError:
         L = self.model.lookahead
-        if rc == lib.SEER_E_CAUSALITY:
-            return CausalityError(
+        entity = target if not 0 <= target < self.num_entities else source
+        # Built only on the error path: one (class, message) per status of seer_rt_emit_many.
+        known = {
+            lib.SEER_E_CAUSALITY: (CausalityError, (
                 f"causality violation: entity {source} sent kind {kind} to entity {target} for time {time}, "
-                f"sooner than the lookahead {L} allows; events to other entities need a delay >= {L}"
-            )
-        if rc == lib.SEER_E_PAST:
-            return PastEventError(f"entity {source} sent itself kind {kind} for time {time}, which is in its past")
-        if rc == lib.SEER_E_ENTITY:
-            return InvalidEventError(
-                f"entity {target if not 0 <= target < self.num_entities else source} is out of range: "
-                f"expected 0 <= entity < {self.num_entities}"
-            )
-        if rc == lib.SEER_E_KIND:
-            return InvalidEventError(f"kind {kind} is out of range: expected 0 <= kind < {len(self.kinds)}")
-        if rc == lib.SEER_E_TIME:
-            return InvalidEventError(f"time {time} for an event to entity {target} is not finite")
-        if rc == lib.SEER_E_FULL:
-            return QueueFullError(
+                f"sooner than the lookahead {L} allows; events to other entities need a delay >= {L}")),
+            lib.SEER_E_PAST: (PastEventError,
+                              f"entity {source} sent itself kind {kind} for time {time}, which is in its past"),
+            lib.SEER_E_ENTITY: (InvalidEventError,
+                                f"entity {entity} is out of range: expected 0 <= entity < {self.num_entities}"),
+            lib.SEER_E_KIND: (InvalidEventError, f"kind {kind} is out of range: expected 0 <= kind < {len(self.kinds)}"),
+            lib.SEER_E_TIME: (InvalidEventError, f"time {time} for an event to entity {target} is not finite"),
+            lib.SEER_E_FULL: (QueueFullError, (
                 f"event pool full ({self.queue.capacity} events) while entity {source} sent kind {kind}; "
-                f"pass a larger capacity= to the Runtime"
-            )
-        return SeerError(f"emit failed with status {rc}")
+                f"pass a larger capacity= to the Runtime")),
+        }
+        cls, message = known.get(rc, (SeerError, f"emit failed with status {rc}"))
+        return cls(message)
 
     def close(self, wait: float = CLOSE_WAIT_S) -> None:
         """Close from any thread but a handler's.  A step running in another
@@ -263,7 +195,9 @@ class Runtime:
 
     Args:
         model: The model to run.
-        workers: Pool size, or ``"auto"`` to let STPA choose.
+        workers: Pool size, an integer in [1, 1024].  For STPA's choice,
+            pass ``seer.stpa.select_workers_for_model(model)``; ``"auto"``
+            still works in this release but is deprecated.
         capacity: Events the queue holds (default: 64 per entity, at least 4096).
         trace: Record per-event and per-window timings (see :attr:`trace`).
         trace_capacity: Per-worker events recorded between two reads of the trace.
@@ -282,14 +216,11 @@ class Runtime:
 
     def __init__(self, model: Model, workers: int | str = 1, *, capacity: int | None = None,
                  trace: bool = False, trace_capacity: int = 1 << 20, seed: int = 0, python_batch: int = 256):
-        _validate_model(model)
+        validate_model(model)
         check_seed(seed)
-        if workers == "auto":
-            from seer.stpa import select_workers_for_model
-
-            workers = select_workers_for_model(model, capacity=capacity)
-        if not isinstance(workers, numbers.Integral) or isinstance(workers, bool) or not 1 <= workers <= 1024:
-            raise ValueError(f'workers={workers!r} is invalid: expected "auto" or an integer in [1, 1024]')
+        if isinstance(workers, str) and workers == "auto":
+            workers = _deprecated_auto(model, capacity)
+        workers = check_workers(workers, auto=False)
         if capacity is None:
             capacity = max(4096, 64 * model.num_entities)
         if not isinstance(python_batch, numbers.Integral) or isinstance(python_batch, bool) or not 1 <= python_batch <= 256:
@@ -582,33 +513,11 @@ class _Exclusive:
         self._core.guard.leave()
 
 
-def check_seed(seed) -> int:
-    """A seed for the counter-based streams: an integer in [0, 2**64)."""
-    if not isinstance(seed, numbers.Integral) or isinstance(seed, bool) or not 0 <= seed < 2**64:
-        raise ValueError(f"seed={seed!r} is invalid: expected an integer in [0, 2**64)")
-    return int(seed)
-
-
-def _validate_model(model: Model) -> None:
-    if not isinstance(model, Model):
-        raise TypeError(f"model must be a seer.Model, got {type(model).__name__}")
-    n = getattr(model, "num_entities", None)
-    if not isinstance(n, numbers.Integral) or n < 1:
-        raise ValueError(f"model.num_entities={n!r} is invalid: expected an integer >= 1")
-    L = getattr(model, "lookahead", None)
-    if not isinstance(L, numbers.Real) or not L > 0 or math.isnan(L):
-        raise ValueError(f"model.lookahead={L!r} is invalid: expected a number > 0 (inf allowed)")
-    kinds = list(getattr(model, "kinds", []))
-    if not 1 <= len(kinds) <= MAX_KINDS:
-        raise ValueError(f"model.kinds has {len(kinds)} entries: expected 1 to {MAX_KINDS}")
-    for k, spec in enumerate(kinds):
-        if not isinstance(spec, EventKind):
-            raise TypeError(f"model.kinds[{k}] must be a seer.EventKind, got {spec!r}")
-        if spec.native:
-            if model.native_model is None:
-                raise ValueError(f"model.kinds[{k}] is native but model.native_model is None")
-        elif not callable(spec.handler):
-            raise TypeError(f"model.kinds[{k}].handler must be callable or seer.Native, got {spec.handler!r}")
-    for name, arr in model.state.items():
-        if not isinstance(arr, np.ndarray) or arr.ndim < 1 or arr.shape[0] != n:
-            raise ValueError(f"model.state[{name!r}] must be an array with first axis num_entities={n}")
+def _deprecated_auto(model: Model, capacity: int | None) -> int:
+    warnings.warn('seer.Runtime(model, workers="auto") is deprecated and will be removed in SEER 0.3: pass '
+                  'workers=seer.stpa.select_workers_for_model(model, capacity=capacity) (the runtime takes '
+                  'integers; choosing a pool size is STPA\'s job)', DeprecationWarning, stacklevel=3)
+    if auto_workers_hook is None:
+        raise InvalidArgumentError('workers="auto" needs seer.stpa, which is not loaded: pass '
+                                   'workers=seer.stpa.select_workers_for_model(model)')
+    return auto_workers_hook(model, capacity)

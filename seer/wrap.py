@@ -1,4 +1,4 @@
-"""`seer.wrap(env)`: a PettingZoo ParallelEnv run through SEER.
+"""`seer.wrap(env)`: a PettingZoo ParallelEnv run through SEER (a ``BaseParallelWrapper``).
 
 What "through SEER" means depends on the env:
 
@@ -23,13 +23,16 @@ What "through SEER" means depends on the env:
 
 from __future__ import annotations
 
-import numbers
-
 import numpy as np
 from pettingzoo import AECEnv, ParallelEnv
+from pettingzoo.utils import BaseParallelWrapper
 
+from seer._checks import check_workers
+from seer.actions import validate_actions
+from seer.errors import ClosedError, InvalidArgumentError
 from seer.model import EventKind, Model
 from seer.runtime import Runtime
+from seer.stpa import resolve_workers
 
 __all__ = ["wrap", "SeerParallelEnv"]
 
@@ -61,8 +64,14 @@ class _StepModel(Model):
         ctx.state["steps"][0] += 1
 
 
-class SeerParallelEnv(ParallelEnv):
-    """The env returned by :func:`wrap` (see the module docstring)."""
+class SeerParallelEnv(BaseParallelWrapper):
+    """The env returned by :func:`wrap` (see the module docstring).
+
+    A PettingZoo ``BaseParallelWrapper``: public attributes it does not
+    define come from the wrapped env, as for any PettingZoo wrapper.  After
+    :meth:`close`, ``reset``, ``step``, ``render`` and ``state`` raise
+    :class:`seer.ClosedError`; the spaces and agent lists stay readable.
+    """
 
     def __init__(self, env, workers="auto", *, validate: bool = True, trace: bool = False):
         if isinstance(env, AECEnv):
@@ -71,11 +80,10 @@ class SeerParallelEnv(ParallelEnv):
             env = aec_to_parallel(env)
         if not isinstance(env, ParallelEnv) and not all(
                 hasattr(env, a) for a in ("possible_agents", "reset", "step", "action_space")):
-            raise TypeError(f"seer.wrap expects a PettingZoo ParallelEnv or AECEnv, got {type(env).__name__}")
-        if workers != "auto" and (not isinstance(workers, numbers.Integral) or isinstance(workers, bool)
-                                  or not 1 <= workers <= 1024):
-            raise ValueError(f'workers={workers!r} is invalid: expected "auto" or an integer in [1, 1024]')
-        self.env = env
+            raise InvalidArgumentError(
+                f"seer.wrap expects a PettingZoo ParallelEnv or AECEnv, got {type(env).__name__}")
+        workers = check_workers(workers)
+        super().__init__(env)
         self.builtin = _is_builtin(env)
         self.validate = validate
         self.metadata = dict(getattr(env, "metadata", {}) or {})
@@ -84,15 +92,16 @@ class SeerParallelEnv(ParallelEnv):
         if self.builtin:
             have = getattr(env, "workers", None)
             if workers != "auto" and have is not None and workers != have:
-                raise ValueError(
+                raise InvalidArgumentError(
                     f"workers={workers} differs from the env's own pool ({have} workers): SEER's envs size their "
                     f"pool when built; build it with workers={workers} instead"
                 )
             self.runtime = env._runtime
             self.workers = have
             return
-        self.workers = 1 if workers == "auto" else int(workers)
         self._model = _StepModel(self)
+        # One entity keeps one worker busy: STPA is asked with that cap, so "auto" is 1.
+        self.workers = resolve_workers(workers, self._model, max_workers=1)
         self.runtime = Runtime(self._model, workers=self.workers, trace=trace)
         self._k = 0
         self._actions = None
@@ -116,12 +125,6 @@ class SeerParallelEnv(ParallelEnv):
     def max_num_agents(self):
         return len(self.env.possible_agents)
 
-    def observation_space(self, agent):
-        return self.env.observation_space(agent)
-
-    def action_space(self, agent):
-        return self.env.action_space(agent)
-
     @property
     def observation_spaces(self):
         return {a: self.env.observation_space(a) for a in self.env.possible_agents}
@@ -139,9 +142,8 @@ class SeerParallelEnv(ParallelEnv):
         if self.builtin:
             return self.env.step(actions)
         if self.validate:
-            from seer.actions import validate_actions
-
-            validate_actions(actions, self.env.agents, self.env.action_space)
+            validate_actions(actions, self.env.agents, self.env.action_space,
+                             possible_agents=self.env.possible_agents)
         rt = self.runtime
         if rt._needs_reset:  # the last step failed; the runtime's own state is clean
             rt.reset(rt.seed)
@@ -158,9 +160,11 @@ class SeerParallelEnv(ParallelEnv):
         return out
 
     def render(self):
+        self._check_open()
         return self.env.render()
 
     def state(self):
+        self._check_open()
         return self.env.state()
 
     @property
@@ -174,8 +178,6 @@ class SeerParallelEnv(ParallelEnv):
 
     def _check_open(self):
         if self._closed:
-            from seer.errors import ClosedError
-
             raise ClosedError("this wrapped env is closed")
 
     def close(self):
@@ -187,11 +189,6 @@ class SeerParallelEnv(ParallelEnv):
         finally:
             if not self.builtin:
                 self.runtime.close()
-
-    def __getattr__(self, name):
-        if name.startswith("_") or name in ("env", "runtime", "builtin"):
-            raise AttributeError(name)
-        return getattr(self.env, name)
 
     def __repr__(self):
         return f"seer.wrap({self.env!r}, workers={self.workers})"
@@ -209,5 +206,13 @@ def wrap(env, workers="auto", *, validate: bool = True, trace: bool = False) -> 
             ``"auto"`` or the pool size they were built with.
         validate: Check every step's actions before the env sees them.
         trace: Record the runtime's trace (foreign envs).
+
+    Returns:
+        A :class:`SeerParallelEnv`.
+
+    Raises:
+        InvalidArgumentError: ``env`` is no PettingZoo env, or ``workers``
+            is not ``"auto"`` or an integer in [1, 1024] (or differs from a
+            built-in env's own pool).
     """
     return SeerParallelEnv(env, workers, validate=validate, trace=trace)

@@ -115,13 +115,46 @@ static void *pool_main(void *p) {
     return NULL;
 }
 
-static double *run(int32_t n, int32_t steps, int32_t workers, int32_t fanout, int64_t *events_out) {
+/* seer_rt_parallel_for between steps: every index visited exactly once,
+ * slices written by whichever worker took them, all visible on return. */
+typedef struct pfor_check {
+    int64_t n;
+    int32_t workers;
+    uint32_t *visits;
+    int32_t *by;
+} pfor_check;
+
+static void pfor_body(void *arg, int64_t lo, int64_t hi, int32_t worker) {
+    pfor_check *c = arg;
+    CHECK(lo >= 0 && lo < hi && hi <= c->n && worker >= 0 && worker < c->workers, "bad slice [%lld, %lld) on %d",
+          (long long)lo, (long long)hi, worker);
+    for (int64_t i = lo; i < hi; i++) {
+        c->visits[i]++;
+        c->by[i] = worker;
+    }
+}
+
+static void check_parallel_for(seer_runtime *rt, int32_t workers, int64_t n, int64_t grain) {
+    pfor_check c = {n, workers, calloc((size_t)n, sizeof(uint32_t)), calloc((size_t)n, sizeof(int32_t))};
+    for (int rep = 0; rep < 3; rep++) {
+        CHECK(seer_rt_parallel_for(rt, n, grain, pfor_body, &c) == SEER_OK, "parallel_for failed");
+        for (int64_t i = 0; i < n; i++)
+            CHECK(c.visits[i] == (uint32_t)rep + 1, "index %lld visited %u times after %d loops", (long long)i,
+                  c.visits[i], rep + 1);
+    }
+    free(c.visits);
+    free(c.by);
+}
+
+static double *run(int32_t n, int32_t steps, int32_t workers, int32_t fanout, int32_t book, int32_t snaps,
+                   int64_t *events_out) {
     seer_queue *q = seer_queue_new(n, 2, (uint32_t)n * 64 + 4096);
     seer_runtime *rt = seer_rt_new(q, workers, DELAY, workers <= 2 ? 2000 : 20);
     if (!q || !rt) {
         fprintf(stderr, "stress_runtime: allocation failed\n");
         exit(2);
     }
+    seer_rt_set_bookkeeping(rt, book);
     model m = {.n = n, .fanout = fanout};
     m.value = calloc((size_t)n, sizeof(double));
     m.snap = calloc((size_t)n, sizeof(double));
@@ -141,7 +174,9 @@ static double *run(int32_t n, int32_t steps, int32_t workers, int32_t fanout, in
     seer_rt_set_handler(rt, TICK, on_tick);
     seer_rt_set_handler(rt, MSG, on_msg);
     seer_rt_set_model(rt, &m);
-    seer_rt_add_snapshot(rt, m.value, m.snap, sizeof(double) * (size_t)n);
+    /* Without snapshots the runtime skips the barrier between the window's
+     * bookkeeping and its events (m.snap then stays all zeros). */
+    if (snaps) seer_rt_add_snapshot(rt, m.value, m.snap, sizeof(double) * (size_t)n);
     seer_rt_reset(rt, 1234);
     for (int32_t e = 0; e < n; e++) {
         double t = (e % 7) * (PERIOD / 7);
@@ -158,6 +193,7 @@ static double *run(int32_t n, int32_t steps, int32_t workers, int32_t fanout, in
     for (int32_t s = 1; s <= steps; s++) {
         int rc = seer_rt_step(rt, s * 0.25);
         CHECK(rc == SEER_OK, "step %d failed with %d", s, rc);
+        if (s % 8 == 0) check_parallel_for(rt, workers, (int64_t)n * 13 + s, 1 + s % 17);
     }
     seer_rt_shutdown(rt);
     for (int32_t w = 1; w < workers; w++) pthread_join(threads[w], NULL);
@@ -204,18 +240,35 @@ int main(int argc, char **argv) {
     int32_t max_workers = argc > 3 ? atoi(argv[3]) : 4;
     int32_t fanout = argc > 4 ? atoi(argv[4]) : 3;
     int64_t events1 = 0;
-    double *ref = run(n, steps, 1, fanout, &events1);
-    for (int32_t w = 2; w <= max_workers; w++) {
-        int64_t events = 0;
-        double *got = run(n, steps, w, fanout, &events);
-        CHECK(events == events1, "workers=%d handled %lld events, 1 worker %lld", w, (long long)events,
-              (long long)events1);
-        CHECK(memcmp(ref, got, sizeof(double) * (size_t)n * 2) == 0, "workers=%d: state differs from 1 worker", w);
-        free(got);
+    double *ref = run(n, steps, 1, fanout, SEER_RT_BOOK_SERIAL, 1, &events1);
+    /* both window bookkeepings (worker 0 alone, shared by the pool) give the
+     * same windows, hence the same state */
+    for (int32_t book = 0; book < 2; book++) {
+        for (int32_t w = 1; w <= max_workers; w++) {
+            int64_t events = 0;
+            double *got = run(n, steps, w, fanout, book ? SEER_RT_BOOK_SERIAL : SEER_RT_BOOK_PARALLEL, 1, &events);
+            CHECK(events == events1, "workers=%d book=%d handled %lld events, 1 worker %lld", w, book,
+                  (long long)events, (long long)events1);
+            CHECK(memcmp(ref, got, sizeof(double) * (size_t)n * 2) == 0,
+                  "workers=%d book=%d: state differs from 1 worker", w, book);
+            free(got);
+        }
     }
     free(ref);
+    /* no snapshots: workers start stealing while others still claim */
+    int64_t ev_ns = 0;
+    double *ref_ns = run(n, steps, 1, fanout, SEER_RT_BOOK_SERIAL, 0, &ev_ns);
+    for (int32_t w = 2; w <= max_workers; w++) {
+        int64_t events = 0;
+        double *got = run(n, steps, w, fanout, SEER_RT_BOOK_PARALLEL, 0, &events);
+        CHECK(events == ev_ns && memcmp(ref_ns, got, sizeof(double) * (size_t)n * 2) == 0,
+              "workers=%d without snapshots: differs from 1 worker", w);
+        free(got);
+    }
+    free(ref_ns);
     if (atomic_load(&failures)) return 1;
-    printf("stress_runtime: OK entities=%d steps=%d workers=1..%d events=%lld\n", n, steps, max_workers,
+    printf("stress_runtime: OK entities=%d steps=%d workers=1..%d events=%lld (parallel and serial "
+           "bookkeeping, parallel_for)\n", n, steps, max_workers,
            (long long)events1);
     return 0;
 }

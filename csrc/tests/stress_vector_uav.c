@@ -79,7 +79,10 @@ static void *own(copy *c, size_t bytes) {
     return p;
 }
 
-static void copy_init(copy *c, int32_t n) {
+static void copy_init_workers(copy *c, int32_t n, int32_t inner);
+static void copy_init(copy *c, int32_t n) { copy_init_workers(c, n, 1); }
+
+static void copy_init_workers(copy *c, int32_t n, int32_t inner) {
     memset(c, 0, sizeof *c);
     const double pad = 16.0, spacing = 8.0, cell = 8.0 + 2.0 * 10.0 * 0.1;
     const int32_t layers = 4;
@@ -184,7 +187,7 @@ static void copy_init(copy *c, int32_t n) {
     e->perm = own(c, sizeof(int32_t) * side * side * layers);
 
     c->q = seer_queue_new(n, 2, (uint32_t)(n * 66 + 8192));
-    c->rt = seer_rt_new(c->q, 1, 0.005, 100);
+    c->rt = seer_rt_new(c->q, inner, 0.005, 100);
     if (!c->q || !c->rt) {
         fprintf(stderr, "stress_vector_uav: cannot build a copy's runtime\n");
         exit(2);
@@ -350,6 +353,53 @@ static uint64_t run(int32_t copies, int32_t uavs, int32_t steps, int32_t workers
     return h;
 }
 
+/* One env whose own runtime has `inner` workers: its step's phases
+ * (grid, readout, losses) run as slices on that pool (seer_rt_parallel_for)
+ * and its windows are shared by the workers.  Returns the hash of every
+ * step's observations, rewards, losses and state. */
+static uint64_t run_intra(int32_t uavs, int32_t steps, int32_t inner, uint64_t seed) {
+    copy *c = zalloc(sizeof(copy));
+    copy_init_workers(c, uavs, inner);
+    seer_uav_env *e = &c->e;
+    e->max_cycles = 1 << 30;
+    e->start_spacing = 2.0; /* crowded: separation and collisions from the start */
+    e->jitter = 0.9;
+    pthread_t *th = zalloc(sizeof(pthread_t) * inner);
+    void *(*args)[2] = zalloc(sizeof(void *[2]) * inner);
+    for (int32_t w = 1; w < inner; w++) {
+        args[w][0] = c->rt;
+        args[w][1] = (void *)(intptr_t)w;
+        pthread_create(&th[w], NULL, pool_worker, args[w]);
+    }
+    CHECK(seer_uav_env_reset(e, seed) == SEER_OK, "intra: reset failed");
+    uint64_t h = 0xcbf29ce484222325ull, rng = seed * 0x9E3779B97F4A7C15ull + 1;
+    for (int32_t s = 0; s < steps; s++) {
+        for (int64_t i = 0; i < 3 * (int64_t)uavs; i++) {
+            rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
+            e->acc[i] = ((double)(rng >> 11) * 0x1.0p-53 * 2.0 - 1.0) * 5.0;
+        }
+        CHECK(seer_uav_env_step(e) == SEER_OK, "intra: step %d failed with %d workers", s, inner);
+        h = fnv(h, e->obs, sizeof(float) * OBS_DIM * (size_t)uavs);
+        h = fnv(h, e->reward, sizeof(double) * (size_t)uavs);
+        h = fnv(h, e->collided, (size_t)uavs);
+        h = fnv(h, e->oob, (size_t)uavs);
+        h = fnv(h, e->alive, (size_t)uavs);
+        h = fnv(h, c->m.pos, sizeof(double) * 3 * (size_t)uavs);
+        h = fnv(h, c->m.nb_state, sizeof(double) * 6 * TABLE * (size_t)uavs);
+    }
+    int64_t lost = uavs - e->episode[SEER_UAV_EP_LIVE];
+    seer_rt_shutdown(c->rt);
+    for (int32_t w = 1; w < inner; w++) pthread_join(th[w], NULL);
+    CHECK(lost > 0, "intra: no UAV was lost (the losses phase had no work)");
+    printf("  intra-env, %d inner workers: %lld UAVs lost, hash %016llx\n", inner, (long long)lost,
+           (unsigned long long)h);
+    copy_free(c);
+    free(c);
+    free(th);
+    free(args);
+    return h;
+}
+
 int main(int argc, char **argv) {
     const int32_t copies = argc > 1 ? atoi(argv[1]) : 6;
     const int32_t uavs = argc > 2 ? atoi(argv[2]) : 12;
@@ -367,7 +417,12 @@ int main(int argc, char **argv) {
         fprintf(stderr, "stress_vector_uav: %d failures\n", failures);
         return 1;
     }
-    printf("stress_vector_uav: OK %d copies x %d UAVs, %d steps, 1..%d workers, identical rows\n", copies, uavs,
-           steps, max_workers);
+    /* one big env across its own pool (above the env's inline threshold) */
+    const int32_t intra_uavs = argc > 6 ? atoi(argv[6]) : 2304, intra_steps = argc > 7 ? atoi(argv[7]) : 3;
+    const uint64_t hi1 = run_intra(intra_uavs, intra_steps, 1, seed);
+    for (int32_t w = 2; w <= max_workers; w++)
+        CHECK(run_intra(intra_uavs, intra_steps, w, seed) == hi1, "intra-env: %d inner workers differ from 1", w);
+    printf("stress_vector_uav: OK %d copies x %d UAVs, %d steps, 1..%d workers, identical rows; one env of %d UAVs "
+           "on 1..%d inner workers, identical\n", copies, uavs, steps, max_workers, intra_uavs, max_workers);
     return 0;
 }

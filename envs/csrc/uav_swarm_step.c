@@ -33,21 +33,52 @@ static void bucket(const uint8_t *alive, const int32_t *key, int32_t n, int64_t 
     for (int32_t i = live; i < n; i++) items[i] = -1;
 }
 
-void seer_uav_prepare_step(seer_uav_env *e) {
+/* ---- running phases on the runtime's pool ------------------------------
+ *
+ * The O(N) phases of a step (the broadcast grid's cells, the readout, the
+ * losses) run as slices of UAVs on the runtime's workers through
+ * seer_rt_parallel_for.  Every slice writes only the rows of its own UAVs,
+ * and each row is computed by the same float operations in the same order
+ * as in one pass, so the results are bit-identical for every pool size and
+ * every cut.  Small swarms run inline: waking the pool costs more. */
+
+#define PAR_MIN 2048 /* fewer UAVs than this: one slice, no wake-up */
+
+static void run_phase(seer_uav_env *e, int64_t n, seer_range_fn fn, void *arg) {
+    if (n <= 0) return;
+    int32_t workers = e->rt ? seer_rt_num_workers(e->rt) : 1;
+    if (workers <= 1 || n < PAR_MIN) {
+        fn(arg, 0, n, 0);
+        return;
+    }
+    /* several slices per worker, so a worker the OS delays is covered */
+    int64_t grain = n / (8 * (int64_t)workers);
+    if (grain < 256) grain = 256;
+    seer_rt_parallel_for(e->rt, n, grain, fn, arg);
+}
+
+static void prepare_slice(void *arg, int64_t lo, int64_t hi, int32_t worker) {
+    (void)worker;
+    seer_uav_env *e = arg;
     const seer_uav *m = e->m;
-    const int32_t n = m->num_uavs;
     const int64_t nx = m->grid_nx, ny = m->grid_ny, nz = m->grid_nz;
     int32_t *key = e->sep_key; /* scratch: free until the readout */
-    for (int32_t i = 0; i < n; i++) {
-        const double *p = m->pos + 3 * (int64_t)i;
-        int32_t *c = e->cell_of + 3 * (int64_t)i;
+    for (int64_t i = lo; i < hi; i++) {
+        const double *p = m->pos + 3 * i;
+        int32_t *c = e->cell_of + 3 * i;
         c[0] = (int32_t)clamp_cell(p[0], e->cell, nx);
         c[1] = (int32_t)clamp_cell(p[1], e->cell, ny);
         c[2] = (int32_t)clamp_cell(p[2], e->cell, nz);
         key[i] = (int32_t)(((int64_t)c[2] * ny + c[1]) * nx + c[0]);
         m->energy[i] = 0.0;
     }
-    bucket(e->alive, key, n, nx * ny * nz, e->cell_start, e->cell_items);
+}
+
+void seer_uav_prepare_step(seer_uav_env *e) {
+    const seer_uav *m = e->m;
+    run_phase(e, m->num_uavs, prepare_slice, e);
+    bucket(e->alive, e->sep_key, m->num_uavs, (int64_t)m->grid_nx * m->grid_ny * m->grid_nz, e->cell_start,
+           e->cell_items);
 }
 
 /* ---- reset ---------------------------------------------------------------- */
@@ -145,17 +176,9 @@ int seer_uav_env_reset(seer_uav_env *e, uint64_t seed) {
 
 /* ---- readout ------------------------------------------------------------- */
 
-/* The half of the 27 neighbour offsets (dz, dy, dx) numpy's pair search
- * visits: (0, 0, 0) first, then the 13 lexicographically greater ones. */
-static const int8_t HALF[14][3] = {
-    {0, 0, 0},  {0, 0, 1},  {0, 1, -1}, {0, 1, 0},  {0, 1, 1}, {1, -1, -1}, {1, -1, 0},
-    {1, -1, 1}, {1, 0, -1}, {1, 0, 0},  {1, 0, 1},  {1, 1, -1}, {1, 1, 0},  {1, 1, 1},
-};
-
-static int cmp_u64(const void *a, const void *b) {
-    const uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return (x > y) - (x < y);
-}
+/* numpy's pair search visits half of the 27 neighbour offsets (dz, dy, dx):
+ * (0, 0, 0) first, then the 13 lexicographically greater ones (HALF in
+ * envs/_uav_model.py); separation() walks them as rows, FROWS below. */
 
 /* First index in sorted[lo, hi) whose cell (the high 32 bits) is >= cell. */
 static int32_t lower_cell(const uint64_t *sorted, int32_t lo, int32_t hi, uint64_t cell) {
@@ -168,53 +191,202 @@ static int32_t lower_cell(const uint64_t *sorted, int32_t lo, int32_t hi, uint64
     return lo;
 }
 
+/* Stable LSD radix sort of the live entries (cell << 32 | id, already in id
+ * order) by cell: the (cell, id) order a full sort gives, in O(n). */
+static void sort_by_cell(uint64_t *a, uint64_t *tmp, int32_t n, uint64_t max_cell) {
+    enum { BITS = 11, SIZE = 1 << BITS };
+    int32_t count[SIZE];
+    for (int shift = 32; n > 1 && shift < 64 && (max_cell >> (shift - 32)) != 0; shift += BITS) {
+        memset(count, 0, sizeof count);
+        for (int32_t i = 0; i < n; i++) count[(a[i] >> shift) & (SIZE - 1)]++;
+        int32_t sum = 0;
+        for (int32_t d = 0; d < SIZE; d++) {
+            const int32_t c = count[d];
+            count[d] = sum;
+            sum += c;
+        }
+        for (int32_t i = 0; i < n; i++) tmp[count[(a[i] >> shift) & (SIZE - 1)]++] = a[i];
+        memcpy(a, tmp, sizeof(uint64_t) * (size_t)n);
+    }
+}
+
 /* Separation penalties and collisions over the pairs of live UAVs closer
  * than d_safe, in numpy's pair order: UAVs by (cell, id), then offsets in
  * HALF order, then the neighbour cell's UAVs by id (in its own cell only
  * those after this one).  sep_a / sep_b are bincount(a, pen) and
- * bincount(b, pen).  The live UAVs are sorted by (cell, id) and a cell's
- * run is found by binary search: O(n log n), where numpy's dense cell table
- * (as fine as d_safe over the whole world) costs O(cells) every step. */
+ * bincount(b, pen): each sums its pairs in pair order.
+ *
+ * Both sums of a UAV are computed by the slice that owns it, so slices
+ * never write the same row: sep_a from its own pairs (forward, as in
+ * numpy), sep_b by walking the pairs that name it second in the same order
+ * (the cells that reach it, by ascending cell, then their UAVs by (cell,
+ * id)), with the same float operations, so each pen and each partial sum
+ * is the one numpy forms. */
+typedef struct sep_ctx {
+    seer_uav_env *e;
+    int32_t live;
+} sep_ctx;
+
+static void sep_phase_cells(void *arg, int64_t lo, int64_t hi, int32_t worker) {
+    (void)worker;
+    seer_uav_env *e = arg;
+    const seer_uav *m = e->m;
+    const int64_t nx = e->sep_nx, ny = e->sep_ny, nz = e->sep_nz;
+    for (int64_t i = lo; i < hi; i++) {
+        const double *p = m->pos + 3 * i;
+        const int64_t x = clamp_cell(p[0], e->d_safe, nx), y = clamp_cell(p[1], e->d_safe, ny),
+                      z = clamp_cell(p[2], e->d_safe, nz);
+        e->sep_key[i] = (int32_t)((z * ny + y) * nx + x);
+        e->sep_a[i] = e->sep_b[i] = 0.0;
+        e->collided[i] = 0;
+        const double *g = e->target + 3 * i;
+        const double d0 = g[0] - p[0], d1 = g[1] - p[1], d2 = g[2] - p[2];
+        e->dist[i] = sqrt(d0 * d0 + d1 * d1 + d2 * d2);
+    }
+}
+
+/* The HALF offsets grouped into rows of cells that are consecutive in the
+ * (cell, id) order: the row (dz, dy) = (0, 0) holds this cell and the next
+ * (dx = 0, 1), the four rows below hold dx = -1, 0, 1.  In HALF order and,
+ * within a row, in cell order, so one binary search per row visits the
+ * pairs in numpy's order.  BACK: the rows whose cells reach this one, in
+ * ascending cell order (the own row, dx = -1, 0, comes last). */
+static const int8_t FROWS[4][2] = {{0, 1}, {1, -1}, {1, 0}, {1, 1}};
+static const int8_t BROWS[4][2] = {{-1, -1}, {-1, 0}, {-1, 1}, {0, -1}};
+
+typedef struct sep_geom {
+    const uint64_t *sorted;
+    int32_t live;
+    int64_t nx, ny, nz;
+} sep_geom;
+
+/* Cells [klo, khi] of row (z + dz, y + dy) around x; 0 if out of the grid. */
+static inline int row_cells(const sep_geom *g, int64_t x, int64_t y, int64_t z, int dz, int dy, uint64_t *klo,
+                            uint64_t *khi) {
+    const int64_t zz = z + dz, yy = y + dy;
+    if (yy < 0 || yy >= g->ny || zz < 0 || zz >= g->nz) return 0;
+    const int64_t base = (zz * g->ny + yy) * g->nx;
+    *klo = (uint64_t)(base + (x > 0 ? x - 1 : 0));
+    *khi = (uint64_t)(base + (x + 1 < g->nx ? x + 1 : g->nx - 1));
+    return 1;
+}
+
+/* pen of a pair (first, second) closer than d_safe, as numpy forms it; -1 if not close */
+static inline double pair_pen(const seer_uav_env *e, const double *pf, const double *ps, double r2, int *col) {
+    const double d0 = ps[0] - pf[0], d1 = ps[1] - pf[1], d2 = ps[2] - pf[2];
+    const double dd = d0 * d0 + d1 * d1 + d2 * d2;
+    if (!(dd < r2)) return -1.0;
+    const double d = sqrt(dd);
+    *col = d < e->d_col;
+    return (e->d_safe - d) / e->d_safe;
+}
+
+static void sep_phase_pairs(void *arg, int64_t lo, int64_t hi, int32_t worker) {
+    (void)worker;
+    const sep_ctx *sc = arg;
+    seer_uav_env *e = sc->e;
+    const seer_uav *m = e->m;
+    const sep_geom g = {e->sep_sorted, sc->live, e->sep_nx, e->sep_ny, e->sep_nz};
+    const uint64_t *sorted = g.sorted;
+    const int32_t live = g.live;
+    const double r2 = e->d_safe * e->d_safe;
+    for (int64_t r = lo; r < hi; r++) {
+        const int32_t a = (int32_t)(uint32_t)sorted[r];
+        const uint64_t k = sorted[r] >> 32;
+        const int64_t x = (int64_t)k % g.nx, y = ((int64_t)k / g.nx) % g.ny, z = (int64_t)k / (g.nx * g.ny);
+        const double *pa = m->pos + 3 * (int64_t)a;
+        double sum_a = 0.0, sum_b = 0.0;
+        int col = 0, c1 = 0;
+        /* forward: the pairs (a, b), in numpy's order */
+        const uint64_t own_hi = k + (x + 1 < g.nx ? 1 : 0);
+        for (int32_t q = (int32_t)r + 1; q < live && (sorted[q] >> 32) <= own_hi; q++) {
+            const double pen = pair_pen(e, pa, m->pos + 3 * (int64_t)(uint32_t)sorted[q], r2, &c1);
+            if (pen < 0) continue;
+            sum_a += pen;
+            col |= c1;
+        }
+        for (int w = 0; w < 4; w++) {
+            uint64_t klo, khi;
+            if (!row_cells(&g, x, y, z, FROWS[w][0], FROWS[w][1], &klo, &khi)) continue;
+            for (int32_t q = lower_cell(sorted, (int32_t)r + 1, live, klo); q < live && (sorted[q] >> 32) <= khi;
+                 q++) {
+                const double pen = pair_pen(e, pa, m->pos + 3 * (int64_t)(uint32_t)sorted[q], r2, &c1);
+                if (pen < 0) continue;
+                sum_a += pen;
+                col |= c1;
+            }
+        }
+        /* backward: the pairs (c, a) that name a second, by the position of
+         * c in sorted, which is ascending cell order */
+        for (int w = 0; w < 5; w++) {
+            uint64_t klo, khi;
+            if (w < 4) {
+                if (!row_cells(&g, x, y, z, BROWS[w][0], BROWS[w][1], &klo, &khi)) continue;
+            } else {
+                klo = k - (x > 0 ? 1 : 0);
+                khi = k;
+            }
+            for (int32_t q = lower_cell(sorted, 0, (int32_t)r, klo); q < (int32_t)r && (sorted[q] >> 32) <= khi;
+                 q++) {
+                const double pen = pair_pen(e, m->pos + 3 * (int64_t)(uint32_t)sorted[q], pa, r2, &c1);
+                if (pen < 0) continue;
+                sum_b += pen;
+                col |= c1;
+            }
+        }
+        e->sep_a[a] = sum_a;
+        e->sep_b[a] = sum_b;
+        e->collided[a] = (uint8_t)col;
+    }
+}
+
 static void separation(seer_uav_env *e) {
     const seer_uav *m = e->m;
     const int32_t n = m->num_uavs;
-    const int64_t nx = e->sep_nx, ny = e->sep_ny, nz = e->sep_nz;
-    const double r2 = e->d_safe * e->d_safe;
-    memset(e->sep_a, 0, sizeof(double) * (size_t)n);
-    memset(e->sep_b, 0, sizeof(double) * (size_t)n);
-    memset(e->collided, 0, (size_t)n);
+    run_phase(e, n, sep_phase_cells, e); /* also each UAV's target distance */
     uint64_t *sorted = e->sep_sorted;
     int32_t live = 0;
-    for (int32_t i = 0; i < n; i++) {
-        if (!e->alive[i]) continue;
-        const double *p = m->pos + 3 * (int64_t)i;
-        const int64_t x = clamp_cell(p[0], e->d_safe, nx), y = clamp_cell(p[1], e->d_safe, ny),
-                      z = clamp_cell(p[2], e->d_safe, nz);
-        sorted[live++] = ((uint64_t)((z * ny + y) * nx + x) << 32) | (uint32_t)i;
+    for (int32_t i = 0; i < n; i++)
+        if (e->alive[i]) sorted[live++] = ((uint64_t)(uint32_t)e->sep_key[i] << 32) | (uint32_t)i;
+    /* sep_b is free until the pairs phase: the radix sort's buffer */
+    sort_by_cell(sorted, (uint64_t *)(void *)e->sep_b, live,
+                 (uint64_t)(e->sep_nx * e->sep_ny * e->sep_nz));
+    int32_t workers = e->rt ? seer_rt_num_workers(e->rt) : 1;
+    if (workers > 1 && live >= PAR_MIN) {
+        for (int32_t i = 0; i < n; i++)
+            if (!e->alive[i]) e->sep_b[i] = 0.0;
+        sep_ctx sc = {e, live};
+        run_phase(e, live, sep_phase_pairs, &sc);
+        return;
     }
-    qsort(sorted, (size_t)live, sizeof(uint64_t), cmp_u64);
+    /* One slice: numpy's bincounts directly, each pair visited once. */
+    const sep_geom g = {sorted, live, e->sep_nx, e->sep_ny, e->sep_nz};
+    const double r2 = e->d_safe * e->d_safe;
+    for (int32_t i = 0; i < n; i++) e->sep_b[i] = 0.0;
     for (int32_t r = 0; r < live; r++) {
         const int32_t a = (int32_t)(uint32_t)sorted[r];
-        const int64_t k = (int64_t)(sorted[r] >> 32);
-        const int64_t x = k % nx, y = (k / nx) % ny, z = k / (nx * ny);
+        const uint64_t k = sorted[r] >> 32;
+        const int64_t x = (int64_t)k % g.nx, y = ((int64_t)k / g.nx) % g.ny, z = (int64_t)k / (g.nx * g.ny);
         const double *pa = m->pos + 3 * (int64_t)a;
-        for (int o = 0; o < 14; o++) {
-            const int64_t zz = z + HALF[o][0], yy = y + HALF[o][1], xx = x + HALF[o][2];
-            if (xx < 0 || xx >= nx || yy < 0 || yy >= ny || zz < 0 || zz >= nz) continue;
-            const uint64_t kk = (uint64_t)((zz * ny + yy) * nx + xx);
-            /* offsets after (0, 0, 0) only look at greater cells */
-            int32_t q = o == 0 ? r + 1 : lower_cell(sorted, r + 1, live, kk);
-            for (; q < live && (sorted[q] >> 32) == kk; q++) {
+        for (int w = -1; w < 4; w++) {
+            uint64_t klo, khi;
+            int32_t q;
+            if (w < 0) { /* this cell after a, then the next one */
+                klo = k;
+                khi = k + (x + 1 < g.nx ? 1 : 0);
+                q = r + 1;
+            } else {
+                if (!row_cells(&g, x, y, z, FROWS[w][0], FROWS[w][1], &klo, &khi)) continue;
+                q = lower_cell(sorted, r + 1, live, klo);
+            }
+            for (; q < live && (sorted[q] >> 32) <= khi; q++) {
                 const int32_t b = (int32_t)(uint32_t)sorted[q];
-                const double *pb = m->pos + 3 * (int64_t)b;
-                const double d0 = pb[0] - pa[0], d1 = pb[1] - pa[1], d2 = pb[2] - pa[2];
-                const double dd = d0 * d0 + d1 * d1 + d2 * d2;
-                if (!(dd < r2)) continue;
-                const double d = sqrt(dd);
-                const double pen = (e->d_safe - d) / e->d_safe;
+                int c1 = 0;
+                const double pen = pair_pen(e, pa, m->pos + 3 * (int64_t)b, r2, &c1);
+                if (pen < 0) continue;
                 e->sep_a[a] += pen;
                 e->sep_b[b] += pen;
-                if (d < e->d_col) e->collided[a] = e->collided[b] = 1;
+                if (c1) e->collided[a] = e->collided[b] = 1;
             }
         }
     }
@@ -224,15 +396,22 @@ static inline float clip(float v, float bound) {
     return v < -bound ? -bound : (v > bound ? bound : v);
 }
 
-static void observe(seer_uav_env *e, int64_t J) {
+typedef struct readout_ctx {
+    seer_uav_env *e;
+    int64_t J;
+    int32_t first;
+} readout_ctx;
+
+/* UAV i's observation row at tick J. */
+static void observe_one(seer_uav_env *e, int64_t J, int64_t i) {
     const seer_uav *m = e->m;
-    const int32_t n = m->num_uavs, C = m->table_cap, K = e->k_neighbors, D = e->obs_dim;
+    const int32_t C = m->table_cap, K = e->k_neighbors, D = e->obs_dim;
     const float bound = (float)e->obs_bound;
     const double two_vmax = 2.0 * m->v_max;
     const int64_t oldest = J - e->max_age_ticks;
     double key[SEER_UAV_MAX_TABLE];
     int32_t slot[SEER_UAV_MAX_TABLE];
-    for (int32_t i = 0; i < n; i++) {
+    {
         float *o = e->obs + (int64_t)D * i;
         const double *p = m->pos + 3 * (int64_t)i, *v = m->vel + 3 * (int64_t)i;
         const double *g = e->target + 3 * (int64_t)i;
@@ -276,18 +455,27 @@ static void observe(seer_uav_env *e, int64_t J) {
     }
 }
 
-void seer_uav_readout(seer_uav_env *e, int64_t J, int32_t first) {
+static void dist_slice(void *arg, int64_t lo, int64_t hi, int32_t worker) {
+    (void)worker;
+    seer_uav_env *e = arg;
     const seer_uav *m = e->m;
-    const int32_t n = m->num_uavs;
-    for (int32_t i = 0; i < n; i++) {
-        const double *p = m->pos + 3 * (int64_t)i, *g = e->target + 3 * (int64_t)i;
+    for (int64_t i = lo; i < hi; i++) {
+        const double *p = m->pos + 3 * i, *g = e->target + 3 * i;
         const double d0 = g[0] - p[0], d1 = g[1] - p[1], d2 = g[2] - p[2];
         e->dist[i] = sqrt(d0 * d0 + d1 * d1 + d2 * d2);
     }
-    if (!first) {
-        separation(e);
-        for (int32_t i = 0; i < n; i++) {
-            const double *p = m->pos + 3 * (int64_t)i;
+}
+
+/* Per UAV: out-of-bounds, reward (unless first), the distance to
+ * remember, the observation. */
+static void finish_slice(void *arg, int64_t lo, int64_t hi, int32_t worker) {
+    (void)worker;
+    const readout_ctx *rc = arg;
+    seer_uav_env *e = rc->e;
+    const seer_uav *m = e->m;
+    for (int64_t i = lo; i < hi; i++) {
+        if (!rc->first) {
+            const double *p = m->pos + 3 * i;
             int out = 0;
             for (int k = 0; k < 3; k++) out |= (p[k] < 0.0) | (p[k] > e->hi[k]);
             e->oob[i] = (uint8_t)(out && e->alive[i]);
@@ -297,9 +485,19 @@ void seer_uav_readout(seer_uav_env *e, int64_t J, int32_t first) {
                            e->c_collision * (double)e->collided[i] - e->c_out_of_bounds * (double)e->oob[i] +
                            e->r_goal * (double)(e->dist[i] < e->goal_radius);
         }
+        e->prev_dist[i] = e->dist[i];
+        observe_one(e, rc->J, i);
     }
-    memcpy(e->prev_dist, e->dist, sizeof(double) * (size_t)n);
-    observe(e, J);
+}
+
+void seer_uav_readout(seer_uav_env *e, int64_t J, int32_t first) {
+    const int32_t n = e->m->num_uavs;
+    if (first)
+        run_phase(e, n, dist_slice, e);
+    else
+        separation(e); /* with each UAV's target distance */
+    readout_ctx rc = {e, J, first};
+    run_phase(e, n, finish_slice, &rc);
 }
 
 /* ---- steps ---------------------------------------------------------------- */

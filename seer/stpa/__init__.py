@@ -1,7 +1,8 @@
-"""STPA: choose the worker-pool size from measurements.
+"""STPA: choose the worker-pool size from measurements (the policy layer above ``seer.Runtime``).
 
-``seer.Runtime(model, workers="auto")`` calls :func:`select_workers_for_model`:
-it runs a short traced probe of the model (a few steps on one worker, before
+``seer.Runtime`` takes an integer pool size; the layers that offer
+``workers="auto"`` (the envs, ``seer.vector``, ``seer.wrap``) resolve it
+here, with :func:`resolve_workers` or :func:`select_workers_for_model`: it runs a short traced probe of the model (a few steps on one worker, before
 the runtime's own reset, so results are unaffected), combines the probe's
 workload and trace features with this machine's hardware features, and asks
 a learned model which pool size runs fastest.  ``seer tune`` measures pool
@@ -15,63 +16,73 @@ before each probe step; ``stpa_probe = False`` skips the probe (for models
 whose ``reset`` does not restore everything their handlers change) and lets
 the heuristic decide.
 
-Main names:
+A caller whose own pool already uses the cores caps the choice explicitly:
+``max_workers=``, or :func:`default_pool_limit` around code it does not
+control (seer.vector builds its env copies inside ``default_pool_limit(1)``).
 
-* features: :func:`hardware_features`, :func:`static_workload_features`,
-  :func:`probe`, :func:`trace_features`;
-* the selector: :func:`select_workers`, :func:`select_workers_for_model`,
-  :func:`select_for_model`, :class:`StpaModel`, :func:`load_model`,
-  :func:`save_model` (JSON model files, never pickles: see
-  :class:`PortableEstimator`), :func:`active_model`, :func:`heuristic_workers`;
-* :func:`online_refine`: an optional, bounded check of neighbouring pool
-  sizes on the real workload (see its docstring for how to use it);
-* training and tuning live in :mod:`seer.stpa.train` and
-  :mod:`seer.stpa.tune` (they import scikit-learn).
+Modules, by role (none imports a module that imports it back):
+
+* :mod:`~seer.stpa.hardware`: :func:`hardware_features`, :func:`machine_features`;
+* :mod:`~seer.stpa.features`: :func:`static_workload_features`, :func:`probe`,
+  :func:`trace_features`;
+* :mod:`~seer.stpa.model`: the shared types: :data:`FEATURE_SCHEMA`,
+  :class:`StpaModel`, :func:`load_model`, :func:`save_model` (JSON model
+  files, never pickles);
+* :mod:`~seer.stpa.estimator`: :class:`PortableEstimator` (numpy predictions);
+* :mod:`~seer.stpa.lookup`: where models live, :func:`active_model`;
+* :mod:`~seer.stpa.selector`: :func:`select_for_model`,
+  :func:`select_workers_for_model`, :func:`resolve_workers`,
+  :func:`select_workers`, :func:`heuristic_workers`, :func:`default_pool_limit`;
+* :mod:`~seer.stpa.online`: :func:`online_refine`, an optional, bounded check
+  of neighbouring pool sizes on the real workload;
+* :mod:`~seer.stpa.train`, :mod:`~seer.stpa.tune`, :mod:`~seer.stpa.workloads`:
+  training and ``seer tune`` (they import scikit-learn when they run).
 """
 
+from seer.errors import IncompatibleModelError
+from seer.stpa.estimator import PortableEstimator
 from seer.stpa.features import (
     ProbeResult,
     candidate_features,
-    hardware_features,
     probe,
     static_workload_features,
     trace_features,
 )
-from seer.stpa.online import online_refine
-from seer.stpa.selector import (
+from seer.stpa.hardware import hardware_features, machine_features
+from seer.stpa.lookup import active_model, cache_dir, model_search_path, shipped_dataset_path, shipped_model_path
+from seer.stpa.model import (
     FEATURE_SCHEMA,
     MODEL_VERSION,
     SCHEMA_VERSION,
-    IncompatibleModelError,
-    PortableEstimator,
-    Selection,
     StpaFallbackWarning,
     StpaModel,
-    active_model,
-    cache_dir,
     candidate_sizes,
-    capture,
     choose_from_scores,
-    clear_cache,
     feature_matrix,
-    heuristic_workers,
     load_model,
-    machine_features,
-    model_search_path,
-    nested_pool,
     save_model,
+)
+from seer.stpa.online import online_refine
+from seer.stpa.selector import (
+    Selection,
+    capture,
+    clear_cache,
+    current_pool_limit,
+    default_pool_limit,
+    heuristic_workers,
+    nested_pool,
+    resolve_workers,
     select_for_model,
     select_workers,
     select_workers_for_model,
-    shipped_dataset_path,
-    shipped_model_path,
 )
 
 __all__ = [
-    "FEATURE_SCHEMA", "MODEL_VERSION", "SCHEMA_VERSION", "IncompatibleModelError", "PortableEstimator", "ProbeResult", "Selection",
-    "StpaFallbackWarning", "StpaModel", "active_model", "cache_dir", "candidate_features", "candidate_sizes",
-    "capture", "choose_from_scores", "clear_cache", "feature_matrix", "hardware_features", "heuristic_workers",
-    "load_model", "machine_features", "model_search_path", "nested_pool", "online_refine", "probe", "save_model",
+    "FEATURE_SCHEMA", "MODEL_VERSION", "SCHEMA_VERSION", "IncompatibleModelError", "PortableEstimator", "ProbeResult",
+    "Selection", "StpaFallbackWarning", "StpaModel", "active_model", "cache_dir", "candidate_features",
+    "candidate_sizes", "capture", "choose_from_scores", "clear_cache", "current_pool_limit", "default_pool_limit",
+    "feature_matrix", "hardware_features", "heuristic_workers", "load_model", "machine_features",
+    "model_search_path", "nested_pool", "online_refine", "probe", "resolve_workers", "save_model",
     "select_for_model", "select_workers", "select_workers_for_model", "shipped_dataset_path",
     "shipped_model_path", "static_workload_features", "trace_features",
 ]

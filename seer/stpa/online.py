@@ -1,4 +1,4 @@
-"""Online refinement: measure the chosen pool size against its neighbours on
+"""STPA online refinement: measure the chosen pool size against its neighbours on
 the real workload, with a bounded cost, and keep the fastest.
 
 Usage with a model (the runtime built afterwards resets the model, so the
@@ -31,10 +31,15 @@ import math
 import time
 from typing import Callable
 
+from seer._checks import check_workers
+from seer.model import Model
+from seer.runtime import Runtime
+from seer.stpa.hardware import machine_features
+from seer.stpa.model import candidate_sizes
+from seer.stpa.selector import resolve_workers
+
 
 def _model_timer(model, steps: int, step_length: float | None, capacity: int | None) -> Callable[[int], float]:
-    from seer.runtime import Runtime
-
     sl = step_length if step_length is not None else getattr(model, "step_length", None)
     if sl is None:
         L = float(model.lookahead)
@@ -79,21 +84,16 @@ def online_refine(target, workers: int | str = "auto", *, max_workers: int | Non
     Returns:
         The best measured pool size (and the measurements with ``details``).
     """
-    from seer.model import Model
-    from seer.stpa.selector import candidate_sizes, machine_features, select_workers_for_model
-
     if isinstance(target, Model):
         measure = _model_timer(target, steps, step_length, capacity)
-        if workers == "auto":
-            workers = select_workers_for_model(target, capacity=capacity)
+        workers = resolve_workers(workers, target, capacity=capacity)
     elif callable(target):
         measure = target
         if workers == "auto":
             raise ValueError('workers="auto" needs a seer.Model target; pass a starting integer with a callable')
+        workers = check_workers(workers, auto=False)
     else:
         raise TypeError(f"target must be a seer.Model or a callable f(workers) -> seconds, got {type(target).__name__}")
-    if not isinstance(workers, int) or isinstance(workers, bool) or workers < 1:
-        raise ValueError(f'workers={workers!r} is invalid: expected "auto" or an integer >= 1')
     hi = max_workers if max_workers is not None else max(candidate_sizes(machine_features()["usable_cores"]))
     workers = min(workers, hi)
     t_start = time.perf_counter()

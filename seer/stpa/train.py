@@ -15,7 +15,7 @@ families are compared by grouped cross-validation over workloads (every
 fold's workloads are unseen in its training folds); the family whose
 choices reach the highest mean fraction of the best measured throughput
 (ties: lower RMSE) is refitted on all rows, then exported with
-:func:`export_estimator` to the JSON-able :class:`~seer.stpa.selector.PortableEstimator`
+:func:`~seer.stpa.estimator.export_estimator` to the JSON-able :class:`~seer.stpa.estimator.PortableEstimator`
 that model files hold.
 """
 
@@ -32,14 +32,9 @@ from typing import Iterable
 
 import numpy as np
 
-from seer.stpa.selector import (
-    FEATURE_SCHEMA,
-    SCHEMA_VERSION,
-    PortableEstimator,
-    StpaModel,
-    choose_from_scores,
-    feature_matrix,
-)
+from seer._version import __version__
+from seer.stpa.estimator import FAMILIES, export_estimator  # noqa: F401  (export_estimator: its old home)
+from seer.stpa.model import FEATURE_SCHEMA, SCHEMA_VERSION, StpaModel, choose_from_scores, feature_matrix
 
 
 class TooLittleDataError(ValueError):
@@ -87,8 +82,6 @@ def append_rows(path: str | os.PathLike, rows: Iterable[dict]) -> Path:
 
 def make_row(sweep: str, workload: str, family: str, params: dict, workers: int, steps_per_s: float,
              features: dict) -> dict:
-    from seer import __version__
-
     return {
         "sweep": sweep, "workload": workload, "family": family, "params": params, "workers": int(workers),
         "steps_per_s": float(steps_per_s), "features": features, "schema_version": SCHEMA_VERSION,
@@ -169,14 +162,6 @@ def make_estimator(family: str):
     raise ValueError(f"family={family!r} is unknown: expected one of {list(FAMILIES)}")
 
 
-FAMILIES = {
-    "gbr": "gradient-boosted trees",
-    "rf": "random forest",
-    "ridge": "ridge regression on degree-2 features",
-    "knn": "k nearest neighbours (k=7)",
-}
-
-
 def _fit(family: str, X: np.ndarray, y: np.ndarray):
     est = make_estimator(family)
     if family == "knn":  # fewer rows than neighbours on tiny datasets
@@ -253,8 +238,6 @@ def train(rows: list[dict], families=("gbr", "rf", "ridge", "knn"), n_splits: in
     """Compare ``families`` on ``rows`` and fit the best (or ``family``) on all of them."""
     import sklearn
 
-    from seer import __version__
-
     table = build_table(rows)
     if len(np.unique(table.groups)) < 2:
         raise TooLittleDataError(f"too little data to train: {len(np.unique(table.groups))} workloads with a one-worker "
@@ -271,75 +254,3 @@ def train(rows: list[dict], families=("gbr", "rf", "ridge", "knn"), n_splits: in
         "sklearn": sklearn.__version__, "seer": __version__, "comparison": comparison, "chosen": chosen,
     }
     return StpaModel(estimator=export_estimator(est), family=chosen, meta=meta)
-
-
-# ---- export to the model file's format -------------------------------------------------------
-
-def _tree_dict(tree) -> dict:
-    t = tree.tree_
-    if t.n_outputs != 1 or t.value.shape[2] != 1:
-        raise ValueError(f"a tree with {t.n_outputs} outputs: expected a single-output regression tree")
-    out = {"children_left": t.children_left.tolist(), "children_right": t.children_right.tolist(),
-           "feature": t.feature.tolist(), "threshold": t.threshold.tolist(), "value": t.value[:, 0, 0].tolist()}
-    if hasattr(t, "missing_go_to_left"):
-        out["missing_go_to_left"] = [int(v) for v in t.missing_go_to_left]
-    return out
-
-
-def _export_steps(est) -> list[dict]:
-    from sklearn.dummy import DummyRegressor
-    from sklearn.ensemble import GradientBoostingRegressor, RandomForestRegressor
-    from sklearn.linear_model import LinearRegression, Ridge
-    from sklearn.neighbors import KNeighborsRegressor
-    from sklearn.pipeline import Pipeline
-    from sklearn.preprocessing import PolynomialFeatures, StandardScaler
-
-    if isinstance(est, Pipeline):
-        return [s for _, step in est.steps if step not in (None, "passthrough") for s in _export_steps(step)]
-    if isinstance(est, StandardScaler):
-        return [{"type": "standard_scaler", "mean": None if est.mean_ is None else est.mean_.tolist(),
-                 "scale": None if est.scale_ is None else est.scale_.tolist()}]
-    if isinstance(est, PolynomialFeatures):
-        if est.powers_.sum(axis=1).max(initial=0) > 2:
-            raise ValueError(f"PolynomialFeatures(degree={est.degree!r}): expected degree <= 2")
-        return [{"type": "polynomial", "powers": est.powers_.tolist()}]
-    if isinstance(est, (Ridge, LinearRegression)):
-        coef = np.asarray(est.coef_, np.float64)
-        if coef.ndim != 1:
-            raise ValueError(f"{type(est).__name__} with coef_ of shape {coef.shape}: expected one target")
-        return [{"type": "linear", "coef": coef.tolist(), "intercept": float(est.intercept_)}]
-    if isinstance(est, KNeighborsRegressor):
-        metric_ok = est.effective_metric_ == "euclidean" or (
-            est.effective_metric_ == "minkowski" and (est.effective_metric_params_ or {}).get("p", 2) == 2)
-        if not metric_ok or est.weights not in ("uniform", "distance") or np.ndim(est._y) != 1:
-            raise ValueError(f"KNeighborsRegressor(metric={est.effective_metric_!r}, weights={est.weights!r}): "
-                             f"expected the euclidean metric, uniform or distance weights and one target")
-        return [{"type": "knn", "k": int(est.n_neighbors), "weights": est.weights,
-                 "X": np.asarray(est._fit_X, np.float64).tolist(), "y": np.asarray(est._y, np.float64).tolist()}]
-    if isinstance(est, GradientBoostingRegressor):
-        if est.loss != "squared_error" or est.estimators_.shape[1] != 1:
-            raise ValueError(f"GradientBoostingRegressor(loss={est.loss!r}): expected loss='squared_error'")
-        if est.init_ == "zero":
-            init = 0.0
-        elif isinstance(est.init_, DummyRegressor):
-            init = float(np.asarray(est.init_.constant_, np.float64).reshape(-1)[0])
-        else:
-            raise ValueError(f"GradientBoostingRegressor(init={est.init_!r}): expected the default or 'zero'")
-        return [{"type": "trees", "kind": "boosting", "init": init, "learning_rate": float(est.learning_rate),
-                 "trees": [_tree_dict(t) for t in est.estimators_[:, 0]]}]
-    if isinstance(est, RandomForestRegressor):
-        return [{"type": "trees", "kind": "forest", "trees": [_tree_dict(t) for t in est.estimators_]}]
-    raise ValueError(f"{type(est).__name__} cannot be exported: expected one of the families {list(FAMILIES)} "
-                     f"(gradient boosting, random forest, ridge, kNN, in a pipeline with scalers)")
-
-
-def export_estimator(est) -> PortableEstimator:
-    """A fitted scikit-learn estimator as a :class:`PortableEstimator`
-    (plain arrays a model file can hold; its predictions equal ``est``'s).
-
-    Raises:
-        ValueError: ``est`` is of a kind the model file cannot describe.
-    """
-    if isinstance(est, PortableEstimator):
-        return est
-    return PortableEstimator(_export_steps(est), int(est.n_features_in_))

@@ -30,10 +30,21 @@ from pathlib import Path
 
 import numpy as np
 
-from seer.stpa import selector as S
+from seer._version import __version__
 from seer.stpa import train as T
 from seer.stpa import workloads as W
+from seer.stpa.hardware import machine_features
+from seer.stpa.lookup import active_model, cache_dir, shipped_dataset_path
+from seer.stpa.model import (
+    DATASET_FILENAME,
+    MODEL_FILENAME,
+    StpaModel,
+    candidate_sizes,
+    choose_from_scores,
+    save_model,
+)
 from seer.stpa.online import online_refine
+from seer.stpa.selector import clear_cache, heuristic_workers
 
 QUICK = dict(n_train=40, n_eval=12, reps=2, target_s=0.03)
 FULL = dict(n_train=110, n_eval=36, reps=3, target_s=0.06)
@@ -42,9 +53,7 @@ FULL = dict(n_train=110, n_eval=36, reps=3, target_s=0.06)
 def machine_description() -> dict:
     import numpy
 
-    from seer import __version__
-
-    hw = S.machine_features()
+    hw = machine_features()
     return {**hw, "os_cpu_count": os.cpu_count(), "python": sys.version.split()[0], "numpy": numpy.__version__,
             "platform": platform.platform(), "seer": __version__,
             "loadavg": list(os.getloadavg()) if hasattr(os, "getloadavg") else None}
@@ -83,20 +92,26 @@ class _Progress:
             self._p.__exit__(*exc)
 
 
-def sweep(workloads, sizes, *, reps: int, target_s: float, dataset: Path | None, sweep_id: str,
-          progress: _Progress, log=print) -> list[dict]:
-    """Measure ``workloads`` at every size; append rows to ``dataset``; return them."""
-    rows = []
-    task = progress.task("sweep", len(workloads) * len(sizes) * reps)
+def _measured(workloads, sizes, reps: int, target_s: float, progress: _Progress, name: str, log):
+    """``(workload, measurement)`` of :func:`seer.stpa.workloads.measure` for each workload that
+    runs, with progress; one that fails is logged and skipped."""
+    task = progress.task(name, len(workloads) * len(sizes) * reps)
     for wl in workloads:
         try:
-            feats, best, _, _ = W.measure(wl, sizes, reps, target_s,
-                                       on_measure=lambda wl, w: progress.advance(task, f"{wl.name} w={w}"))
+            got = W.measure(wl, sizes, reps, target_s, on_measure=lambda wl, w: progress.advance(task, f"{wl.name} w={w}"))
         except Exception as exc:  # one broken workload (an env in flux) must not sink the sweep
             log(f"skipped {wl.name}: {type(exc).__name__}: {exc}")
             for _ in range(len(sizes) * reps):
                 progress.advance(task, wl.name)
             continue
+        yield wl, got
+
+
+def sweep(workloads, sizes, *, reps: int, target_s: float, dataset: Path | None, sweep_id: str,
+          progress: _Progress, log=print) -> list[dict]:
+    """Measure ``workloads`` at every size; append rows to ``dataset``; return them."""
+    rows = []
+    for wl, (feats, best, _, _) in _measured(workloads, sizes, reps, target_s, progress, "sweep", log):
         new = [T.make_row(sweep_id, wl.name, wl.family, wl.params, w, sps, feats) for w, sps in sorted(best.items())]
         if dataset is not None:
             T.append_rows(dataset, new)
@@ -104,30 +119,21 @@ def sweep(workloads, sizes, *, reps: int, target_s: float, dataset: Path | None,
     return rows
 
 
-def evaluate(workloads, model: S.StpaModel | None, sizes, *, reps: int, target_s: float, progress: _Progress,
+def evaluate(workloads, model: StpaModel | None, sizes, *, reps: int, target_s: float, progress: _Progress,
              log=print) -> dict:
     """Choices on ``workloads`` against the best measured size, in this run."""
     cpu = os.cpu_count() or 1
     rule_cpu = min(cpu, max(sizes))
     per = []
-    task = progress.task("evaluate", len(workloads) * len(sizes) * reps)
-    for wl in workloads:
-        try:
-            feats, best, steps, run = W.measure(wl, sizes, reps, target_s,
-                                           on_measure=lambda wl, w: progress.advance(task, f"{wl.name} w={w}"))
-        except Exception as exc:
-            log(f"skipped {wl.name}: {type(exc).__name__}: {exc}")
-            for _ in range(len(sizes) * reps):
-                progress.advance(task, wl.name)
-            continue
+    for wl, (feats, best, steps, run) in _measured(workloads, sizes, reps, target_s, progress, "evaluate", log):
         cores = int(feats.get("usable_cores", 1))
         if model is not None:
             scores = model.scores(feats, sizes, cores)
-            chosen = S.choose_from_scores(scores)
+            chosen = choose_from_scores(scores)
         else:
-            scores, chosen = {}, S.heuristic_workers(int(feats.get("entities", 1)),
+            scores, chosen = {}, heuristic_workers(int(feats.get("entities", 1)),
                                                      float(feats.get("native_kind_share", 1)), cores)
-        heur = S.heuristic_workers(int(feats.get("entities", 1)), float(feats.get("native_kind_share", 1)), cores)
+        heur = heuristic_workers(int(feats.get("entities", 1)), float(feats.get("native_kind_share", 1)), cores)
         # the optional online check (seer.stpa.online_refine) from the
         # choice: neighbouring sizes timed on the workload itself, best of 2
         refined, tried = online_refine(lambda w: 1.0 / max(run(w), run(w)), workers=chosen,
@@ -192,11 +198,11 @@ def run_tune(*, quick: bool = False, cache: Path | None = None, do_sweep: bool =
     for k, v in (("n_train", n_train), ("n_eval", n_eval), ("reps", reps), ("target_s", target_s)):
         if v is not None:
             cfg[k] = v
-    cache = Path(cache) if cache is not None else S.cache_dir()
-    dataset_path = Path(dataset_path) if dataset_path is not None else cache / S.DATASET_FILENAME
-    model_path = Path(model_path) if model_path is not None else cache / S.MODEL_FILENAME
-    hw = S.machine_features()
-    sizes = list(sizes) if sizes is not None else S.candidate_sizes(hw["usable_cores"])
+    cache = Path(cache) if cache is not None else cache_dir()
+    dataset_path = Path(dataset_path) if dataset_path is not None else cache / DATASET_FILENAME
+    model_path = Path(model_path) if model_path is not None else cache / MODEL_FILENAME
+    hw = machine_features()
+    sizes = list(sizes) if sizes is not None else candidate_sizes(hw["usable_cores"])
     out: dict = {"machine": machine_description(), "sizes": sizes, "config": cfg, "quick": quick,
                  "dataset": str(dataset_path), "model_path": None}
     t0 = time.perf_counter()
@@ -210,17 +216,17 @@ def run_tune(*, quick: bool = False, cache: Path | None = None, do_sweep: bool =
                             "seconds": time.perf_counter() - t0}
         model = None
         if do_train:
-            paths = [dataset_path] + ([S.shipped_dataset_path()] if include_shipped else [])
+            paths = [dataset_path] + ([shipped_dataset_path()] if include_shipped else [])
             data = T.load_rows(*paths)
             model = T.train(data, families=families)
             model.meta["datasets"] = [str(p) for p in paths if Path(p).is_file()]
-            S.save_model(model, model_path)
-            S.clear_cache()
+            save_model(model, model_path)
+            clear_cache()
             out["model_path"] = str(model_path)
             out["model"] = {"family": model.family, "meta": model.meta}
         if do_evaluate:
             if model is None:
-                model, _ = S.active_model()
+                model, _ = active_model()
             ev_wls = W.heldout_workloads(cfg["n_eval"], seed=seed + 1_000_002, envs=envs, quick=quick)
             runs = []
             for _ in range(max(1, int(eval_repeats))):

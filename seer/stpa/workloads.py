@@ -8,7 +8,8 @@
   sizes, found in the env registry (:mod:`seer.registry`), when they load.
 
 Features always come from the same path ``workers="auto"`` takes
-(:func:`seer.stpa.capture` around building the runtime or env), so what the
+(:func:`seer.stpa.capture` around :func:`~seer.stpa.select_for_model` or
+building the env with ``workers="auto"``), so what the
 model learns from is what it is later asked about.
 """
 
@@ -174,13 +175,12 @@ def heldout_workloads(n_synthetic: int, seed: int = 1_000_003, envs=True, quick:
 
 def workload_features(wl: Workload):
     """(features, object to time) of a workload, through the ``"auto"`` path."""
-    from seer.runtime import Runtime
-    from seer.stpa.selector import capture
+    from seer.stpa.selector import capture, select_for_model
 
     if wl.kind == "model":
         model = wl.make_model()
         with capture(features_only=True) as rec:
-            Runtime(model, workers="auto", capacity=wl.capacity).close()
+            select_for_model(model, capacity=wl.capacity)
         return (rec[0].features if rec else {}), model
     with capture(features_only=True) as rec:
         env = wl.factory("auto")

@@ -37,6 +37,7 @@ from __future__ import annotations
 import numbers
 import os
 import types
+import warnings
 from typing import Any, Callable
 
 from gymnasium.vector import AutoresetMode
@@ -69,21 +70,48 @@ def _cores() -> int:
         return os.cpu_count() or 1
 
 
-def make(env_fn: Callable[[], Any], num_envs: int, backend: str = "thread", workers: int | str = "auto",
+def native_path_available(env_fn: Callable[[], Any]) -> bool:
+    """Whether copies of ``env_fn()`` take seer.vector's native path (their
+    class defines ``seer_native_copy()`` and it returns a NativeCopy): one
+    probe copy is built and closed."""
+    from seer.vector._runner import make_parallel
+
+    probe = make_parallel(env_fn)
+    try:
+        method = getattr(type(probe), "seer_native_copy", None)
+        return method is not None and method(probe) is not None
+    finally:
+        try:
+            probe.close()
+        except Exception:
+            pass
+
+
+def make(env_fn: Callable[[], Any], num_copies: int | None = None, backend: str = "auto",
+         workers: int | str = "auto",
          autoreset_mode: AutoresetMode | str = AutoresetMode.NEXT_STEP, *, pad: bool = False,
          restart_failed: bool = False, copy: bool = True, validate_actions: bool = True,
          context: str | None = None, inline: bool | str = "auto", num_shards: int | None = None,
-         ray_address: str | None = None, shard_backend: str = "thread", **options) -> SeerVectorEnv:
-    """A :class:`SeerVectorEnv` over ``num_envs`` copies of ``env_fn()``.
+         ray_address: str | None = None, shard_backend: str = "thread", num_envs: int | None = None,
+         **options) -> SeerVectorEnv:
+    """A :class:`SeerVectorEnv` over ``num_copies`` copies of ``env_fn()``.
 
     Args:
         env_fn: Makes one copy: a PettingZoo ParallelEnv, or an AECEnv
             (converted with ``aec_to_parallel``).  A module with a
             ``parallel_env`` factory (e.g. ``seer.envs.uav_swarm_v0``) also
             works.  The process backend pickles it with cloudpickle.
-        num_envs: Number of env *copies*.  The result's ``num_envs`` counts
-            rows (copies x agent slots); ``num_copies`` keeps this count.
-        backend: ``"thread"``, ``"process"`` or ``"ray"``.
+        num_copies: Number of env copies.  The result's ``num_envs`` counts
+            rows (copies x agent slots, as Gymnasium's vector API counts
+            envs); its ``num_copies`` keeps this count.  (``num_envs=`` is
+            the old name of this argument: deprecated.)
+        backend: ``"auto"`` (default), ``"thread"``, ``"process"`` or
+            ``"ray"``.  ``"auto"`` builds one probe copy and takes the thread
+            backend when copies have seer.vector's native path (their step
+            runs in C without the GIL: SEER's envs and plug-ins), or when
+            there is one copy or one usable core; the process backend
+            otherwise (a Python env holds the GIL in its step, so threads
+            would take turns).  ``repr(envs)`` says which was taken.
         workers: An integer: threads of the runtime's pool, or processes
             stepping copies (with ``inline`` the calling process counts as
             one).  ``"auto"``: process backend, the usable cores (at most
@@ -155,16 +183,34 @@ def make(env_fn: Callable[[], Any], num_envs: int, backend: str = "thread", work
         env_fn = env_fn.parallel_env
     if not callable(env_fn):
         raise TypeError(f"env_fn must be callable (returning a PettingZoo env), got {env_fn!r}")
-    if not isinstance(num_envs, numbers.Integral) or isinstance(num_envs, bool) or num_envs < 1:
-        raise ValueError(f"num_envs={num_envs!r} is invalid: expected an integer >= 1 (the number of env copies)")
-    num_envs = int(num_envs)
+    if num_envs is not None:
+        if num_copies is not None:
+            raise TypeError("pass num_copies only (num_envs is its deprecated name)")
+        warnings.warn("seer.vector.make(num_envs=...) is deprecated: the argument counts env copies, so it is now "
+                      "num_copies (the result's num_envs counts rows)", DeprecationWarning, stacklevel=2)
+        num_copies = num_envs
+    if num_copies is None:
+        raise TypeError("make() needs num_copies: how many copies of env_fn() to run")
+    if not isinstance(num_copies, numbers.Integral) or isinstance(num_copies, bool) or num_copies < 1:
+        raise ValueError(f"num_copies={num_copies!r} is invalid: expected an integer >= 1 (the number of env copies)")
+    num_envs = int(num_copies)
+    if backend not in ("auto", *BACKENDS):
+        raise ValueError(f"backend={backend!r} is unknown: expected \"auto\" or one of {list(BACKENDS)}")
+    if workers != "auto" and (not isinstance(workers, numbers.Integral) or isinstance(workers, bool)
+                              or not 1 <= workers <= 1024):
+        raise ValueError(f'workers={workers!r} is invalid: expected "auto" or an integer in [1, 1024]')
+    if backend == "auto":
+        if num_shards is not None or ray_address is not None:
+            backend = "ray"
+        elif options or context is not None or inline not in ("auto", False):
+            backend = "process"  # only the process backend takes these
+        else:
+            backend = "thread" if num_envs == 1 or _cores() == 1 or native_path_available(env_fn) else "process"
     if backend != "ray" and (num_shards is not None or ray_address is not None or shard_backend != "thread"):
         raise TypeError("num_shards, ray_address and shard_backend are for the ray backend only")
     if workers == "auto":
         workers = min(_cores(), num_envs) if backend == "process" else "auto"
-    elif not isinstance(workers, numbers.Integral) or isinstance(workers, bool) or not 1 <= workers <= 1024:
-        raise ValueError(f'workers={workers!r} is invalid: expected "auto" or an integer in [1, 1024]')
-    if workers != "auto":
+    else:
         workers = int(workers)
     if isinstance(autoreset_mode, str):
         try:
@@ -205,7 +251,7 @@ def make(env_fn: Callable[[], Any], num_envs: int, backend: str = "thread", work
                         num_shards=num_shards, ray_address=ray_address, shard_backend=shard_backend,
                         context=context, inline=inline, **options)
     else:
-        raise ValueError(f"backend={backend!r} is unknown: expected one of {list(BACKENDS)}")
+        raise ValueError(f"backend={backend!r} is unknown: expected \"auto\" or one of {list(BACKENDS)}")
     cls = SeerVectorEnv
     if backend == "process":
         from seer.vector._process import ProcessVectorEnv as cls

@@ -12,23 +12,10 @@ from gymnasium.error import AlreadyPendingCallError, NoAsyncCallError
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
-from seer.errors import ClosedError, HandlerError, WorkerError
+from seer.errors import ClosedError, EnvCopyError, WorkerError  # noqa: F401  (EnvCopyError: defined in seer.errors)
 from seer.guard import CLOSE_WAIT_S, CallGuard
 from seer.vector._layout import row_bounds
 from seer.vector._runner import ActionsRejected
-
-
-class EnvCopyError(HandlerError):
-    """An env copy raised.  ``copy`` is its index, ``worker`` where it ran,
-    ``traceback`` the worker's traceback text, ``errors`` every failing copy
-    of the op as ``(copy, traceback)``."""
-
-    def __init__(self, message, *, copy, worker, traceback, errors):
-        super().__init__(message, entity=copy)
-        self.copy = copy
-        self.worker = worker
-        self.traceback = traceback
-        self.errors = errors
 
 
 def one_caller(call: str):

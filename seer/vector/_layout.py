@@ -16,12 +16,11 @@ import gymnasium
 import numpy as np
 from gymnasium import spaces
 
+from seer.errors import SpaceMismatchError  # noqa: F401  (defined in seer.errors; the old name keeps working)
+
 ARRAY_SPACES = (spaces.Box, spaces.Discrete, spaces.MultiDiscrete, spaces.MultiBinary)
 ALIGN = 64
 
-
-class SpaceMismatchError(ValueError):
-    """Agents (or copies) have observation or action spaces that cannot share rows."""
 
 
 @dataclasses.dataclass

@@ -50,7 +50,7 @@ import numpy as np
 from gymnasium import spaces
 from gymnasium.vector import AutoresetMode
 
-from seer.errors import ClosedError, WorkerError
+from seer.errors import ActorRestartedError, ClosedError, WorkerError  # noqa: F401  (ActorRestartedError: its old home)
 from seer.vector._env import SeerVectorEnv
 from seer.vector._pool import EnvPool
 from seer.vector._layout import build_layout
@@ -381,11 +381,6 @@ class _ShardDied(Exception):
     def __init__(self, s, exc, result=None):
         super().__init__(s, exc)
         self.s, self.exc, self.result = s, exc, result
-
-
-class ActorRestartedError(RuntimeError):
-    """A shard's actor answered from a new incarnation: its process died
-    between two calls and Ray restarted it (``max_restarts``)."""
 
 
 class RayBackend:

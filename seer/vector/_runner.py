@@ -26,16 +26,16 @@ def make_parallel(env_fn: Callable[[], Any]):
     """``env_fn()`` as a PettingZoo ParallelEnv (AEC envs go through
     ``pettingzoo.utils.aec_to_parallel``).
 
-    It runs inside :func:`seer.stpa.nested_pool`: a copy's own SEER runtime
+    It runs inside :func:`seer.stpa.default_pool_limit` ``(1)``: a copy's own SEER runtime
     (``workers="auto"``) gets one worker, as the vector env's pool (threads,
     processes or shards) already spreads the copies over the cores; an
     ``env_fn`` that passes ``workers=`` explicitly gets what it asks for."""
     from pettingzoo import AECEnv
     from pettingzoo.utils.conversions import aec_to_parallel
 
-    from seer.stpa import nested_pool
+    from seer.stpa import default_pool_limit
 
-    with nested_pool():
+    with default_pool_limit(1):
         env = env_fn()
     if isinstance(env, AECEnv):
         env = aec_to_parallel(env)

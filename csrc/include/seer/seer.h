@@ -49,6 +49,31 @@ static inline int seer_rt_step(seer_runtime *rt, double horizon) { return seer_a
 static inline void seer_rt_reset(seer_runtime *rt, uint64_t seed) { seer_api_of(rt)->rt_reset(rt, seed); }
 static inline int64_t seer_rt_events_total(const seer_runtime *rt) { return seer_api_of(rt)->rt_events_total(rt); }
 
+/* Entries appended to the table after its first release: a module built
+ * against this header may be loaded by a SEER whose table is shorter. */
+#define SEER_API_HAS(api, field) \
+    ((api)->size >= (uint32_t)((const char *)&(api)->field - (const char *)(api)) + sizeof((api)->field))
+
+/* Run fn over [0, n) in slices of about `grain` items on the runtime's
+ * worker pool (the caller works too), and return when every slice is done.
+ * Between steps only, from the thread that steps the runtime (a native
+ * copy's step, an env's readout).  Slices go to whichever worker is free,
+ * so fn must give the same result however [0, n) is cut and shared: each
+ * item writes only its own outputs.  Runs fn(arg, 0, n, 0) in the caller
+ * when the pool has one worker, or the SEER it runs in predates the call. */
+static inline int seer_rt_parallel_for(seer_runtime *rt, int64_t n, int64_t grain, seer_range_fn fn, void *arg) {
+    const seer_api *api = seer_api_of(rt);
+    if (!SEER_API_HAS(api, rt_parallel_for)) {
+        if (n > 0) fn(arg, 0, n, 0);
+        return 0;
+    }
+    return api->rt_parallel_for(rt, n, grain, fn, arg);
+}
+static inline int32_t seer_rt_num_workers(const seer_runtime *rt) {
+    const seer_api *api = seer_api_of(rt);
+    return SEER_API_HAS(api, rt_num_workers) ? api->rt_num_workers(rt) : 1;
+}
+
 #endif /* SEER_CORE_BUILD */
 
 #endif

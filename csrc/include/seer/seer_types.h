@@ -83,6 +83,9 @@ typedef struct seer_copy_rows {
 /* Runs op on one copy; SEER_OK or a SEER_E_* code. */
 typedef int (*seer_copy_step_fn)(void *env, const seer_copy_rows *rows, int32_t op);
 
+/* A slice of a parallel loop: run items [lo, hi) on pool worker `worker`. */
+typedef void (*seer_range_fn)(void *arg, int64_t lo, int64_t hi, int32_t worker);
+
 /* The function table: filled by SEER, reached through ctx->api, rows->api
  * or a runtime's head.  Entries are only ever appended (size grows). */
 struct seer_api {
@@ -96,6 +99,9 @@ struct seer_api {
     int (*rt_step)(seer_runtime *rt, double horizon);
     void (*rt_reset)(seer_runtime *rt, uint64_t seed);
     int64_t (*rt_events_total)(const seer_runtime *rt);
+    /* Appended after the first release (present when size covers them). */
+    int (*rt_parallel_for)(seer_runtime *rt, int64_t n, int64_t grain, seer_range_fn fn, void *arg);
+    int32_t (*rt_num_workers)(const seer_runtime *rt);
 };
 
 #endif

@@ -12,6 +12,7 @@ import numpy as np
 
 import seer
 import seer.capi
+import seer.stpa
 import seer.numba as snb
 from seer.vector.native import NativeCopy, NativeSpec
 
@@ -206,7 +207,10 @@ class NumbaSim:
             "I": np.array([n, 0, max_cycles, 0, 0], np.int64),
         }
         self.model = NumbaModel(self.arrays)
-        self.runtime = seer.Runtime(self.model, workers=workers, capacity=max(4096, 16 * n))
+        capacity = max(4096, 16 * n)
+        # the runtime takes an integer pool size; STPA resolves "auto"
+        workers = seer.stpa.resolve_workers(workers, self.model, capacity=capacity)
+        self.runtime = seer.Runtime(self.model, workers=workers, capacity=capacity)
         self.arrays["I"][I_RT] = self.runtime.native_address
         self.s = STATE.tuple_type(*(self.arrays[k] for k in STATE.names))
         self.spec = spec

@@ -38,10 +38,12 @@ import numbers
 import gymnasium
 import numpy as np
 from pettingzoo import ParallelEnv
-from pettingzoo.utils import parallel_to_aec, wrappers
+from pettingzoo.utils import wrappers
+from pettingzoo.utils.conversions import parallel_to_aec_wrapper
 
 import seer
 import seer.capi
+import seer.stpa
 from seer.actions import validate_actions
 from seer.vector.native import NativeCopy, NativeSpec
 
@@ -107,7 +109,10 @@ class SeerSim:
         p = plugin()
         ffi, lib = p.ffi, p.lib
         self.model = ConsensusModel(n)
-        self.runtime = seer.Runtime(self.model, workers=workers, capacity=max(4096, 16 * n))
+        capacity = max(4096, 16 * n)
+        # the runtime takes an integer pool size; STPA resolves "auto"
+        workers = seer.stpa.resolve_workers(workers, self.model, capacity=capacity)
+        self.runtime = seer.Runtime(self.model, workers=workers, capacity=capacity)
         e = ffi.new("cons_env *")
         e.m = self.model.native_model
         e.rt = ffi.cast("seer_runtime *", self.runtime.native_address)
@@ -241,7 +246,7 @@ class ConsensusEnv(ParallelEnv):
             raise RuntimeError("step() with no live agents: call reset() first")
         act = self._fast_actions(actions, agents)
         if act is None:  # something is off: the slow check names the agent and the value
-            validate_actions(actions, agents, self.action_space)
+            validate_actions(actions, agents, self.action_space, possible_agents=self._index)
             act = np.array([np.asarray(actions[a]).reshape(-1)[0] for a in agents], np.float32)
         sim = self._sim
         sim.step(act)
@@ -291,14 +296,16 @@ class ConsensusEnv(ParallelEnv):
         return f"consensus_v0(n={len(self.possible_agents)}, engine={self.engine!r})"
 
 
-raw_env = ConsensusEnv
-
-
 def parallel_env(**kwargs) -> ConsensusEnv:
     """The ParallelEnv; see :class:`ConsensusEnv` for the arguments."""
     return ConsensusEnv(**kwargs)
 
 
+def raw_env(**kwargs):
+    """The unwrapped AEC env (PettingZoo's conversion of :func:`parallel_env`, no wrapper)."""
+    return parallel_to_aec_wrapper(ConsensusEnv(**kwargs))
+
+
 def env(**kwargs):
-    """The AEC version, with PettingZoo's order-enforcing wrapper."""
-    return wrappers.OrderEnforcingWrapper(parallel_to_aec(ConsensusEnv(**kwargs)))
+    """The AEC env: :func:`raw_env` in PettingZoo's order-enforcing wrapper."""
+    return wrappers.OrderEnforcingWrapper(raw_env(**kwargs))

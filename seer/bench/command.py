@@ -1,0 +1,40 @@
+"""The ``seer bench`` command's body: run the plan with a progress bar, print, write JSON and plot.
+
+Only the CLI imports it (``seer.cli``'s ``bench`` subcommand, lazily), so the
+library never loads the benchmark harness.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+from seer._io import atomic_write_text
+from seer.bench.harness import plan, run
+from seer.bench.report import plot, table
+from seer.errors import EnvLoadError, UnknownEnvError
+
+
+def main(args) -> int:
+    from rich.console import Console
+    from rich.progress import Progress
+
+    # Wide enough for the table when writing to a file or a CI log.
+    console = Console() if sys.stdout.isatty() else Console(width=170)
+    try:
+        with Progress(console=console, transient=True) as bar:
+            task = bar.add_task("seer bench", total=len(plan(args.quick)))
+            doc = run(args.quick, lambda label: bar.update(task, advance=1,
+                                                           description=f"seer bench: done {label}"))
+    except (UnknownEnvError, EnvLoadError) as exc:  # an env the comparison needs is missing here
+        print(f"seer bench: error: {exc}", file=sys.stderr)
+        return 1
+    for t in table(doc):
+        console.print(t)
+    if args.json:
+        atomic_write_text(args.json, json.dumps(doc, indent=2), what="--json file")
+        console.print(f"wrote {args.json}")
+    if args.plot:
+        plot(doc, args.plot)
+        console.print(f"wrote {args.plot}")
+    return 0

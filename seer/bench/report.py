@@ -1,0 +1,71 @@
+"""`seer bench`'s output: the markdown table, the rich tables and the latency plot."""
+
+from __future__ import annotations
+
+import os
+
+from seer._io import atomic_writer
+
+
+def plot(doc: dict, path: str) -> None:
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError as exc:
+        raise RuntimeError("--plot needs matplotlib: pip install 'seer[bench]'") from exc
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
+    for ax, domain, title in zip(axes, ("uav", "wireless"), ("UAV swarm control", "Wireless management")):
+        rows = [r for r in doc["rows"] if r["domain"] == domain and r["steps"] > 0]
+        for system in dict.fromkeys(r["system"].split(" (N=")[0].split(" (n_agents=")[0] for r in rows):
+            pts = sorted((r["entities"], r["mean_ms"]) for r in rows if r["system"].startswith(system))
+            ax.plot(*zip(*pts), marker="o", label=system)
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel("entities")
+        ax.set_ylabel("mean step latency (ms)")
+        ax.set_title(title)
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize=8)
+    fig.tight_layout()
+    with atomic_writer(path, "wb", what="--plot file") as f:  # atomic; never through a symlink
+        fig.savefig(f, dpi=120, format=os.path.splitext(str(path))[1][1:].lower() or "png")
+    plt.close(fig)
+
+
+def markdown(doc: dict) -> str:
+    """The step-latency rows and SEER's reductions as one markdown table."""
+    red = {(d["domain"], d["scenario"], d["against"]): d for d in doc["reductions"]}
+    lines = ["| domain | scenario | entities | system | model | mean ms | p50 ms | p99 ms | SEER (auto) reduction |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for r in doc["rows"]:
+        if not r["steps"]:
+            lines.append(f"| {r['domain']} | {r['scenario']} | {r['entities']} | {r['system']} | {r['kind']} | "
+                         f"- | - | - | skipped: {r['note']} |")
+            continue
+        d = red.get((r["domain"], r["scenario"], r["system"]))
+        cut = f"{d['reduction_pct']:.1f}% ({d['speedup']:.1f}x)" if d else ""
+        lines.append(f"| {r['domain']} | {r['scenario']} | {r['entities']} | {r['system']} | {r['kind']} | "
+                     f"{r['mean_ms']:.3f} | {r['p50_ms']:.3f} | {r['p99_ms']:.3f} | {cut} |")
+    return "\n".join(lines)
+
+
+def table(doc: dict):
+    from rich.table import Table
+
+    t = Table(title="seer bench: step latency")
+    for col in ("domain", "scenario", "entities", "system", "model", "workers", "mean ms", "p50 ms", "p99 ms",
+                "steps", "note"):
+        t.add_column(col)
+    for r in doc["rows"]:
+        num = (lambda v: f"{v:.3f}") if r["steps"] else (lambda v: "-")
+        t.add_row(r["domain"], r["scenario"], str(r["entities"]), r["system"], r["kind"], str(r["workers"] or "-"),
+                  num(r["mean_ms"]), num(r["p50_ms"]), num(r["p99_ms"]), str(r["steps"]), r["note"])
+    red = Table(title="latency reduction of SEER (auto), as the paper reports it")
+    for col in ("domain", "scenario", "against", "reduction", "speedup", "paper"):
+        red.add_column(col)
+    for d in doc["reductions"]:
+        red.add_row(d["domain"], d["scenario"], d["against"], f"{d['reduction_pct']:.1f}%", f"{d['speedup']:.2f}x",
+                    f"{d['paper_reduction_pct']}%" + (" (up to)" if d["domain"] == "wireless" else ""))
+    return t, red

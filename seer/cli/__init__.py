@@ -1,0 +1,57 @@
+"""The ``seer`` command: ``seer info``, ``seer trace``, ``seer tune`` and ``seer bench``.
+
+Each subcommand lives in a module of this package with an
+``add_<name>_parser(sub)`` function that registers its argparse subparser
+and sets ``func`` to the function that runs it; argument types are in
+:mod:`seer.cli.args`.  Envs are found only through :mod:`seer.registry`
+(entry point group ``seer.envs``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from seer._io import OutputPathError
+from seer.cli.args import (  # noqa: F401  (the argument types' old home)
+    MAX_WORKERS,
+    OUTPUT_HELP,
+    PLOT_FORMATS,
+    directory_arg,
+    existing_dir_arg,
+    int_arg,
+    json_target_arg,
+    output_path_arg,
+    plot_path_arg,
+    positive_float_arg,
+    sizes_arg,
+)
+from seer.cli.bench import add_bench_parser
+from seer.cli.info import add_info_parser, env_registry_rows, info_doc  # noqa: F401
+from seer.cli.trace import SYNTHETIC_WORKLOADS, add_trace_parser  # noqa: F401
+from seer.cli.tune import add_tune_parser
+
+
+def build_parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog="seer", description="SEER: event-driven runtime for multi-agent RL envs.")
+    sub = ap.add_subparsers(dest="command", metavar="COMMAND")
+    add_info_parser(sub)
+    add_trace_parser(sub)
+    add_tune_parser(sub)
+    add_bench_parser(sub)
+    return ap
+
+
+def main(argv=None) -> int:
+    """Run the ``seer`` command; usage errors exit with status 2 (argparse's ``SystemExit``)."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    ap = build_parser()
+    args = ap.parse_args(argv)
+    if not getattr(args, "func", None):
+        ap.print_help()
+        return 1
+    args.argv = argv
+    try:
+        return int(args.func(args) or 0)
+    except OutputPathError as exc:  # an output path that became unusable while the command ran
+        args.parser.error(str(exc))

@@ -1,0 +1,188 @@
+"""``seer info``: this machine, the STPA model, the registered envs and what ``workers="auto"`` picks."""
+
+from __future__ import annotations
+
+import math
+import os
+import sys
+import warnings
+
+from seer import registry, stpa
+from seer._version import __version__
+from seer.cli.args import OUTPUT_HELP, existing_dir_arg, json_target_arg, write_output
+from seer.errors import EnvLoadError, SeerError
+
+#: Registered envs whose choice `seer info` shows next to the synthetic workloads.
+INFO_ENVS = (("uav_swarm_v0", {"scenario": "large"}), ("wireless_v0", {"scenario": "large"}))
+
+HELP = "machine, the STPA model, the registered envs and what workers=\"auto\" picks"
+DESCRIPTION = ("Show this machine's hardware features, which STPA model is loaded, the "
+               "registered envs (entry point group seer.envs), and what workers=\"auto\" "
+               "picks for a few workloads.")
+
+
+def _info_workloads():
+    from seer.stpa.workloads import MixedSyntheticModel
+    from seer.synthetic import PythonSyntheticModel, SyntheticModel
+
+    yield "synthetic native, 32 entities, ~0.1 us/event", lambda: SyntheticModel(32, fanout=1, work=100, period=0.1, delay=0.1)
+    yield "synthetic native, 1024 entities, ~5 us/event", lambda: SyntheticModel(1024, fanout=2, work=5000, period=0.1, delay=0.1)
+    yield "synthetic Python handlers, 512 entities", lambda: PythonSyntheticModel(512, fanout=1, work=2, period=0.1, delay=0.1)
+    yield "synthetic mixed (native ticks, Python messages), 256 entities", lambda: MixedSyntheticModel(
+        256, fanout=2, work=2000, period=0.1, delay=0.1, py_work=1)
+
+
+def _selection_row(name: str, sel) -> dict:
+    return {"workload": name, "workers": sel.workers, "source": sel.source, "probe_ms": sel.probe_s * 1e3,
+            "speedup": {str(w): math.exp(s) for w, s in sel.scores.items()}, "reason": sel.reason}
+
+
+def _auto_choices() -> list[dict]:
+    """What workers="auto" picks for the example workloads (runs their probes)."""
+    rows = []
+    for name, make in _info_workloads():
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            rows.append(_selection_row(name, stpa.select_for_model(make(), use_cache=False)))
+    for env_name, kwargs in INFO_ENVS:
+        label = f"{env_name} {kwargs}"
+        try:
+            mod = registry.load(env_name)
+            with warnings.catch_warnings(), stpa.capture() as rec:
+                warnings.simplefilter("ignore")
+                env = mod.parallel_env(workers="auto", **kwargs)
+                env.close()
+        except SeerError as exc:  # not registered, or it does not import: say which
+            rows.append({"workload": label, "workers": None, "source": "unavailable", "reason": str(exc)})
+            continue
+        except Exception as exc:  # an env that fails to build is skipped, not fatal to `seer info`
+            rows.append({"workload": label, "workers": None, "source": "unavailable",
+                         "reason": f"{type(exc).__name__}: {exc}"})
+            continue
+        if rec:
+            rows.append(_selection_row(label, rec[-1]))
+    return rows
+
+
+def env_registry_rows() -> list[dict]:
+    """The registered envs (``seer.envs`` entry points), each loaded to read its scenarios.
+
+    Example:
+        >>> [r["name"] for r in env_registry_rows()]
+        ['uav_swarm_v0', 'wireless_v0']
+    """
+    rows = []
+    for name, entry in registry.available().items():
+        row = {"name": name, "module": entry.module, "distribution": entry.distribution,
+               "version": entry.version, "scenarios": None, "error": None}
+        try:
+            row["scenarios"] = registry.scenarios(entry.load())
+        except EnvLoadError as exc:  # listed with the reason: a broken plug-in must not hide the others
+            row["error"] = str(exc)
+        rows.append(row)
+    return rows
+
+
+def info_doc(sys_root=None, workloads: bool = True) -> dict:
+    """Everything ``seer info`` shows, as JSON-ready data."""
+    hw = stpa.hardware_features(sys_root or "/sys")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        model, reasons = stpa.active_model()
+    doc = {"seer": __version__, "python": sys.version.split()[0], "cpu_count": os.cpu_count(),
+           "hardware": hw,
+           "model_search_path": [{"label": label, "path": str(path), "exists": path.is_file()}
+                                 for label, path in stpa.model_search_path()],
+           "model": None, "model_unusable": list(reasons), "warnings": [str(w.message) for w in caught],
+           "envs": env_registry_rows(), "auto": _auto_choices() if workloads else None}
+    if model is not None:
+        meta = model.meta
+        doc["model"] = {"path": str(model.path), "family": model.family, "trained": meta.get("trained"),
+                        "rows": meta.get("rows"), "workloads": meta.get("workloads"),
+                        "cores_seen": meta.get("cores_seen") or [], "machines": meta.get("machines"),
+                        "sklearn": meta.get("sklearn")}
+    return doc
+
+
+def _print_info(doc: dict, console) -> None:
+    from rich.table import Table
+
+    hw = doc["hardware"]
+    console.print(f"[bold]SEER {doc['seer']}[/bold]  Python {doc['python']}  os.cpu_count()={doc['cpu_count']}")
+    tab = Table(title="hardware features")
+    tab.add_column("feature")
+    tab.add_column("value")
+    for k, v in hw.items():
+        tab.add_row(k, f"{v:.3g}" if isinstance(v, float) else str(v))
+    console.print(tab)
+
+    console.print("[bold]STPA model search path[/bold] (first usable wins):")
+    for p in doc["model_search_path"]:
+        console.print(f"  {p['label']}: {p['path']} {'(exists)' if p['exists'] else '(missing)'}")
+    for w in doc["warnings"]:
+        console.print(f"  [yellow]warning:[/yellow] {w}")
+    m = doc["model"]
+    if m is None:
+        console.print(f"[yellow]no usable STPA model[/yellow] ({'; '.join(doc['model_unusable'])}): "
+                      "workers=\"auto\" uses the heuristic; run `seer tune`")
+    else:
+        console.print(f"loaded: [bold]{m['path']}[/bold] family={m['family']} trained {m['trained']} on "
+                      f"{m['rows']} measurements of {m['workloads']} workloads, cores seen "
+                      f"{m['cores_seen']}, machines {m['machines']}, scikit-learn {m['sklearn']}")
+        if m["cores_seen"] and hw["usable_cores"] not in m["cores_seen"]:
+            console.print(f"[yellow]note:[/yellow] the model saw {m['cores_seen']} usable cores, this machine "
+                          f"has {hw['usable_cores']}: run `seer tune` to learn this machine")
+
+    tab = Table(title="registered envs (entry point group seer.envs)")
+    for col in ("env", "module", "distribution", "scenarios"):
+        tab.add_column(col)
+    for e in doc["envs"]:
+        dist = f"{e['distribution']} {e['version']}" if e["distribution"] else "-"
+        scen = (f"[red]unavailable:[/red] {e['error']}" if e["error"]
+                else ", ".join(e["scenarios"]) if e["scenarios"] is not None else "-")
+        tab.add_row(e["name"], e["module"], dist, scen)
+    console.print(tab)
+    if not doc["envs"]:
+        console.print("[yellow]no env is registered[/yellow]: seer's own envs come from its package metadata; "
+                      "reinstall seer (pip install -e .)")
+
+    if doc["auto"] is None:
+        return
+    tab = Table(title='what workers="auto" picks')
+    for col in ("workload", "workers", "source", "probe ms", "predicted speedup by pool size"):
+        tab.add_column(col)
+    for r in doc["auto"]:
+        if r["workers"] is None:
+            tab.add_row(r["workload"], "-", f"unavailable ({r['reason']})", "", "")
+            continue
+        sc = ", ".join(f"{w}: {x:.2f}x" for w, x in r["speedup"].items()) or r["reason"]
+        tab.add_row(r["workload"], str(r["workers"]), r["source"], f"{r['probe_ms']:.0f}", sc)
+    console.print(tab)
+
+
+def cmd_info(args) -> int:
+    import json
+
+    from rich.console import Console
+
+    doc = info_doc(args.sys_root, workloads=not args.no_workloads)
+    if args.json == "-":
+        print(json.dumps(doc, indent=2, default=str))
+        return 0
+    console = Console()
+    _print_info(doc, console)
+    if args.json is not None:
+        write_output(console, args.json, json.dumps(doc, indent=2, default=str) + "\n", "--json file")
+    return 0
+
+
+def add_info_parser(sub) -> None:
+    p = sub.add_parser("info", help=HELP, description=DESCRIPTION)
+    # No default through the type: a machine without /sys still runs `seer info`.
+    p.add_argument("--sys-root", default=None, type=existing_dir_arg,
+                   help="sysfs root to read the CPU topology from (default /sys)")
+    p.add_argument("--no-workloads", action="store_true", help="skip the example choices (no probes run)")
+    p.add_argument("--json", nargs="?", const="-", default=None, metavar="PATH", type=json_target_arg,
+                   help=f"print everything as JSON instead of tables, or with PATH write it there; "
+                        f"{OUTPUT_HELP}")
+    p.set_defaults(func=cmd_info, parser=p)

@@ -1,0 +1,83 @@
+"""`HandlerContext`: what a Python handler gets as ``ctx`` (state, snapshot, emit, uniform draws).
+
+One per worker thread of a :class:`seer.Runtime`; valid only while that
+worker runs a handler.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from seer._seer_c import ffi, lib
+from seer.errors import InvalidEventError
+from seer.queue import _as_array, _ptr
+
+__all__ = ["HandlerContext"]
+
+
+class HandlerContext:
+    """What a Python handler gets as ``ctx``: one per worker thread.
+
+    Attributes:
+        state: The model's live state arrays (write only your entities' rows).
+        snapshot: Copies of the shared state taken at the window's start.
+        worker: Index of the worker running the handler.
+        window_end: End (exclusive) of the current window.
+    """
+
+    def __init__(self, core, worker: int):
+        # core: the runtime's seer.runtime._Core (what its workers and the C dispatch reach)
+        self._core = core
+        self.worker = worker
+        self.state = core.model.state
+        self.snapshot = core.snapshots
+        self.events = None
+
+    @property
+    def window_end(self) -> float:
+        self._core.check_handling("ctx.window_end")
+        return float(lib.seer_rt_window_end(self._core.rt, self.worker))
+
+    def emit(self, targets, times, kinds, payloads=None, *, sources=None) -> None:
+        """Send events: ``targets[i]`` gets kind ``kinds[i]`` at ``times[i]``.
+
+        ``sources`` default to the entities of the batch being handled (then
+        the arrays must have its length).  An event to another entity must be
+        at least the model's lookahead after its source's current time, an
+        event to the source itself not before it.
+        """
+        self._core.check_handling("ctx.emit()")
+        batch = self.events
+        tgt = _as_array("targets", np.atleast_1d(targets), np.int32, None, integer=True)
+        n = tgt.shape[0]
+        if sources is None:
+            if batch is None or len(batch) != n:
+                raise InvalidEventError(
+                    f"emit of {n} events needs sources= (the batch being handled has "
+                    f"{0 if batch is None else len(batch)} events)"
+                )
+            src = np.ascontiguousarray(batch["entity"])
+        else:
+            src = _as_array("sources", np.broadcast_to(sources, (n,)), np.int32, n, integer=True)
+        tim = _as_array("times", np.broadcast_to(times, (n,)), np.float64, n, integer=False)
+        knd = _as_array("kinds", np.broadcast_to(kinds, (n,)), np.int32, n, integer=True)
+        pay = None if payloads is None else _as_array("payloads", np.broadcast_to(payloads, (n,)), np.int64, n, integer=True)
+        bad = ffi.new("int64_t *")
+        rc = lib.seer_rt_emit_many(
+            self._core.rt, self.worker, _ptr("int32_t[]", src), _ptr("int32_t[]", tgt),
+            _ptr("double[]", tim), _ptr("int32_t[]", knd), _ptr("int64_t[]", pay), n, bad,
+        )
+        if rc != lib.SEER_OK:
+            i = int(bad[0])
+            raise self._core.emit_error(rc, int(src[i]), int(tgt[i]), int(knd[i]), float(tim[i]))
+
+    def uniform(self, entities) -> np.ndarray:
+        """Uniform [0, 1) draws from each entity's counter-based stream."""
+        core = self._core
+        core.check_handling("ctx.uniform()")
+        ent = _as_array("entities", np.atleast_1d(entities), np.int32, None, integer=True)
+        if ent.size and (ent.min() < 0 or ent.max() >= core.num_entities):
+            raise InvalidEventError(f"entities must be in [0, {core.num_entities}), got {ent.min()}..{ent.max()}")
+        out = np.empty(ent.shape[0], np.float64)
+        lib.seer_rt_uniform_many(core.rt, _ptr("int32_t[]", ent), _ptr("double[]", out), ent.shape[0])
+        return out

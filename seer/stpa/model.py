@@ -1,0 +1,308 @@
+"""STPA's shared types: the feature schema, :class:`StpaModel` and its JSON file format.
+
+The selector (:mod:`seer.stpa.selector`) and training
+(:mod:`seer.stpa.train`) both import this module and neither imports the
+other.
+
+Model file (JSON, never a pickle): an object with ``format``
+(``"seer-stpa-model"``), ``version`` (:data:`MODEL_VERSION`), ``schema``
+(the feature names, in order, :data:`FEATURE_SCHEMA`), ``schema_version``
+(:data:`SCHEMA_VERSION`), ``family`` (which estimator), ``target``, ``meta``
+(what it was trained on, held-out scores) and ``estimator``: the fitted
+parameters as plain arrays (tree nodes, coefficients, neighbour points; see
+:class:`~seer.stpa.estimator.PortableEstimator`), predicted with numpy alone.
+Loading a model therefore runs no code from the file and needs no
+scikit-learn.  A file whose format, version or schema differs from this
+code's is *incompatible*: it is not used.  Pickled (joblib) models of older
+SEER versions are refused, never unpickled: unpickling a planted file would
+run arbitrary code.
+
+The estimator predicts, for a workload's features and a candidate pool size
+``w``, the log parallel efficiency ``log(speedup(w) / min(w, cores))`` where
+``speedup(w)`` is steps/s at ``w`` over steps/s at one worker.  The score of
+``w`` is then ``prediction + log(min(w, cores))``, the predicted log speedup
+(0 for one worker, the reference, which the estimator is not asked about),
+and the choice is the smallest ``w`` whose score is within ``tolerance`` of
+the best (ties go to fewer threads).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import os
+from pathlib import Path
+from typing import Any, Mapping
+
+import numpy as np
+
+from seer.errors import IncompatibleModelError
+from seer.stpa.estimator import PortableEstimator, export_estimator
+from seer.stpa.features import candidate_features
+from seer.stpa.hardware import machine_features
+
+MODEL_FORMAT = "seer-stpa-model"
+#: Version of the model file layout and of the target's meaning (1: the
+#: joblib pickle of earlier SEER builds, no longer read; 2: JSON of the fitted parameters).
+MODEL_VERSION = 2
+#: Version of the feature definitions (bump when a feature's meaning changes).
+SCHEMA_VERSION = 1
+
+MODEL_FILENAME = "stpa_model.json"
+#: The pickled model earlier SEER builds saved; found in a cache directory, it is reported and never loaded.
+LEGACY_MODEL_FILENAME = "stpa_model.joblib"
+DATASET_FILENAME = "stpa_dataset.jsonl"
+SHIPPED_DATASET_FILENAME = "stpa_dataset.jsonl.gz"
+#: Largest model file load_model reads (a random forest of deep trees is a few MB).
+MAX_MODEL_BYTES = 256 << 20
+
+HARDWARE_SCHEMA = ["usable_cores", "physical_cores", "smt", "log_l2_kb", "log_l3_kb", "log_mem_gb"]
+WORKLOAD_SCHEMA = [
+    "log_entities", "kinds", "native_kind_share", "native_event_share", "gil_share", "python_share",
+    "log_events_per_window", "log_busy_us_per_window", "busy_cv", "log_idle_us_per_window", "overhead_share",
+    "log_cost_us", "cost_cv", "log_active_entities", "log_parallelism", "log_events_per_entity_window",
+    "fanout", "cross_share", "empty_polls_per_window", "log_step_us", "log_windows_per_step",
+    "log_probe2_speedup", "probe2_idle_share", "probe2_empty_polls", "probe2_imbalance",
+]
+CANDIDATE_SCHEMA = ["workers", "workers_per_core", "oversubscription", "log_work_per_worker",
+                    "log_parallelism_per_worker", "log_entities_per_worker"]
+#: The model's inputs, in order.
+FEATURE_SCHEMA = HARDWARE_SCHEMA + WORKLOAD_SCHEMA + CANDIDATE_SCHEMA
+
+
+class StpaFallbackWarning(UserWarning):
+    """The learned selector could not be used; the heuristic decided."""
+
+
+# ---- features -> model inputs ---------------------------------------------------------------
+
+def _log1p(x) -> float:
+    return math.log1p(max(float(x), 0.0))
+
+
+def derived_features(raw: Mapping[str, Any]) -> dict[str, float]:
+    """Hardware + workload inputs of the model from raw features (those of
+    :func:`hardware_features` and :func:`~seer.stpa.features.probe`)."""
+    g = lambda k, d=0.0: float(raw.get(k, d))  # noqa: E731
+    return {
+        "usable_cores": g("usable_cores", 1.0),
+        "physical_cores": g("physical_cores", 1.0),
+        "smt": g("smt", 1.0),
+        "log_l2_kb": _log1p(g("l2_kb")),
+        "log_l3_kb": _log1p(g("l3_kb")),
+        "log_mem_gb": _log1p(g("mem_gb")),
+        "log_entities": _log1p(g("entities", 1.0)),
+        "kinds": g("kinds", 1.0),
+        "native_kind_share": g("native_kind_share", 1.0),
+        "native_event_share": g("native_event_share", 1.0),
+        "gil_share": g("gil_share"),
+        "python_share": g("python_share"),
+        "log_events_per_window": _log1p(g("events_per_window")),
+        "log_busy_us_per_window": _log1p(g("busy_us_per_window")),
+        "busy_cv": g("busy_cv"),
+        "log_idle_us_per_window": _log1p(g("idle_us_per_window")),
+        "overhead_share": g("overhead_share"),
+        "log_cost_us": _log1p(g("cost_us")),
+        "cost_cv": g("cost_cv"),
+        "log_active_entities": _log1p(g("active_entities", 1.0)),
+        "log_parallelism": math.log(max(g("parallelism", 1.0), 1.0)),
+        "log_events_per_entity_window": _log1p(g("events_per_entity_window", 1.0)),
+        "fanout": g("fanout"),
+        "cross_share": g("cross_share"),
+        "empty_polls_per_window": _log1p(g("empty_polls_per_window")),
+        "log_step_us": _log1p(g("step_ms") * 1e3),
+        "log_windows_per_step": _log1p(g("windows_per_step", 1.0)),
+        "log_probe2_speedup": math.log(min(max(g("probe2_speedup", 1.0), 1e-3), 1e3)),
+        "probe2_idle_share": g("probe2_idle_share"),
+        "probe2_empty_polls": _log1p(g("probe2_empty_polls_per_window")),
+        "probe2_imbalance": g("probe2_imbalance", 1.0),
+    }
+
+
+def candidate_sizes(cores: int) -> list[int]:
+    """Pool sizes ``seer tune`` sweeps and the selector chooses from: 1 up to max(2 x cores, 4)."""
+    return list(range(1, max(2 * int(cores), 4) + 1))
+
+
+def feature_matrix(raw: Mapping[str, Any], candidates, cores: int | None = None) -> np.ndarray:
+    """One row of :data:`FEATURE_SCHEMA` per candidate pool size."""
+    cores = int(cores if cores is not None else raw.get("usable_cores", 1))
+    base = derived_features(raw)
+    rows = []
+    for w in candidates:
+        f = dict(base)
+        f.update(candidate_features(int(w), cores, raw))
+        rows.append([f[name] for name in FEATURE_SCHEMA])
+    return np.asarray(rows, np.float64)
+
+
+# ---- the model ----------------------------------------------------------------------------
+
+@dataclasses.dataclass
+class StpaModel:
+    """A fitted selector: ``estimator`` maps :data:`FEATURE_SCHEMA` rows to log parallel efficiency.
+
+    ``estimator`` is a :class:`PortableEstimator` (what :func:`load_model`
+    and :func:`seer.stpa.train.train` return) or any object with
+    ``predict``; :func:`save_model` converts a scikit-learn one.
+    """
+
+    estimator: Any
+    family: str
+    schema: list = dataclasses.field(default_factory=lambda: list(FEATURE_SCHEMA))
+    meta: dict = dataclasses.field(default_factory=dict)
+    path: str | None = None
+
+    def scores(self, raw: Mapping[str, Any], candidates=None, cores: int | None = None) -> dict[int, float]:
+        """Predicted log speedup over one worker, per candidate pool size."""
+        cores = int(cores if cores is not None else raw.get("usable_cores", 1))
+        cands = list(candidates) if candidates is not None else candidate_sizes(cores)
+        out = {int(w): 0.0 for w in cands if int(w) == 1}  # the reference: log speedup 0 by definition
+        rest = [int(w) for w in cands if int(w) != 1]
+        if rest:
+            pred = np.asarray(self.estimator.predict(feature_matrix(raw, rest, cores)), np.float64).reshape(-1)
+            out.update({w: float(p + math.log(min(w, cores))) for w, p in zip(rest, pred)})
+        return dict(sorted(out.items()))
+
+    def choose(self, raw: Mapping[str, Any], candidates=None, cores: int | None = None,
+               tolerance: float = 0.01) -> int:
+        """The pool size with the best predicted throughput (the smallest
+        within ``tolerance``, in log units, of the best)."""
+        return choose_from_scores(self.scores(raw, candidates, cores), tolerance)
+
+    def to_dict(self) -> dict:
+        """The model file's content (JSON-able; a scikit-learn estimator is exported)."""
+        est = self.estimator
+        if not isinstance(est, PortableEstimator):
+            est = export_estimator(est)
+        return {
+            "format": MODEL_FORMAT, "version": MODEL_VERSION, "schema_version": SCHEMA_VERSION,
+            "schema": list(self.schema), "family": self.family, "target": "log_parallel_efficiency",
+            "meta": _json_safe(dict(self.meta)), "estimator": est.to_dict(),
+        }
+
+
+def choose_from_scores(scores: Mapping[int, float], tolerance: float = 0.01) -> int:
+    finite = {w: s for w, s in scores.items() if math.isfinite(s)}
+    if not finite:
+        return 1
+    best = max(finite.values())
+    return min(w for w, s in finite.items() if s >= best - tolerance)
+
+
+def _json_safe(x):
+    # Strict JSON has no NaN/inf (a metric over an empty fold is NaN).
+    if isinstance(x, float):
+        return x if math.isfinite(x) else None
+    if isinstance(x, Mapping):
+        return {str(k): _json_safe(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_json_safe(v) for v in x]
+    if isinstance(x, np.generic):
+        return _json_safe(x.item())
+    return x
+
+
+def dumps_model(doc: Mapping) -> str:
+    """Model file text: metadata indented for people, the estimator's arrays compact, last."""
+    lines = []
+    for k, v in doc.items():
+        if k == "estimator":
+            continue
+        lines.append(f"  {json.dumps(k)}: " + json.dumps(v, indent=2, allow_nan=False).replace("\n", "\n  "))
+    if "estimator" in doc:
+        lines.append('  "estimator": ' + json.dumps(doc["estimator"], allow_nan=False, separators=(",", ":")))
+    return "{\n" + ",\n".join(lines) + "\n}\n"
+
+
+def save_model(model: StpaModel, path: str | os.PathLike) -> Path:
+    """Write ``model`` as a JSON model file, atomically; return the path.
+
+    Missing folders are created with mode 0700 (the model's folder is where
+    ``workers="auto"`` looks for it).  An existing symbolic link at ``path``
+    is refused rather than written through.
+
+    Raises:
+        seer._io.OutputPathError: ``path`` is a symbolic link or a directory.
+    """
+    from seer._io import atomic_write_text, ensure_private_dir
+
+    path = Path(path)
+    text = dumps_model(model.to_dict())
+    ensure_private_dir(path.parent, what="STPA model directory")
+    atomic_write_text(path, text, what="STPA model file")
+    return path
+
+
+_PICKLE_SUFFIXES = (".joblib", ".pkl", ".pickle")
+
+
+def _looks_pickled(path: Path, head: bytes) -> bool:
+    if path.suffix.lower() in _PICKLE_SUFFIXES:
+        return True
+    # pickle protocol >= 2; joblib's zlib, gzip, xz and bz2 wrappers
+    return (head[:1] == b"\x80" or head[:2] in (b"x\x01", b"x^", b"x\x9c", b"x\xda", b"\x1f\x8b", b"ZF")
+            or head[:6] == b"\xfd7zXZ\x00" or head[:3] == b"BZh")
+
+
+def _expected() -> str:
+    return f"expected a JSON STPA model (format {MODEL_FORMAT!r}, version {MODEL_VERSION})"
+
+
+def load_model(path: str | os.PathLike) -> StpaModel:
+    """Load a JSON model file (see the module docstring); nothing in it is executed.
+
+    Raises:
+        FileNotFoundError: No file at ``path``.
+        IncompatibleModelError: The file is a pickle (never unpickled), not
+            JSON, or not a model of this code's format, version or feature
+            schema (the message names the path and says which).
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"no STPA model at {path}")
+    size = path.stat().st_size
+    if size > MAX_MODEL_BYTES:
+        raise IncompatibleModelError(f"{path} is {size} bytes, more than an STPA model can be "
+                                     f"({MAX_MODEL_BYTES} bytes); {_expected()}")
+    data = path.read_bytes()
+    if _looks_pickled(path, data[:8]):
+        raise IncompatibleModelError(
+            f"{path} is a pickle/joblib file: SEER never unpickles model files (unpickling runs code); "
+            f"{_expected()}; run `seer tune` to train one")
+    try:
+        doc = json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+        raise IncompatibleModelError(f"{path} is not a readable model file (not JSON: {exc}); {_expected()}") from None
+    if not isinstance(doc, dict) or doc.get("format") != MODEL_FORMAT:
+        raise IncompatibleModelError(f"{path} is not an STPA model file (format tag missing); {_expected()}")
+    if doc.get("version") != MODEL_VERSION:
+        old = (" (version 1 is the pickled format of earlier SEER builds, or its metadata sidecar; run `seer tune` to "
+               "retrain)" if doc.get("version") == 1 else "")
+        raise IncompatibleModelError(f"{path} has model version {doc.get('version')!r}; this SEER reads version "
+                                     f"{MODEL_VERSION}{old}")
+    schema = doc.get("schema")
+    if doc.get("schema_version") != SCHEMA_VERSION or not isinstance(schema, list) or schema != FEATURE_SCHEMA:
+        n = len(schema) if isinstance(schema, list) else "?"
+        raise IncompatibleModelError(
+            f"{path} was trained on feature schema v{doc.get('schema_version')!r} ({n} features); this SEER "
+            f"computes schema v{SCHEMA_VERSION} ({len(FEATURE_SCHEMA)} features)")
+    meta = doc.get("meta") or {}
+    if not isinstance(meta, dict):
+        raise IncompatibleModelError(f"{path}: 'meta' is {type(meta).__name__}, expected an object")
+    try:
+        est = PortableEstimator.from_dict(doc.get("estimator"))
+        if est.n_features_in != len(FEATURE_SCHEMA):
+            raise ValueError(f"n_features_in={est.n_features_in}, expected {len(FEATURE_SCHEMA)}")
+    except ValueError as exc:
+        raise IncompatibleModelError(f"{path} holds no usable estimator: {exc}") from None
+    model = StpaModel(estimator=est, family=str(doc.get("family", "?")), schema=list(schema), meta=dict(meta),
+                      path=str(path))
+    try:  # shapes that validate may still not predict
+        model.scores(machine_features() | {"entities": 64.0}, [1, 2], 2)
+    except Exception as exc:
+        raise IncompatibleModelError(f"{path} loads but cannot predict ({type(exc).__name__}: {exc})") from exc
+    return model
+
+

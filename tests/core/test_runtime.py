@@ -1,0 +1,308 @@
+"""seer.Runtime: determinism across pool sizes, per-entity order, snapshots,
+errors, thread hygiene and tracing."""
+
+import json
+import subprocess
+import sys
+import textwrap
+import threading
+
+import numpy as np
+import pytest
+
+import seer
+from seer.synthetic import MSG, TICK, PythonSyntheticModel, SyntheticModel
+
+WORKER_COUNTS = [1, 2, 3, 4, 8]
+
+
+def run_model(model, workers, steps=20, dt=0.25, seed=3):
+    with seer.Runtime(model, workers=workers, seed=seed) as rt:
+        events = sum(rt.step((k + 1) * dt).events for k in range(steps))
+        return {name: arr.copy() for name, arr in model.state.items()}, events, len(rt.queue)
+
+
+@pytest.mark.parametrize("make", [
+    lambda: SyntheticModel(97, fanout=3, work=50, period=0.1, delay=0.05),
+    lambda: PythonSyntheticModel(61, fanout=2, work=3, period=0.1, delay=0.05),
+], ids=["native", "python"])
+def test_same_seed_gives_identical_results_for_every_pool_size(make):
+    reference = run_model(make(), 1)
+    assert reference[1] > 1000  # the workload really ran
+    for workers in WORKER_COUNTS:
+        for _ in range(2):  # and across repeated runs
+            state, events, pending = run_model(make(), workers)
+            assert events == reference[1] and pending == reference[2]
+            for name, arr in reference[0].items():
+                assert arr.tobytes() == state[name].tobytes(), (workers, name)
+
+
+def test_different_seeds_differ():
+    a = run_model(SyntheticModel(32, fanout=2), 2, seed=1)[0]["value"]
+    b = run_model(SyntheticModel(32, fanout=2), 2, seed=2)[0]["value"]
+    assert a.tobytes() != b.tobytes()
+
+
+def test_step_processes_exactly_the_events_before_the_horizon():
+    model = SyntheticModel(4, fanout=0, period=1.0, delay=1.0)
+    with seer.Runtime(model, workers=2) as rt:
+        # First ticks at (e % 7) / 7 for e = 0..3; then one tick per entity per unit of time.
+        assert rt.step(0.2).events == 2      # ticks at 0 and 1/7
+        assert rt.step(1.0).events == 2      # ticks at 2/7 and 3/7
+        assert rt.step(1.0).events == 0      # empty step: horizon unchanged
+        assert rt.step(2.0).events == 4      # one more tick each
+        assert model.state["handled"].tolist() == [2, 2, 2, 2]
+        assert rt.queue.min_time() == pytest.approx(2.0)
+
+
+class RecordingModel(seer.Model):
+    """Python model that records the order each entity sees its events and
+    what it reads of its neighbour through the snapshot."""
+
+    def __init__(self, n=24, lookahead=0.1):
+        self.num_entities = n
+        self.lookahead = lookahead
+        self.kinds = [seer.EventKind("ping", self._ping), seer.EventKind("echo", self._echo)]
+        self.state = {"count": np.zeros(n, np.int64)}
+        self.log = []
+
+    def reset(self, runtime, seed):
+        self.state["count"][:] = 0
+        self.log.clear()
+        e = np.arange(self.num_entities)
+        runtime.schedule(e, np.zeros(self.num_entities), np.zeros(self.num_entities, np.int32))
+
+    def _ping(self, ctx, ev):
+        e, t = ev["entity"], ev["time"]
+        right = (e + 1) % self.num_entities
+        for i in range(len(ev)):
+            self.log.append((int(e[i]), float(t[i]), int(ev["seq"][i]), int(ctx.snapshot["count"][right[i]])))
+        ctx.state["count"][e] += 1
+        # Two events to itself inside the window (same time and later), one to a neighbour.
+        ctx.emit(e, t + 0.03, 1, sources=e)
+        ctx.emit(e, t, 1, sources=e)
+        ctx.emit(right, t + self.lookahead, 1, sources=e)
+        ctx.emit(e, t + 0.25, 0, sources=e)
+
+    def _echo(self, ctx, ev):
+        for i in range(len(ev)):
+            self.log.append((int(ev["entity"][i]), float(ev["time"][i]), int(ev["seq"][i]), -1))
+        ctx.state["count"][ev["entity"]] += 1
+
+
+@pytest.mark.parametrize("workers", [1, 2, 4])
+def test_each_entity_sees_its_events_in_time_order_and_reads_the_window_snapshot(workers):
+    model = RecordingModel()
+    with seer.Runtime(model, workers=workers) as rt:
+        for k in range(8):
+            rt.step(0.5 * (k + 1))
+    per_entity = {}
+    for entity, time, seq, seen in model.log:
+        per_entity.setdefault(entity, []).append(time)
+    for entity, times in per_entity.items():
+        assert times == sorted(times), entity
+    # Snapshot reads are a pure function of the model: the same for every pool size.
+    baseline = RecordingModel()
+    with seer.Runtime(baseline, workers=1) as rt:
+        for k in range(8):
+            rt.step(0.5 * (k + 1))
+    assert sorted(model.log) == sorted(baseline.log)
+    assert model.state["count"].tolist() == baseline.state["count"].tolist()
+
+
+def test_snapshot_hides_writes_made_in_the_same_window():
+    model = RecordingModel(n=2)
+    with seer.Runtime(model, workers=1) as rt:
+        rt.step(0.01)
+    # Both pings at t=0 are in the first window; each sees its neighbour's count
+    # as it was at the window start (0), whichever ran first.
+    pings = [row for row in model.log if row[3] >= 0]
+    assert [row[3] for row in pings] == [0, 0]
+
+
+# ---- errors ------------------------------------------------------------------------------
+
+
+class Boom(Exception):
+    pass
+
+
+def failing_model(at_entity=5, at_time=0.45):
+    model = PythonSyntheticModel(16, fanout=1, period=0.1, delay=0.1)
+    tick = model._tick
+
+    def exploding(ctx, ev):
+        if np.any((ev["entity"] == at_entity) & (ev["time"] >= at_time)):
+            raise Boom("kaboom")
+        tick(ctx, ev)
+
+    model.kinds = [seer.EventKind("tick", exploding, batched=False), model.kinds[1]]
+    return model
+
+
+@pytest.mark.parametrize("workers", [1, 3])
+def test_python_handler_failure_names_entity_kind_time_and_chains_the_cause(workers):
+    with seer.Runtime(failing_model(), workers=workers) as rt:
+        with pytest.raises(seer.HandlerError) as info:
+            rt.step(5.0)
+        err = info.value
+        assert isinstance(err.__cause__, Boom)
+        assert err.entity == 5 and err.kind == TICK and err.time >= 0.45
+        assert "entity 5" in str(err) and "'tick'" in str(err) and "kaboom" in str(err)
+        with pytest.raises(seer.ClosedError, match="reset"):
+            rt.step(6.0)
+        rt.reset(0)  # usable again
+        model = rt.model
+        model.kinds[0] = seer.EventKind("tick", model._tick)
+        rt2_events = rt.step(0.3).events
+        assert rt2_events > 0
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_native_handler_failure_is_reported_and_recoverable(workers):
+    model = SyntheticModel(16, fanout=1, fail_entity=7, fail_time=0.3)
+    with seer.Runtime(model, workers=workers) as rt:
+        with pytest.raises(seer.HandlerError, match=r"entity 7, kind 0") as info:
+            rt.step(2.0)
+        assert info.value.entity == 7 and info.value.time >= 0.3
+        model._c.fail_entity = -1
+        rt.reset(1)
+        assert rt.step(2.0).events > 0
+
+
+@pytest.mark.parametrize("make", [
+    lambda: SyntheticModel(8, fanout=1, delay=0.05, lookahead=0.1),
+    lambda: PythonSyntheticModel(8, fanout=1, delay=0.05, lookahead=0.1),
+], ids=["native", "python"])
+def test_sending_another_entity_an_event_under_the_lookahead_is_a_causality_error(make):
+    with seer.Runtime(make(), workers=2) as rt:
+        with pytest.raises(seer.CausalityError, match=r"lookahead 0\.1"):
+            rt.step(1.0)
+
+
+def test_bad_arguments_are_rejected_with_the_value_named():
+    model = SyntheticModel(4)
+    for bad in (0, -1, "many", 2.5, True):
+        with pytest.raises(ValueError, match=repr(bad)):
+            seer.Runtime(model, workers=bad)
+    with seer.Runtime(model, workers=1) as rt:
+        for bad in (float("nan"), float("inf"), "1.0"):
+            with pytest.raises(ValueError, match="horizon"):
+                rt.step(bad)
+        rt.step(1.0)
+        with pytest.raises(ValueError, match="before the runtime's current time"):
+            rt.step(0.5)
+    with pytest.raises(TypeError, match="seer.Model"):
+        seer.Runtime(object())
+    model.lookahead = 0.0
+    with pytest.raises(ValueError, match="lookahead=0.0"):
+        seer.Runtime(model)
+
+
+def test_queue_too_small_for_the_stream_raises_queue_full():
+    model = SyntheticModel(64, fanout=8, period=0.01, delay=0.5)
+    with seer.Runtime(model, workers=2, capacity=256) as rt:
+        with pytest.raises(seer.QueueFullError, match="capacity"):
+            rt.step(5.0)
+
+
+# ---- threads and lifecycle ----------------------------------------------------------------
+
+
+def test_close_joins_the_pool_and_closed_runtime_refuses_work():
+    before = threading.active_count()
+    rt = seer.Runtime(SyntheticModel(32), workers=4)
+    assert threading.active_count() == before + 3
+    rt.step(1.0)
+    rt.close()
+    rt.close()  # idempotent
+    assert threading.active_count() == before
+    with pytest.raises(seer.ClosedError):
+        rt.step(2.0)
+
+
+def test_context_manager_and_garbage_collection_stop_the_pool():
+    before = threading.active_count()
+    with seer.Runtime(SyntheticModel(8), workers=3):
+        assert threading.active_count() == before + 2
+    assert threading.active_count() == before
+    rt = seer.Runtime(SyntheticModel(8), workers=3)
+    del rt
+    import gc
+
+    gc.collect()
+    assert threading.active_count() == before
+
+
+def test_an_unclosed_runtime_does_not_block_interpreter_exit():
+    code = textwrap.dedent("""
+        import seer
+        from seer.synthetic import SyntheticModel, PythonSyntheticModel
+        a = seer.Runtime(SyntheticModel(64, fanout=2), workers=4)
+        a.step(1.0)
+        b = seer.Runtime(PythonSyntheticModel(16), workers=3)
+        b.step(1.0)
+        print("stepped")
+    """)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert "stepped" in out.stdout
+
+
+# ---- tracing ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("model_cls", [SyntheticModel, PythonSyntheticModel])
+def test_trace_records_every_event_and_window_and_exports_chrome_json(tmp_path, model_cls):
+    model = model_cls(12, fanout=1, work=10)
+    with seer.Runtime(model, workers=2, trace=True) as rt:
+        total = sum(rt.step(0.5 * (k + 1)).events for k in range(4))
+        trace = rt.trace
+    ev = trace.events
+    assert len(ev) == total and trace.dropped == 0
+    assert set(np.unique(ev["kind"])) <= {TICK, MSG}
+    assert np.all(ev["end_ns"] >= ev["start_ns"])
+    assert set(np.unique(ev["worker"])) <= {0, 1}
+    # Per window, each worker has one row; their event counts add up.
+    win = trace.windows
+    assert int(win["events"].sum()) == total
+    assert len(win) == 2 * len(np.unique(win["window"]))
+    assert np.all(win["t1"] > win["t0"]) and np.all(trace.idle_ns() >= 0)
+    path = tmp_path / "trace.json"
+    trace.to_chrome(path)
+    doc = json.loads(path.read_text())
+    spans = [e for e in doc["traceEvents"] if e["ph"] == "X" and e["cat"] == "event"]
+    assert len(spans) == total
+    assert {e["name"] for e in spans} <= {"tick", "msg"}
+    assert all(e["dur"] > 0 and "entity" in e["args"] for e in spans)
+    assert any(e["ph"] == "M" and e["args"]["name"] == "worker 1" for e in doc["traceEvents"])
+    if model_cls is PythonSyntheticModel:
+        assert trace.summary()["python_ns"] > 0
+
+
+def test_tracing_off_records_nothing():
+    with seer.Runtime(SyntheticModel(8), workers=2) as rt:
+        rt.step(1.0)
+        assert len(rt.trace.events) == 0 and len(rt.trace.windows) == 0
+
+
+def test_auto_workers_still_works_but_is_deprecated():
+    # The runtime takes integers (it sits below STPA); "auto" is kept for one release.
+    with pytest.warns(DeprecationWarning, match="seer.stpa.select_workers_for_model"):
+        rt = seer.Runtime(SyntheticModel(8), workers="auto")
+    with rt:
+        assert rt.workers >= 1
+        assert rt.step(1.0).events > 0
+
+
+@pytest.mark.parametrize("python_batch", [1, 3])
+def test_python_batch_bounds_the_events_per_handler_call(python_batch):
+    sizes = []
+    model = PythonSyntheticModel(16, fanout=1)
+    tick = model._tick
+    model.kinds[0] = seer.EventKind("tick", lambda ctx, ev: (sizes.append(len(ev)), tick(ctx, ev)))
+    with seer.Runtime(model, workers=2, python_batch=python_batch) as rt:
+        assert rt.step(1.0).events > 0
+    assert sizes and max(sizes) <= python_batch
+    with pytest.raises(ValueError, match="python_batch=0"):
+        seer.Runtime(model, python_batch=0)

@@ -1,0 +1,104 @@
+"""seer.integrations.torchrl: TorchRL's env checks, the agent group's masks
+and per-agent dones, partial resets, and the example training."""
+
+import functools
+import importlib
+import math
+import pathlib
+import sys
+
+import numpy as np
+import pytest
+
+from _integration_toy import DyingAgents
+
+pytest.importorskip("torchrl")
+import torch  # noqa: E402
+from torchrl.envs.utils import check_env_specs  # noqa: E402
+
+from seer.integrations.torchrl import SeerTorchRLEnv  # noqa: E402
+
+toy = functools.partial(DyingAgents, n_agents=3, max_steps=6, die={1: 2})
+
+
+@pytest.fixture
+def env():
+    e = SeerTorchRLEnv(toy, 2, backend="thread", workers=1)
+    yield e
+    e.close()
+
+
+def test_specs_pass_torchrl_checks(env):
+    check_env_specs(env)
+    assert env.batch_size == torch.Size([2])
+    assert env.full_observation_spec["agents", "observation"].shape == (2, 3, 4)
+    assert env.full_action_spec["agents", "action"].shape == (2, 3, 2)
+
+
+def test_rollout_masks_dones_and_partial_resets(env):
+    env.set_seed(0)
+    td = env.rollout(14, break_when_any_done=False)   # two 6-step episodes per copy, reset by TorchRL
+    assert td.batch_size == torch.Size([2, 14])
+    mask = td["agents", "mask"][0].numpy()            # [steps, agents]: acts in this transition
+    done = td["next", "agents", "done"][0, :, :, 0].numpy()
+    rew = td["next", "agents", "reward"][0, :, :, 0].numpy()
+    t = np.arange(14) % 6 + 1
+    dead = (t > 2) & (t <= 6)
+    np.testing.assert_array_equal(mask[:, 1], ~dead)   # agent 1 acts at steps 1 and 2 of each episode only
+    assert mask[:, [0, 2]].all()
+    assert (rew[~mask] == 0).all() and (rew[mask] > 0).all()
+    np.testing.assert_array_equal(done[:, 1], t >= 2)          # set at its death, kept while it is gone
+    np.testing.assert_array_equal(done[:, 0], t == 6)
+    np.testing.assert_array_equal(td["next", "done"][0, :, 0].numpy(), t == 6)   # the copy ends with its last agent
+    term = td["next", "agents", "terminated"][0, :, :, 0].numpy()
+    trunc = td["next", "agents", "truncated"][0, :, :, 0].numpy()
+    assert term[:, 1][t >= 2].all() and not trunc[:, 1].any() and trunc[:, 0][t == 6].all()
+    # after TorchRL's reset the observations start again at t = 0
+    assert (td["agents", "observation"][0, 6, :, 1] == 0).all()
+
+
+def test_needs_disabled_autoreset_and_box_observations():
+    import seer.vector
+
+    envs = seer.vector.make(toy, 1, backend="thread", workers=1)
+    try:
+        with pytest.raises(ValueError, match="DISABLED"):
+            SeerTorchRLEnv(envs)
+    finally:
+        envs.close()
+    with pytest.raises(ValueError, match="autoreset_mode"):
+        SeerTorchRLEnv(toy, 1, autoreset_mode="next_step")
+
+
+def test_uav_swarm_rollout_and_clipped_actions():
+    from seer.envs import uav_swarm_v0
+
+    env = SeerTorchRLEnv(lambda: uav_swarm_v0.parallel_env(scenario="small", max_cycles=5, workers=1), 2,
+                         backend="thread", workers=1, clip_actions=True)
+    try:
+        check_env_specs(env)
+        td = env.rollout(12, policy=lambda td: td.set(("agents", "action"), 3 * torch.randn(2, 8, 3)),
+                         break_when_any_done=False)
+        assert td["agents", "observation"].shape == (2, 12, 8, 51)
+        assert torch.isfinite(td["next", "agents", "reward"]).all()
+    finally:
+        env.close()
+
+
+def test_example_trains():
+    path = pathlib.Path(__file__).resolve().parents[2] / "examples" / "torchrl_uav.py"
+    spec = importlib.util.spec_from_file_location("torchrl_uav_example", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    out = mod.main(["--iterations", "2", "--num-steps", "16", "--num-copies", "2", "--max-cycles", "10",
+                    "--workers", "1", "--epochs", "1"])
+    assert len(out["history"]) == 2
+    for row in out["history"]:
+        assert row["agent_steps"] > 0 and math.isfinite(row["loss_objective"]) and math.isfinite(row["loss_critic"])
+
+
+def test_missing_torchrl_names_the_extra(monkeypatch):
+    monkeypatch.setitem(sys.modules, "torchrl", None)
+    monkeypatch.delitem(sys.modules, "seer.integrations.torchrl", raising=False)
+    with pytest.raises(ImportError, match=r"pip install 'seer\[torchrl\]'"):
+        importlib.import_module("seer.integrations.torchrl")

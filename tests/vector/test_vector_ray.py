@@ -1,0 +1,375 @@
+"""seer.vector's Ray backend: the VectorEnv contract (identical results to the
+thread backend), env-pool stepping, batched rollouts, dead shard actors, and
+Ray as an optional extra.
+
+One local Ray node per module (2 CPUs, no dashboard, its files in a short
+temporary folder that is removed at the end)."""
+
+import functools
+import multiprocessing
+import os
+import shutil
+import signal
+import sys
+import tempfile
+import time
+
+import cloudpickle
+import gymnasium
+import numpy as np
+import pytest
+from gymnasium.vector import AutoresetMode
+
+import seer.vector
+from seer.errors import ClosedError, WorkerError
+from seer.vector import EnvCopyError
+
+from toy_envs import ToyEnv, assert_same, rollout  # noqa: E402  (tests/toy_envs.py, pickled by value)
+
+cloudpickle.register_pickle_by_value(sys.modules[__name__])  # the policies below travel to the shards
+
+toy = functools.partial(ToyEnv, n_agents=3, max_steps=5, die={1: 2, 2: 4})
+RAY = dict(backend="ray", num_cpus_per_shard=0.5)
+
+
+@pytest.fixture(scope="module")
+def ray_cluster():
+    ray = pytest.importorskip("ray")
+    tmp = tempfile.mkdtemp(prefix="sray-", dir="/tmp")  # short: Ray's socket paths live under it
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("RAY_AUTH_MODE", "disabled")
+        mp.setenv("RAY_USAGE_STATS_ENABLED", "0")
+        ray.init(num_cpus=2, include_dashboard=False, object_store_memory=96 << 20, _temp_dir=tmp,
+                 log_to_driver=False)
+        try:
+            yield ray
+        finally:
+            ray.shutdown()
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+class Alternating:
+    """Copies with 2, 3, 2, ... agents of different spaces (counted per process)."""
+
+    def __init__(self):
+        self.n = 0
+
+    def __call__(self):
+        self.n += 1
+        return ToyEnv(n_agents=2 if self.n % 2 else 3, hetero=True)
+
+
+def linear_policy(obs):
+    """Deterministic Discrete(3) actions from the observations."""
+    return (np.abs(obs[:, 0] * 7 + obs[:, 1]).astype(np.int64)) % 3
+
+
+# ---- the contract: identical to the thread backend ---------------------------------------------
+
+
+@pytest.mark.parametrize("shards", [2, 3])
+def test_identical_to_thread_backend(ray_cluster, shards):
+    with seer.vector.make(toy, 5, backend="thread", workers=1) as envs:
+        ref = rollout(envs, 14, seed=3)
+    with seer.vector.make(toy, 5, num_shards=shards, **RAY) as envs:
+        assert envs.backend == "ray" and envs.num_shards == shards and envs.num_envs == 15
+        assert isinstance(envs, seer.vector.RayVectorEnv)
+        assert [s.start for s in envs.shard_rows] == ([0, 9] if shards == 2 else [0, 6, 12])
+        assert envs.single_observation_space == ToyEnv().observation_space("a0")
+        assert len(set(envs.worker_pids())) == shards and os.getpid() not in envs.worker_pids()
+        assert_same(ref, rollout(envs, 14, seed=3))
+        obs, _ = envs.reset(seed=100)  # copy c gets seed + c, wherever it runs
+        single, _ = toy().reset(seed=104)
+        assert np.array_equal(obs[envs.rows_of(4)], np.stack(list(single.values())))
+
+
+def test_uav_swarm_and_process_shards(ray_cluster):
+    uav = pytest.importorskip("seer.envs.uav_swarm_v0")
+    fn = functools.partial(uav.parallel_env, scenario="small", workers=1, max_cycles=5)
+    with seer.vector.make(fn, 3, backend="thread", workers=1) as envs:
+        ref = rollout(envs, 7)
+    with seer.vector.make(fn, 3, num_shards=2, **RAY) as envs:
+        assert envs.num_envs == 24 and envs.single_action_space.shape == (3,)
+        assert_same(ref, rollout(envs, 7))
+    with seer.vector.make(fn, 3, num_shards=2, shard_backend="process", inline=True, workers=1, **RAY) as envs:
+        assert_same(ref, rollout(envs, 7))
+
+
+def test_same_step_and_disabled_autoreset(ray_cluster):
+    fn = functools.partial(ToyEnv, n_agents=2, max_steps=2)
+    with seer.vector.make(fn, 2, num_shards=2, autoreset_mode="SAME_STEP", **RAY) as envs:
+        envs.reset(seed=0)
+        a = np.zeros(4, np.int64)
+        envs.step(a)
+        obs, rew, term, trunc, infos = envs.step(a)
+        assert trunc.all() and infos["mask"].all() and (obs[:, 1] == 0).all()
+        assert [float(o[1]) for o in infos["final_obs"]] == [2.0] * 4
+        assert infos["final_info"]["t"].tolist() == [2, 0, 2, 0]
+        assert infos["reset"].tolist() == [True, False, True, False]
+    with seer.vector.make(fn, 3, num_shards=2, autoreset_mode=AutoresetMode.DISABLED, **RAY) as envs:
+        envs.reset(seed=0)
+        a = np.zeros(6, np.int64)
+        envs.step(a)
+        obs, _, _, trunc, _ = envs.step(a)
+        assert trunc.all()
+        with pytest.raises(RuntimeError, match="DISABLED"):
+            envs.step(a)
+        mask = np.array([False, False, False, False, True, False])  # copy 2, in shard 1
+        obs2, infos = envs.reset(seed=9, options={"reset_mask": mask})
+        assert (obs2[4:6, 1] == 0).all() and np.array_equal(obs2[:4], obs[:4])
+        assert infos["_reset"].tolist() == [False] * 4 + [True, False]
+
+
+def test_call_attrs_errors_and_pad_mismatch(ray_cluster):
+    fn = functools.partial(ToyEnv, render_mode="rgb_array", max_steps=50)
+    with seer.vector.make(fn, 4, num_shards=2, **RAY) as envs:
+        envs.reset(seed=0)
+        assert envs.get_attr("max_steps") == (50,) * 4
+        envs.set_attr("max_steps", [7, 8, 9, 10])
+        assert envs.get_attr("max_steps") == (7, 8, 9, 10)
+        assert envs.call("observation_space", "a0") == (envs.single_observation_space,) * 4
+        pids = envs.get_attr("pid")
+        assert pids[:2] == (envs.worker_pids()[0],) * 2 and pids[2:] == (envs.worker_pids()[1],) * 2
+        envs.step(np.zeros(12, np.int64))
+        assert all(f[0, 0, 0] == 1 for f in envs.render())
+        with pytest.raises(EnvCopyError, match="no_such_method"):
+            envs.call("no_such_method")
+        envs.set_attr("fail_next", [False, False, True, False])
+        with pytest.raises(EnvCopyError) as info:
+            envs.step(np.zeros(12, np.int64))
+        err = info.value
+        assert err.copy == 2 and "env copy 2 (rows 6..8) raised in step" in str(err)
+        assert "shard 1 (Ray actor" in str(err) and f"pid {envs.worker_pids()[1]}" in str(err)
+        assert "toy failure on demand" in err.traceback
+        with pytest.raises(RuntimeError, match=r"copies \[2\] failed"):
+            envs.step(np.zeros(12, np.int64))
+        mask = np.zeros(12, bool)
+        mask[6] = True
+        envs.reset(options={"reset_mask": mask})
+        obs, *_ = envs.step(np.zeros(12, np.int64))
+        assert obs[6, 1] == 1 and obs[0, 1] == 3
+        with pytest.raises(ValueError, match="action of row 4"):
+            envs.step(np.array([0] * 4 + [5] + [0] * 7))
+    with seer.vector.make(fn, 4, num_shards=2, restart_failed=True, **RAY) as envs:  # a copy restarts in its shard
+        envs.reset(seed=0)
+        envs.set_attr("fail_next", [False, False, False, True])
+        with pytest.warns(RuntimeWarning, match="copy 3 failed and was restarted"):
+            _, _, _, trunc, infos = envs.step(np.zeros(12, np.int64))
+        assert trunc.tolist() == [False] * 9 + [True] * 3 and infos["restarted"][9:].all()
+        assert envs.restarts == [0, 0, 0, 1]
+    # copies with 2, 3, 2 agents of different spaces: shard 1 (copy 2) pads to other spaces than the whole
+    with pytest.raises(ValueError, match="shard 1 .* lays its rows out differently"):
+        seer.vector.make(Alternating(), 3, num_shards=2, pad=True, **RAY)
+    with pytest.raises(ValueError, match="num_shards=3"):
+        seer.vector.make(toy, 2, num_shards=3, **RAY)
+    with pytest.raises(TypeError, match="ray backend only"):
+        seer.vector.make(toy, 2, backend="thread", num_shards=2)
+
+
+# ---- async stepping and the env pool ------------------------------------------------------------
+
+
+def test_step_async_timeout_and_env_pool(ray_cluster, tmp_path):
+    gate = tmp_path / "gate"  # shard 1's copies wait in their step until it exists
+    fn = functools.partial(ToyEnv, max_steps=50)
+    with seer.vector.make(fn, 4, num_shards=2, **RAY) as envs:
+        obs, _ = envs.reset(seed=0)
+        envs.set_attr("gate", [None, None, str(gate), str(gate)])
+        envs.step_async(np.zeros(12, np.int64))  # returns while shard 1 waits
+        with pytest.raises(gymnasium.error.AlreadyPendingCallError):
+            envs.step_async(np.zeros(12, np.int64))
+        with pytest.raises(multiprocessing.TimeoutError, match=r"shards \[1\] still busy"):
+            envs.step_wait(timeout=0.05)
+        gate.touch()
+        obs, *_ = envs.step_wait(timeout=30)
+        assert (obs[:, 1] == 1).all()
+        gate.unlink()
+        # env pool: the shard that can finish comes back first, its rows named in infos
+        envs.send(np.zeros(12, np.int64))
+        with pytest.raises(gymnasium.error.AlreadyPendingCallError):
+            envs.step(np.zeros(12, np.int64))
+        o, r, te, tr, infos = envs.recv(min_shards=1)
+        assert infos["shards"].tolist() == [0] and infos["rows"].tolist() == list(range(6))
+        assert o.shape == (6, 4) and (o[:, 1] == 2).all() and infos["mask"].shape == (6,)
+        assert infos["t"].tolist() == [2, 0, 0, 2, 0, 0] and infos["_t"].tolist() == [True, False, False] * 2
+        assert envs.pending_shards == [1]
+        envs.send(np.ones(12, np.int64), shards=[0])  # every row given: only shard 0's are used
+        gate.touch()
+        o, r, te, tr, infos = envs.recv(min_shards=2, timeout=30)
+        assert infos["shards"].tolist() == [0, 1] and infos["rows"].tolist() == list(range(12))
+        assert (o[:6, 1] == 3).all() and (o[6:, 1] == 2).all() and (o[:6, 3] == 4).all()
+        gate.unlink()
+        envs.send(np.zeros(6, np.int64), shards=[1])
+        with pytest.raises(multiprocessing.TimeoutError):
+            envs.recv(timeout=0.01)
+        gate.touch()
+        o, r, te, tr, infos = envs.recv(timeout=30)
+        assert infos["shards"].tolist() == [1] and (o[:, 1] == 3).all()
+        with pytest.raises(gymnasium.error.NoAsyncCallError):
+            envs.recv()
+        envs.set_attr("gate", None)
+        obs, *_ = envs.step(np.zeros(12, np.int64))  # back to lockstep
+        assert (obs[:, 1] == 4).all()
+
+
+# ---- rollouts -----------------------------------------------------------------------------------
+
+
+def test_rollout_equals_stepping(ray_cluster):
+    def by_steps(envs, n):
+        obs, _ = envs.reset(seed=5)
+        cols = {k: [] for k in ("obs", "actions", "rewards", "terminations", "truncations", "mask", "alive")}
+        for _ in range(n):
+            a = linear_policy(obs)
+            cols["obs"].append(obs)
+            cols["actions"].append(a)
+            obs, r, te, tr, inf = envs.step(a)
+            for k, v in zip(("rewards", "terminations", "truncations", "mask", "alive"),
+                            (r, te, tr, inf["mask"], inf["alive"])):
+                cols[k].append(v)
+        return {k: np.stack(v) for k, v in cols.items()}, obs
+
+    with seer.vector.make(toy, 5, backend="thread", workers=1) as envs:
+        ref, ref_last = by_steps(envs, 12)
+        ref_next = envs.step(linear_policy(ref_last))[0]
+        rollout_ref = rollout(envs, 9, seed=3)
+    with seer.vector.make(toy, 5, num_shards=2, **RAY) as envs:
+        envs.reset(seed=5)
+        batch = envs.rollout(linear_policy, 12, infos=True)
+        assert batch["obs"].shape == (12, 15, 4) and batch["actions"].shape == (12, 15)
+        for k, v in ref.items():
+            assert batch[k].dtype == v.dtype and np.array_equal(batch[k], v), k
+        assert np.array_equal(batch["last_obs"], ref_last)
+        assert len(batch["infos"]) == 12 and batch["infos"][0]["t"].tolist() == [1, 0, 0] * 5
+        obs, *_ = envs.step(linear_policy(batch["last_obs"]))  # stepping goes on from the rollout
+        assert np.array_equal(obs, ref_next)
+        with pytest.raises(ValueError, match="the policy returned actions of shape"):
+            envs.rollout(lambda o: np.zeros(3, np.int64), 4)
+        with pytest.raises(RuntimeError, match="the policy raised in shard 0"):
+            envs.rollout(lambda o: 1 / 0, 2)
+        envs.reset(seed=5)
+        again = envs.rollout(linear_policy, 12)
+        assert np.array_equal(again["rewards"], ref["rewards"]) and "infos" not in again
+        boxes = [f"/dev/shm/{shm.name.lstrip('/')}" for shm in envs._backend._boxes.values()]
+        # the row buffers and each shard's batches are in shared memory (the shards are on this node)
+        assert len(boxes) == 3 and all(os.path.exists(p) for p in boxes) and envs._backend.direct == {0, 1}
+    assert not any(os.path.exists(p) for p in boxes)  # close() unlinked them
+    with seer.vector.make(toy, 5, num_shards=2, shared_memory=False, **RAY) as envs:  # Ray's object store
+        envs.reset(seed=5)
+        batch = envs.rollout(linear_policy, 12)
+        assert np.array_equal(batch["obs"], ref["obs"]) and not envs._backend._boxes and not envs._backend.direct
+        assert_same(rollout_ref, rollout(envs, 9, seed=3))
+
+
+# ---- dead shards --------------------------------------------------------------------------------
+
+
+def dead(ray, actor, timeout=10.0):
+    """Wait until a killed actor is gone: ray.kill only asks for it, and a
+    call sent right after may still be served."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            ray.get(actor.ping.remote(), timeout=timeout)
+        except ray.exceptions.RayActorError:
+            return
+        time.sleep(0.05)
+    raise AssertionError("the killed actor still answers")
+
+
+def test_killed_shard_is_named_and_nothing_hangs(ray_cluster):
+    ray = ray_cluster
+    envs = seer.vector.make(toy, 4, num_shards=2, **RAY)
+    envs.reset(seed=0)
+    envs.step(np.zeros(12, np.int64))
+    actors = envs.actors
+    ray.kill(actors[1])
+    dead(ray, actors[1])
+    with pytest.raises(WorkerError) as info:  # never a hang: the suite's timeout would end it
+        envs.step(np.zeros(12, np.int64))
+    msg = str(info.value)
+    assert "shard 1 (Ray actor" in msg and "env copies 2..3 (rows 6..11)" in msg and "restart_failed=True" in msg
+    assert isinstance(info.value.__cause__, ray.exceptions.RayActorError)
+    assert envs.closed
+    with pytest.raises(ClosedError, match="shard 1"):
+        envs.step(np.zeros(12, np.int64))
+    envs.close()
+    dead(ray, actors[0])  # close() killed the other shard too (ray.kill takes effect a moment later)
+    assert ray.is_initialized()  # make() did not start Ray: close() leaves it up
+
+
+def test_dead_shard_restarts_with_restart_failed(ray_cluster):
+    ray = ray_cluster
+    fn = functools.partial(ToyEnv, max_steps=50)
+    envs = seer.vector.make(fn, 4, num_shards=2, restart_failed=True, **RAY)
+    try:
+        envs.reset(seed=0)
+        envs.step(np.zeros(12, np.int64))
+        old = envs.worker_pids()
+        envs.set_attr("sleep", [0.5, 0.5, 0.0, 0.0])
+        envs.step_async(np.zeros(12, np.int64))
+        time.sleep(0.1)
+        os.kill(old[0], signal.SIGKILL)  # dies in the middle of a step
+        with pytest.warns(RuntimeWarning, match="shard 0 .* died while stepping env copies 0..1"):
+            obs, rew, term, trunc, infos = envs.step_wait(timeout=30)
+        assert infos["restarted"].tolist() == [True] * 6 + [False] * 6
+        assert trunc.tolist() == [True] * 6 + [False] * 6  # the episodes of its live agents are cut
+        assert not infos["mask"][:6].any() and infos["mask"][6:].all() and (obs[6:, 1] == 2).all()
+        assert envs.restarts == [1, 1, 0, 0]
+        new = envs.worker_pids()
+        assert new[0] != old[0] and new[1] == old[1]
+        obs, *_ = envs.step(np.zeros(12, np.int64))  # NEXT_STEP: the restarted copies reset ...
+        assert (obs[:6, 1] == 0).all() and (obs[6:, 1] == 3).all()
+        for c in (0, 1):  # ... with the process backend's restart seeds: last seed + num_copies * restarts
+            single, _ = fn().reset(seed=c + 4)
+            assert np.array_equal(obs[envs.rows_of(c)], np.stack(list(single.values())))
+        # dies between calls: Ray restarts it before the next call, which notices the new incarnation
+        os.kill(new[0], signal.SIGKILL)
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            try:
+                if ray.get(envs.actors[0].ping.remote(), timeout=5) != new[0]:
+                    break
+            except ray.exceptions.RayError:
+                time.sleep(0.05)
+        with pytest.warns(RuntimeWarning, match="Ray restarted it"):
+            batch = envs.rollout(linear_policy, 2)
+        assert batch["truncations"][0].tolist() == [True] * 6 + [False] * 6 and not batch["mask"][:, :6].any()
+        assert (batch["last_obs"][6:, 1] == 5).all() and envs.restarts == [2, 2, 0, 0]
+        obs, *_ = envs.step(np.zeros(12, np.int64))
+        assert (obs[:6, 1] == 0).all() and (obs[6:, 1] == 6).all()
+    finally:
+        envs.close()
+
+
+# ---- Ray is optional ----------------------------------------------------------------------------
+
+
+def test_missing_ray_says_which_extra(monkeypatch):
+    monkeypatch.setitem(sys.modules, "ray", None)  # `import ray` raises ImportError
+    with pytest.raises(ImportError, match=r'pip install "seer\[ray\]"'):
+        seer.vector.make(toy, 2, backend="ray")
+
+
+def test_close_shuts_ray_down_only_if_make_started_it(ray_cluster, monkeypatch):
+    ray = ray_cluster
+    from seer.vector import _ray
+
+    calls = []
+    real = ray.is_initialized
+    seen = []
+
+    def is_initialized():  # pretend Ray is down when make() looks
+        if not seen:
+            seen.append(1)
+            calls.append("check")
+            return False
+        return real()
+
+    monkeypatch.setattr(ray, "is_initialized", is_initialized)
+    monkeypatch.setattr(ray, "init", lambda *a, **k: calls.append("init"))
+    monkeypatch.setattr(ray, "shutdown", lambda: calls.append("shutdown"))
+    envs = seer.vector.make(toy, 2, num_shards=1, **RAY)
+    assert calls == ["check", "init"]
+    envs.close()
+    assert calls == ["check", "init", "shutdown"] and _ray._OWNED == {"started": False, "users": 0}
