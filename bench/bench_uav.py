@@ -209,7 +209,32 @@ print(json.dumps({"mean_ms": float(np.mean(lat) * 1e3), "workers_used": env.work
 """
 
 
-def against(baseline_path: str, scenarios, rounds: int) -> dict:
+AB_DRIVER_C = r"""
+import json, os, sys, time
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+import numpy as np
+from seer.envs import _uav_model as M
+sc, w, steps, warm = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+cfg = M.make_config(sc)
+sim = M.SeerSim(cfg, workers=w)
+sim.reset(0)
+rng = np.random.default_rng(0)
+p0 = sim.state["pos"].copy()
+lat = []
+for k in range(steps + warm):
+    st = sim.state
+    live = np.flatnonzero(st["alive"])
+    act = np.clip(0.05 * (p0[live] - st["pos"][live]) - 0.5 * st["vel"][live]
+                  + rng.normal(0, 0.1, (len(live), 3)), -1, 1)
+    M.set_actions(cfg, st, live, act)
+    t = time.perf_counter(); sim.step(); dt = time.perf_counter() - t
+    if k >= warm:
+        lat.append(dt)
+print(json.dumps({"mean_ms": float(np.mean(lat) * 1e3), "workers_used": w}))
+"""
+
+
+def against(baseline_path: str, scenarios, rounds: int, level: str = "env") -> dict:
     """`ParallelEnv.step` of this tree and of a build of an earlier commit
     (installed with `pip install --target baseline_path`), in alternating
     fresh processes, so load from other jobs hits both alike; per round the
@@ -218,7 +243,7 @@ def against(baseline_path: str, scenarios, rounds: int) -> dict:
 
     steps = {"large": (300, 20), "xlarge": (30, 3), "xxlarge": (4, 1), "default": (1000, 50), "small": (1000, 50)}
     env_new = dict(os.environ)
-    env_old = dict(os.environ, PYTHONPATH=baseline_path)
+    env_old = dict(os.environ, PYTHONPATH=baseline_path or "")
     rows = {}
     caps = []
     for r in range(rounds):
@@ -227,14 +252,17 @@ def against(baseline_path: str, scenarios, rounds: int) -> dict:
             n, warm = steps.get(sc, (50, 5))
             for w in (1, 2):
                 for name, env in (("new", env_new), ("old", env_old)):
-                    p = subprocess.run([sys.executable, "-c", AB_DRIVER, sc, str(w), str(n), str(warm)],
+                    if name == "old" and not baseline_path:
+                        continue
+                    drv = AB_DRIVER if level == "env" else AB_DRIVER_C
+                    p = subprocess.run([sys.executable, "-c", drv, sc, str(w), str(n), str(warm)],
                                        capture_output=True, text=True, check=True, env=env, cwd="/")
                     res = json.loads(p.stdout.strip().splitlines()[-1])
                     rows.setdefault(f"{sc} w={w} {name}", []).append(res["mean_ms"])
         print(f"round {r + 1}: parallel capacity {caps[-1]:.2f}; " + ", ".join(
             f"{k} {v[-1]:.3f}" for k, v in rows.items()), flush=True)
     med = {k: float(np.median(v)) for k, v in rows.items()}
-    return {"baseline_path": baseline_path, "rounds": rounds, "parallel_capacity_per_round": caps,
+    return {"baseline_path": baseline_path, "level": level, "rounds": rounds, "parallel_capacity_per_round": caps,
             "ms_per_step_median": med, "ms_per_step_rounds": rows}
 
 
@@ -260,11 +288,14 @@ def main(argv=None):
     ap.add_argument("--against", metavar="DIR", help="also time a build of an earlier commit installed in DIR "
                     "(pip install --target DIR), alternating with this tree, and report both")
     ap.add_argument("--against-scenarios", default="large,xlarge")
+    ap.add_argument("--level", choices=["env", "c"], default="env",
+                    help="--against times ParallelEnv.step (env) or the C step alone (SeerSim.step: grid, events, "
+                         "readout, losses; no PettingZoo dicts)")
     ap.add_argument("--rounds", type=int, default=3, help="rounds of --against")
     ap.add_argument("--skip-main", action="store_true", help="only the --against comparison")
     args = ap.parse_args(argv)
     if args.skip_main:
-        ab = against(args.against, args.against_scenarios.split(","), args.rounds)
+        ab = against(args.against, args.against_scenarios.split(","), args.rounds, args.level)
         md = against_markdown(ab, "python " + " ".join([os.path.relpath(__file__, os.getcwd())] + (
             argv if argv is not None else sys.argv[1:])), machine())
         print(md)
@@ -375,9 +406,11 @@ def against_markdown(ab, command, m) -> str:
            f"Machine: {m['cpu_model']}, nproc {m['nproc']} ({m['usable_cores']} usable), {m['platform']}, "
            f"Python {m['python']}, numpy {m['numpy']}; load average at start "
            f"{tuple(round(x, 2) for x in m['loadavg_at_start'])}, at end {tuple(round(x, 2) for x in os.getloadavg())}",
-           f"Parallel capacity per round (2-process throughput over ideal; 1.0 = both cores free): "
+           f"Parallel capacity per round (throughput of 2 spinning processes over 1: 2.0 = both cores free, 1.0 = one): "
            + ", ".join(f"{c:.2f}" for c in ab["parallel_capacity_per_round"]), "",
-           "Timed: `ParallelEnv.step(actions)` (hover policy, outside the timer), each configuration in a fresh "
+           ("Timed: `ParallelEnv.step(actions)`" if ab.get("level", "env") == "env" else
+            "Timed: the C step alone (`SeerSim.step`: broadcast grid, the step's events, readout, losses; no "
+            "PettingZoo dicts)") + " (hover policy, outside the timer), each configuration in a fresh "
            f"process, old and new alternating; medians over {ab['rounds']} rounds. Old: the previous commit built "
            f"with `pip install --target` into `{ab['baseline_path']}`.", "",
            "| scenario | workers | old ms/step | new ms/step | new vs old | old w=2 / w=1 | new w=2 / w=1 |",
@@ -386,11 +419,21 @@ def against_markdown(ab, command, m) -> str:
     for sc in scen:
         for w in (1, 2):
             o, n = med.get(f"{sc} w={w} old"), med.get(f"{sc} w={w} new")
-            if o is None or n is None:
+            if n is None:
+                continue
+            sn = med[f"{sc} w=1 new"] / med[f"{sc} w=2 new"]
+            if o is None:
+                out.append(f"| {sc} | {w} | - | {n:.3f} | - | - | {sn:.2f}x |")
                 continue
             so = med[f"{sc} w=1 old"] / med[f"{sc} w=2 old"]
-            sn = med[f"{sc} w=1 new"] / med[f"{sc} w=2 new"]
             out.append(f"| {sc} | {w} | {o:.3f} | {n:.3f} | {o / n:.2f}x | {so:.2f}x | {sn:.2f}x |")
+    growth = []
+    for a, b in (("large", "xlarge"), ("xlarge", "xxlarge")):
+        for name in ("old", "new"):
+            if f"{a} w=1 {name}" in med and f"{b} w=1 {name}" in med:
+                growth.append(f"{b}/{a} at 1 worker ({name}): {med[f'{b} w=1 {name}'] / med[f'{a} w=1 {name}']:.1f}x")
+    if growth:
+        out += ["", "Cost growth (16x the UAVs each; 16x is linear): " + "; ".join(growth) + "."]
     out.append("")
     return "\n".join(out)
 
