@@ -291,7 +291,7 @@ def main(argv=None):
                     f"numpy {m['numpy']}, {m['platform']}; load average at start "
                     f"{tuple(round(x, 2) for x in m['loadavg_at_start'])}, at end "
                     f"{tuple(round(x, 2) for x in m['loadavg_at_end'])}; parallel capacity (seer.bench.common."
-                    f"parallel_capacity: 2-process throughput over ideal) at start "
+                    f"parallel_capacity: cores two busy processes get, 2.0 when both are free) at start "
                     f"{results['parallel_capacity']['start']:.2f}, at end {results['parallel_capacity']['end']:.2f}"
                     f"\n\n"
                     f"Handler work: one iteration of the synthetic arithmetic = {ns_per_iter:.2f} ns.\n\n"
