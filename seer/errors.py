@@ -107,6 +107,12 @@ class EnvCopyError(HandlerError):
         self.errors = errors
 
 
+class EnvCopyAttributeError(EnvCopyError, AttributeError):
+    """``get_attr`` (or ``call``) of an attribute that an env copy lacks: an
+    :class:`EnvCopyError` that code probing with ``hasattr``-style
+    ``except AttributeError`` also catches (SB3's ``VecEnv.has_attr``)."""
+
+
 class ActorRestartedError(SeerError, RuntimeError):
     """A Ray shard's actor answered from a new incarnation: its process died
     between two calls and Ray restarted it (``max_restarts``)."""

@@ -8,7 +8,9 @@ What "through SEER" means depends on the env:
   ``_runtime`` attribute): ``wrap`` returns an env that delegates to them
   unchanged.
 - A foreign env (any other ParallelEnv, or an AECEnv, converted with
-  ``aec_to_parallel``) is a black box whose ``step`` does all agents' work in
+  ``aec_to_parallel`` when it is parallelizable, else run one turn per step
+  by :class:`seer.vector.turns.TurnBasedEnv`, whose one live agent is the
+  player to act) is a black box whose ``step`` does all agents' work in
   one Python call, so SEER cannot split it into per-agent events.  ``wrap``
   makes it the single entity of a SEER model: each ``step`` validates the
   actions the way SEER's envs do (every live agent, no unknown or dead agent,
@@ -75,9 +77,9 @@ class SeerParallelEnv(BaseParallelWrapper):
 
     def __init__(self, env, workers="auto", *, validate: bool = True, trace: bool = False):
         if isinstance(env, AECEnv):
-            from pettingzoo.utils.conversions import aec_to_parallel
+            from seer.vector.turns import as_parallel
 
-            env = aec_to_parallel(env)
+            env = as_parallel(env)
         if not isinstance(env, ParallelEnv) and not all(
                 hasattr(env, a) for a in ("possible_agents", "reset", "step", "action_space")):
             raise InvalidArgumentError(

@@ -143,11 +143,7 @@ def test_the_graph_sees_the_package():
 
 
 #: Cycles whose removal is scheduled; each entry must still exist (delete it when its fix lands).
-KNOWN_PENDING = {
-    # The Ray shard builds its local vector env through seer.vector.make (the package façade);
-    # issue #16's backend contract makes the shard a local backend used through the contract.
-    ("seer.vector", "seer.vector._ray"),
-}
+KNOWN_PENDING: set[tuple[str, ...]] = set()
 
 
 def test_no_import_cycles(graph):

@@ -55,7 +55,6 @@ import numpy as np
 from gymnasium import spaces
 from gymnasium.vector import AutoresetMode
 
-from seer.errors import EnvCopyError
 from seer.integrations import require
 
 require("stable_baselines3", "sb3", "seer.integrations.sb3")
@@ -198,56 +197,43 @@ class SeerVecEnv(VecEnv):
             raise IndexError(f"env indices {bad} are out of range: expected 0..{self.num_envs - 1} (one per row)")
         return rows
 
-    def _copies(self, indices, what: str) -> list[int]:
-        """The copies of the rows in ``indices``, all of them or an error:
-        seer.vector addresses every copy at once."""
-        copies = sorted({int(self.row_copy[r]) for r in self._rows(indices)})
-        if len(copies) != self.num_copies:
-            raise ValueError(f"{what} on rows {indices!r} reaches copies {copies} only: seer.vector calls every "
-                             f"copy at once (all {self.num_copies}); pass indices=None")
-        return copies
+    def _copies(self, indices) -> tuple[list[int], list[int] | None]:
+        """The rows in ``indices`` and the copies they belong to (None: every copy)."""
+        rows = self._rows(indices)
+        if indices is None:
+            return rows, None
+        return rows, sorted({int(self.row_copy[r]) for r in rows})
+
+    def _per_row(self, rows: list[int], copies: list[int] | None, values) -> list[Any]:
+        """One value per row, from ``values`` (one per copy in ``copies``): rows of one copy share it."""
+        at = {c: i for i, c in enumerate(range(self.num_copies) if copies is None else copies)}
+        return [values[at[int(self.row_copy[r])]] for r in rows]
 
     def get_attr(self, attr_name: str, indices=None) -> list[Any]:
         """Attribute ``attr_name`` of each row's copy (rows of one copy share it).
 
         Raises:
             AttributeError: A copy has no such attribute (what SB3's
-                ``has_attr`` looks for).
+                ``has_attr`` looks for): seer's ``EnvCopyAttributeError``.
         """
-        try:
-            values = self.envs.get_attr(attr_name)
-        except EnvCopyError as exc:
-            last = (str(exc.traceback).strip().splitlines() or [""])[-1]
-            if last.startswith("AttributeError"):
-                raise AttributeError(f"the env copies have no attribute {attr_name!r}") from exc
-            raise
-        return [values[self.row_copy[r]] for r in self._rows(indices)]
+        rows, copies = self._copies(indices)
+        return self._per_row(rows, copies, self.envs.get_attr(attr_name, copies=copies))
 
     def set_attr(self, attr_name: str, value: Any, indices=None) -> None:
-        """Set ``attr_name`` on the copies of the rows in ``indices`` (the other
-        copies are set to the value they had)."""
-        rows = self._rows(indices)
-        copies = {int(self.row_copy[r]) for r in rows}
-        if len(copies) == self.num_copies:
-            self.envs.set_attr(attr_name, value)
-            return
-        values = list(self.envs.get_attr(attr_name))
-        for c in copies:
-            values[c] = value
-        self.envs.set_attr(attr_name, values)
+        """Set ``attr_name`` on the copies of the rows in ``indices`` (a copy is set once for all its rows)."""
+        self.envs.set_attr(attr_name, value, copies=self._copies(indices)[1])
 
     def env_method(self, method_name: str, *method_args, indices=None, **method_kwargs) -> list[Any]:
-        """Call ``method_name`` on every copy once; each row gets its copy's result."""
-        self._copies(indices, f"env_method({method_name!r})")
-        results = self.envs.call(method_name, *method_args, **method_kwargs)
-        return [results[self.row_copy[r]] for r in self._rows(indices)]
+        """Call ``method_name`` once on each copy of the rows in ``indices``; each row gets its copy's result."""
+        rows, copies = self._copies(indices)
+        results = self.envs.call(method_name, *method_args, copies=copies, **method_kwargs)
+        return self._per_row(rows, copies, results)
 
     def env_is_wrapped(self, wrapper_class: type, indices=None) -> list[bool]:
         """Whether each row's copy is an instance of ``wrapper_class`` (copies
         are PettingZoo envs: a gymnasium wrapper such as SB3's ``Monitor``
         never wraps them)."""
-        classes = self.envs.get_attr("__class__")
-        return [issubclass(classes[self.row_copy[r]], wrapper_class) for r in self._rows(indices)]
+        return [issubclass(cls, wrapper_class) for cls in self.get_attr("__class__", indices)]
 
     def get_images(self) -> Sequence[np.ndarray | None]:
         """One frame per *copy* (the rows of a copy share its picture), so

@@ -35,18 +35,20 @@ optional extra: ``pip install "seer[ray]"``.
 from __future__ import annotations
 
 import numbers
-import os
 import types
 import warnings
 from typing import Any, Callable
 
 from gymnasium.vector import AutoresetMode
 
-from seer.vector._env import EnvCopyError, SeerVectorEnv
-from seer.vector._layout import SpaceMismatchError
+from seer._checks import check_workers
+from seer._host import usable_cores
+from seer.errors import ActorRestartedError, EnvCopyError, SpaceMismatchError
+from seer.vector._env import SeerVectorEnv
+from seer.vector.backend import LOCAL_BACKENDS, build_local
 
 __all__ = ["make", "SeerVectorEnv", "EnvCopyError", "SpaceMismatchError", "AutoresetMode", "BACKENDS",
-           "ProcessVectorEnv", "RayVectorEnv"]
+           "ProcessVectorEnv", "RayVectorEnv", "ActorRestartedError"]
 
 BACKENDS = ("thread", "process", "ray")
 
@@ -61,13 +63,6 @@ def __getattr__(name):  # RayVectorEnv without importing Ray until it is used
 
         return ProcessVectorEnv
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def _cores() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:
-        return os.cpu_count() or 1
 
 
 def native_path_available(env_fn: Callable[[], Any]) -> bool:
@@ -98,7 +93,8 @@ def make(env_fn: Callable[[], Any], num_copies: int | None = None, backend: str 
 
     Args:
         env_fn: Makes one copy: a PettingZoo ParallelEnv, or an AECEnv
-            (converted with ``aec_to_parallel``).  A module with a
+            (converted with ``aec_to_parallel`` when it is parallelizable,
+            else run one turn per step: see :mod:`seer.vector.turns`).  A module with a
             ``parallel_env`` factory (e.g. ``seer.envs.uav_swarm_v0``) also
             works.  The process backend pickles it with cloudpickle.
         num_copies: Number of env copies.  The result's ``num_envs`` counts
@@ -196,22 +192,16 @@ def make(env_fn: Callable[[], Any], num_copies: int | None = None, backend: str 
     num_envs = int(num_copies)
     if backend not in ("auto", *BACKENDS):
         raise ValueError(f"backend={backend!r} is unknown: expected \"auto\" or one of {list(BACKENDS)}")
-    if workers != "auto" and (not isinstance(workers, numbers.Integral) or isinstance(workers, bool)
-                              or not 1 <= workers <= 1024):
-        raise ValueError(f'workers={workers!r} is invalid: expected "auto" or an integer in [1, 1024]')
+    workers = check_workers(workers)
     if backend == "auto":
         if num_shards is not None or ray_address is not None:
             backend = "ray"
         elif options or context is not None or inline not in ("auto", False):
             backend = "process"  # only the process backend takes these
         else:
-            backend = "thread" if num_envs == 1 or _cores() == 1 or native_path_available(env_fn) else "process"
+            backend = "thread" if num_envs == 1 or usable_cores() == 1 or native_path_available(env_fn) else "process"
     if backend != "ray" and (num_shards is not None or ray_address is not None or shard_backend != "thread"):
         raise TypeError("num_shards, ray_address and shard_backend are for the ray backend only")
-    if workers == "auto":
-        workers = min(_cores(), num_envs) if backend == "process" else "auto"
-    else:
-        workers = int(workers)
     if isinstance(autoreset_mode, str):
         try:
             autoreset_mode = AutoresetMode(autoreset_mode)
@@ -224,22 +214,8 @@ def make(env_fn: Callable[[], Any], num_copies: int | None = None, backend: str 
     if not isinstance(autoreset_mode, AutoresetMode):
         raise ValueError(f"autoreset_mode={autoreset_mode!r} is invalid: expected a gymnasium AutoresetMode")
     common = dict(pad=bool(pad), autoreset=autoreset_mode, restart=bool(restart_failed))
-    if backend == "thread":
-        if options or context is not None or inline not in ("auto", False):
-            extra = sorted(options) + (["context"] if context is not None else []) + \
-                (["inline"] if inline not in ("auto", False) else [])
-            raise TypeError(f"options {extra} are for the process backend only")
-        from seer.vector._thread import ThreadBackend
-
-        impl = ThreadBackend(env_fn, num_envs, workers, **common)
-    elif backend == "process":
-        from seer.vector._process import ProcessBackend
-
-        if inline == "auto":
-            inline = 1 < workers and min(workers, num_envs) >= _cores()
-        elif not isinstance(inline, bool):
-            raise ValueError(f'inline={inline!r} is invalid: expected "auto", True or False')
-        impl = ProcessBackend(env_fn, num_envs, workers, context=context, inline=inline, **common, **options)
+    if backend in LOCAL_BACKENDS:
+        impl = build_local(backend, env_fn, num_envs, workers, context=context, inline=inline, **common, **options)
     elif backend == "ray":
         from seer.vector._ray import import_ray
 
@@ -252,9 +228,10 @@ def make(env_fn: Callable[[], Any], num_copies: int | None = None, backend: str 
                         context=context, inline=inline, **options)
     else:
         raise ValueError(f"backend={backend!r} is unknown: expected \"auto\" or one of {list(BACKENDS)}")
-    cls = SeerVectorEnv
     if backend == "process":
         from seer.vector._process import ProcessVectorEnv as cls
+    else:
+        from seer.vector._thread import ThreadVectorEnv as cls
     try:
         return cls(impl, autoreset_mode, copy=copy, validate_actions=validate_actions,
                    env_name=impl.specs[0].metadata.get("name") or getattr(env_fn, "__module__", None))

@@ -12,10 +12,18 @@ from gymnasium.error import AlreadyPendingCallError, NoAsyncCallError
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
-from seer.errors import ClosedError, EnvCopyError, WorkerError  # noqa: F401  (EnvCopyError: defined in seer.errors)
+from seer.errors import ClosedError, EnvCopyAttributeError, EnvCopyError, WorkerError
 from seer.guard import CLOSE_WAIT_S, CallGuard
-from seer.vector._layout import row_bounds
+from seer.vector.actions import ActionCheck
 from seer.vector._runner import ActionsRejected
+from seer.vector.messages import CopyFailed, RowInfo, failures, restarts
+
+
+def warn_restarts(msgs, stacklevel: int = 2) -> None:
+    """One RuntimeWarning per restarted copy in ``msgs``."""
+    for m in restarts(msgs):
+        warnings.warn(f"seer.vector: env copy {m.copy} failed and was restarted:\n{m.traceback}", RuntimeWarning,
+                      stacklevel=stacklevel + 1)
 
 
 def one_caller(call: str):
@@ -72,7 +80,8 @@ class SeerVectorEnv(VectorEnv):
     ``infos["restarted"]`` (per row) after a restart (``restart_failed``).
 
     :meth:`call`, :meth:`get_attr`, :meth:`set_attr` and :meth:`render`
-    address copies: they take and return one value per copy.
+    address copies: they take and return one value per copy (``copies=``
+    picks some of them).
     """
 
     def __init__(self, backend, autoreset_mode: AutoresetMode, *, copy: bool = True, validate_actions: bool = True,
@@ -96,14 +105,7 @@ class SeerVectorEnv(VectorEnv):
         self.row_copy = np.repeat(np.arange(self.num_copies), self.agents_per_copy)
         self.copy = copy
         self.validate_actions = validate_actions
-        self._bounds = row_bounds(L, specs)
-        # the same finite bounds on every row: one min and one max check every
-        # row at once (NaN fails both; only a failure looks at the live rows)
-        self._uniform_bounds = None
-        if self._bounds is not None:
-            lo, hi = self._bounds
-            if np.isfinite(lo).all() and np.isfinite(hi).all() and (lo == lo.min()).all() and (hi == hi.max()).all():
-                self._uniform_bounds = (float(lo.min()), float(hi.max()))
+        self._actions = ActionCheck(L, specs)
         # the thread backend's native path can check the values in C, inside
         # the step's one call (the error still comes from _check_actions)
         self._native_check = False
@@ -203,13 +205,13 @@ class SeerVectorEnv(VectorEnv):
         except WorkerError:
             self._after_worker_error()
             raise
-        errors = [(m[1], m[2]) for m in msgs if m[0] == "error"]
+        errors = failures(msgs)
         for c in np.flatnonzero(sel):
             self._failed.pop(int(c), None)
         self._ended[sel] = False
         if errors:
-            for c, tb in errors:
-                self._failed[c] = "its reset raised"
+            for e in errors:
+                self._failed[e.copy] = "its reset raised"
             raise self._copy_error("reset", errors)
         self._reset_done = True
         self._alive = b["alive"].copy()
@@ -218,6 +220,7 @@ class SeerVectorEnv(VectorEnv):
         infos["_mask"] = np.ones(R, bool)
         infos["alive"] = self._alive.copy()
         infos["_alive"] = np.ones(R, bool)
+        self._add_action_masks(infos, self._alive)
         return self._out(b["obs"]), infos
 
     def _seeds(self, seed) -> list:
@@ -296,159 +299,197 @@ class SeerVectorEnv(VectorEnv):
             raise
         self._waiting = False
         b = self._b
+        errors = None
         if msgs:
-            errors = [(m[1], m[2]) for m in msgs if m[0] == "error"]
-            for m in msgs:
-                if m[0] == "restart":
-                    warnings.warn(f"seer.vector: env copy {m[1]} failed and was restarted:\n{m[2]}", RuntimeWarning,
-                                  stacklevel=2)
-        else:
-            errors = None
+            errors = failures(msgs)
+            warn_restarts(msgs, stacklevel=3)
         alive = b["alive"].copy()
         self._alive = alive
         self._ended = b["ended"].copy()
         if errors:
-            for c, _ in errors:
-                self._failed[c] = "its step raised"
+            for e in errors:
+                self._failed[e.copy] = "its step raised"
             raise self._copy_error("step", errors)
         infos = self._infos(msgs) if msgs or self._layout.same_step else {}
         infos["mask"] = b["mask"].copy()
         infos["_mask"] = self._all_rows.copy()
         infos["alive"] = alive.copy()
         infos["_alive"] = self._all_rows.copy()
+        self._add_action_masks(infos, alive)
         if b["restarted"].any():
             infos["restarted"] = np.repeat(b["restarted"], self.agents_per_copy)
             infos["_restarted"] = self._all_rows.copy()
         return (self._out(b["obs"]), b["rew"].copy(), b["term"].copy(), b["trunc"].copy(), infos)
 
+    def _add_action_masks(self, infos: dict, alive: np.ndarray, rows=None) -> None:
+        """``infos["action_mask"]``: each row's legal actions at the next step
+        (all False for rows that will not act), for envs whose observations
+        carry an action mask."""
+        if not self._layout.mask_n:
+            return
+        masks = self._b["action_mask"] if rows is None else self._b["action_mask"][rows]
+        masks = masks & alive[:, None]
+        infos["action_mask"] = masks
+        infos["_action_mask"] = np.ones(len(masks), bool)
+
+    def sample_actions(self, action_mask: np.ndarray | None = None, rng: np.random.Generator | None = None):
+        """Random actions for every row that respect the action masks.
+
+        A row with a mask (``infos["action_mask"]`` of the last ``reset`` or
+        ``step``, or ``action_mask`` given here) gets one of its legal
+        actions, uniformly; a row with no legal action (one that will not
+        act: its action is ignored) gets the space's first action.  Without
+        action masks this is ``action_space.sample()``.  (The same for a
+        Discrete action space through Gymnasium:
+        ``envs.action_space.sample(mask=tuple(infos["action_mask"].astype(np.int8)))``.)
+
+        Args:
+            action_mask: bool ``(num_envs, n)``; default: the last masks.
+            rng: The generator to draw from; default ``self.np_random``
+                (seeded by ``reset(seed=...)``).
+        """
+        if action_mask is None:
+            if not self._layout.mask_n:
+                return self.action_space.sample()
+            action_mask = self._b["action_mask"] & self._alive[:, None]
+        space = self.single_action_space
+        if not isinstance(space, spaces.Discrete):
+            raise TypeError(f"sample_actions with action masks needs a Discrete action space, not {space}")
+        m = np.asarray(action_mask, bool)
+        if m.ndim != 2 or m.shape[0] != self.num_envs or m.shape[1] > space.n:
+            raise ValueError(f"action_mask has shape {m.shape}: expected ({self.num_envs}, n <= {space.n}), one "
+                             f"row of legal actions per row of the vector env")
+        rng = self.np_random if rng is None else rng
+        # the largest of iid uniform draws over the legal actions is a uniform pick among them
+        draws = np.where(m, rng.random(m.shape), -1.0)
+        return (draws.argmax(axis=1) + space.start).astype(np.int64)
+
     def _out(self, arr: np.ndarray) -> np.ndarray:
         return arr.copy() if self.copy else arr
 
-    def _infos(self, msgs) -> dict:
+    def _row_infos(self, msgs) -> tuple[dict, dict[int, dict]]:
+        """The vector infos of the :class:`RowInfo` messages in ``msgs``, and
+        the final infos (SAME_STEP) by row, which go with a final observation."""
         infos: dict = {}
         finals: dict[int, dict] = {}
         for m in msgs:
-            if m[0] == "info":
-                self._add_info(infos, m[2], m[1])
-            elif m[0] == "final_info":
-                finals[m[1]] = m[2]
+            if isinstance(m, RowInfo):
+                if m.final:
+                    finals[m.row] = m.info
+                else:
+                    self._add_info(infos, m.info, m.row)
+        return infos, finals
+
+    def _infos(self, msgs) -> dict:
+        infos, finals = self._row_infos(msgs)
         if self._layout.same_step:
             b = self._b
             for r in np.flatnonzero(b["final_mask"]).tolist():
                 self._add_info(infos, {"final_obs": b["final_obs"][r].copy(), "final_info": finals.get(r, {})}, r)
         return infos
 
-    def _copy_error(self, op: str, errors) -> EnvCopyError:
-        errors = sorted(errors, key=lambda e: e[0])
-        c, tb = errors[0]
+    def _copy_error(self, op: str, errors: list[CopyFailed]) -> EnvCopyError:
+        errors = sorted(errors, key=lambda e: e.copy)
+        c, tb = errors[0].copy, errors[0].traceback
         A = self.agents_per_copy
         worker = self._backend.worker_of(c)
-        others = f" (copies {[e[0] for e in errors]} failed)" if len(errors) > 1 else ""
+        others = f" (copies {[e.copy for e in errors]} failed)" if len(errors) > 1 else ""
         last = tb.strip().splitlines()[-1] if tb.strip() else "?"
         msg = (f"env copy {c} (rows {c * A}..{c * A + A - 1}) raised in {op}, in {worker}: {last}{others}\n"
                f"--- traceback from {worker} ---\n{tb.rstrip()}\n--- end of traceback ---")
         if op in ("step", "reset"):
             msg += ("\nReset the failed copies (reset(), or options={'reset_mask': ...}) to go on, or pass "
                     "restart_failed=True to seer.vector.make to restart them automatically.")
-        return EnvCopyError(msg, copy=c, worker=worker, traceback=tb, errors=errors)
+        # a missing attribute stays an AttributeError for hasattr-style probes (SB3's has_attr)
+        cls = EnvCopyAttributeError if op.startswith(("get_attr", "call")) and errors[0].attribute_error \
+            else EnvCopyError
+        return cls(msg, copy=c, worker=worker, traceback=tb, errors=[(e.copy, e.traceback) for e in errors])
 
     # ---- actions -----------------------------------------------------------------------------
 
-    def _check_actions(self, actions, values: bool = True) -> np.ndarray:
+    def _check_actions(self, actions, values: bool = True, alive: np.ndarray | None = None) -> np.ndarray:
         """``actions`` as an array of the right shape and dtype kind, and
-        (``values``) every live row's value in its space; errors name the row."""
-        space = self.single_action_space
-        a = np.asarray(actions)
-        want = self.action_space.shape
-        if a.shape != want:
-            raise ValueError(
-                f"actions has shape {a.shape}: expected {want}, one row per agent slot "
-                f"({self.num_copies} copies x {self.agents_per_copy} agents{' x ' + str(space.shape) if space.shape else ''})"
-            )
-        discrete = isinstance(space, (spaces.Discrete, spaces.MultiDiscrete, spaces.MultiBinary))
-        if discrete and a.dtype.kind not in "iub":
-            raise ValueError(f"actions have dtype {a.dtype}: {space} needs integer actions")
-        if not discrete and a.dtype.kind not in "fiu":
-            raise ValueError(f"actions have dtype {a.dtype}: expected a real dtype for {space}")
-        if not self.validate_actions or not values:
-            return a
-        ub = self._uniform_bounds
-        if ub is not None and a.size:
-            if ub[0] == -ub[1]:  # symmetric: one pass (NaN fails it too)
-                if np.abs(a).max() <= ub[1]:
-                    return a
-            elif a.min() >= ub[0] and a.max() <= ub[1]:
-                return a
-        live = self._alive
-        if not live.any():
-            return a
-        v = a[live]
-        if isinstance(space, spaces.Box):
-            low, high = self._bounds
-            bad = ~np.isfinite(v) | (v < low[live]) | (v > high[live])
-        elif isinstance(space, spaces.Discrete):
-            bad = (v < space.start) | (v >= space.start + space.n)
-        elif isinstance(space, spaces.MultiDiscrete):
-            bad = (v < space.start) | (v >= space.start + space.nvec)
-        else:
-            bad = (v != 0) & (v != 1)
-        if bad.ndim > 1:
-            bad = bad.reshape(len(v), -1).any(axis=1)
-        if bad.any():
-            i = int(np.flatnonzero(bad)[0])
-            r = int(np.flatnonzero(live)[i])
-            c = r // self.agents_per_copy
-            val = a[r]
-            if isinstance(space, spaces.Box):
-                lo, hi = self._bounds
-                expect = f"finite values in [{lo[r].min()}, {hi[r].max()}]"
-            elif isinstance(space, spaces.Discrete):
-                expect = f"an integer in [{space.start}, {space.start + space.n - 1}]"
-            else:
-                expect = f"a value in {space}"
-            raise ValueError(
-                f"action of row {r} (copy {c}, agent {self.row_agents[r]!r}) is "
-                f"{np.asarray(val).tolist()!r}: expected {expect} "
-                f"({int(bad.sum())} live rows are bad)"
-            )
-        return a
+        (``values``) every live row's value (``alive``; default: the rows
+        live now) in its space; errors name the row."""
+        return self._actions.check(actions, self._alive if alive is None else alive,
+                                   values and self.validate_actions)
 
     # ---- copies ------------------------------------------------------------------------------
 
     @one_caller("call()")
-    def _call(self, kind, name, args=(), kwargs=None, values=None) -> tuple:
+    def _call(self, kind, name, args=(), kwargs=None, values=None, copies=None) -> tuple:
         self._check_open()
         if self._waiting:
             raise AlreadyPendingCallError(f"{kind}() while a step is pending: call step_wait() first", "step")
+        order, chosen = self._copy_list(copies)
+        if values is not None:
+            values = [values[order.index(c)] for c in chosen]
         try:
-            results, errors = self._backend.call(kind, name, args, kwargs or {}, values)
+            results, msgs = self._backend.call(kind, name, args, kwargs or {}, values, chosen)
         except WorkerError:
             self._after_worker_error()
             raise
-        errors = [(m[1], m[2]) for m in errors if m[0] == "error"]
+        errors = failures(msgs)
         if errors:
             raise self._copy_error(f"{kind}({name!r})", errors)
-        return tuple(results)
+        by_copy = dict(zip(chosen, results))
+        return tuple(by_copy[c] for c in order)
 
-    def call(self, name: str, *args, **kwargs) -> tuple:
-        """Call method ``name`` of every copy (or read it, if not callable)."""
-        return self._call("call", name, args, kwargs)
+    def _copy_list(self, copies) -> tuple[list[int], list[int]]:
+        """``copies`` (None: all) as the caller's order and as the sorted list the backend takes."""
+        C = self.num_copies
+        if copies is None:
+            every = list(range(C))
+            return every, every
+        if isinstance(copies, (int, np.integer)) and not isinstance(copies, bool):
+            copies = [copies]
+        try:
+            order = [int(c) for c in copies if not isinstance(c, bool) and int(c) == c]
+        except (TypeError, ValueError):
+            order = None
+        if order is None or len(order) != len(copies) or len(set(order)) != len(order) \
+                or any(not 0 <= c < C for c in order):
+            raise ValueError(f"copies={copies!r} is invalid: expected None (every copy) or distinct copy indices "
+                             f"in [0, {C})")
+        if not order:
+            raise ValueError("copies=[] selects no copy: expected at least one copy index (or None for all)")
+        return order, sorted(order)
 
-    def get_attr(self, name: str) -> tuple:
-        """Attribute ``name`` of every copy."""
-        return self._call("get_attr", name)
+    def call(self, name: str, *args, copies=None, **kwargs) -> tuple:
+        """Call method ``name`` of every copy (or read it, if not callable).
 
-    def set_attr(self, name: str, values) -> None:
-        """Set attribute ``name`` of each copy: ``values`` is a list/tuple of
-        ``num_copies`` values, or one value for all."""
+        Args:
+            name: The method (or attribute) of each env copy.
+            *args, **kwargs: Passed to the method.
+            copies: None (every copy) or a list of copy indices: only those
+                are called, and the result has one value per index, in that
+                order.  (A method with its own ``copies`` argument cannot be
+                given it through here.)
+        """
+        return self._call("call", name, args, kwargs, copies=copies)
+
+    def get_attr(self, name: str, copies=None) -> tuple:
+        """Attribute ``name`` of every copy (or of the copies in ``copies``, in that order).
+
+        Raises:
+            seer.errors.EnvCopyAttributeError: a copy has no such attribute
+                (also an ``AttributeError`` and an :class:`EnvCopyError`).
+        """
+        return self._call("get_attr", name, copies=copies)
+
+    def set_attr(self, name: str, values, copies=None) -> None:
+        """Set attribute ``name`` of each copy (or of the copies in ``copies``):
+        ``values`` is a list/tuple with one value per such copy, or one
+        value for all."""
+        n = self.num_copies if copies is None else len(self._copy_list(copies)[0])
         if isinstance(values, (list, tuple)):
-            if len(values) != self.num_copies:
-                raise ValueError(f"set_attr got {len(values)} values: expected num_copies={self.num_copies} "
-                                 f"(one per copy) or a single value")
+            if len(values) != n:
+                want = f"num_copies={n} (one per copy)" if copies is None else f"{n} (one per copy in copies)"
+                raise ValueError(f"set_attr got {len(values)} values: expected {want} or a single value")
             values = list(values)
         else:
-            values = [values] * self.num_copies
-        self._call("set_attr", name, values=values)
+            values = [values] * n
+        self._call("set_attr", name, values=values, copies=copies)
 
     def render(self) -> tuple:
         """Each copy's ``render()``."""

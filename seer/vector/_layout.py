@@ -58,8 +58,25 @@ def _check_array_space(what: str, agent, space) -> None:
     if not isinstance(space, ARRAY_SPACES):
         raise SpaceMismatchError(
             f"the {what} space of agent {agent!r} is {space}: seer.vector supports Box, Discrete, MultiDiscrete and "
-            f"MultiBinary spaces (flatten Dict/Tuple spaces first, e.g. with gymnasium.spaces.flatten)"
+            f"MultiBinary spaces, and Dict({{'observation': ..., 'action_mask': ...}}) observations (the action "
+            f"mask goes to infos['action_mask']); flatten other Dict/Tuple spaces first, e.g. with "
+            f"gymnasium.spaces.flatten"
         )
+
+
+#: The keys of an observation that carries its agent's legal actions (pettingzoo.classic's layout).
+MASKED_KEYS = frozenset({"observation", "action_mask"})
+
+
+def action_mask_part(space) -> tuple[Any, int] | None:
+    """(the observation part, the mask's length) of an observation space
+    ``Dict(observation=..., action_mask=Box((n,)))``; None for any other space."""
+    if not isinstance(space, spaces.Dict) or set(space.spaces) != MASKED_KEYS:
+        return None
+    mask = space["action_mask"]
+    if not isinstance(mask, (spaces.Box, spaces.MultiBinary)) or len(mask.shape) != 1:
+        return None
+    return space["observation"], int(mask.shape[0])
 
 
 @dataclasses.dataclass
@@ -166,6 +183,7 @@ class Layout:
     obs_pads: list | None  # per copy: per slot Pad (None: no padding anywhere)
     act_pads: list | None
     same_step: bool  # SAME_STEP autoreset: final_obs buffer needed
+    mask_n: int = 0  # observations carry action masks of this length (0: none)
 
     @property
     def rows(self) -> int:
@@ -193,6 +211,8 @@ class Layout:
         if self.same_step:
             f.append(("final_obs", (R, *oshape), odt))
             f.append(("final_mask", (R,), np.dtype(np.bool_)))
+        if self.mask_n:
+            f.append(("action_mask", (R, self.mask_n), np.dtype(np.bool_)))  # legal actions of the row's agent
         return f
 
     def offsets(self) -> tuple[dict[str, int], int]:
@@ -219,12 +239,20 @@ class Layout:
 def build_layout(specs: Sequence[CopySpec], pad: bool, same_step: bool) -> Layout:
     C = len(specs)
     A = max(len(s.possible_agents) for s in specs)
-    obs_named, act_named = [], []
+    obs_named, act_named, mask_ns = [], [], []
     for c, s in enumerate(specs):
         for a, os_, as_ in zip(s.possible_agents, s.obs_spaces, s.act_spaces):
             label = a if c == 0 else f"{a} (copy {c})"
+            masked = action_mask_part(os_)
+            if masked is not None:
+                os_, n = masked
+                mask_ns.append(n)
             obs_named.append((label, os_))
             act_named.append((label, as_))
+    if mask_ns and len(mask_ns) != len(obs_named):
+        raise SpaceMismatchError(
+            f"{len(mask_ns)} of {len(obs_named)} agents observe Dict(observation=..., action_mask=...) and the "
+            f"others not: rows of one vector env need one layout (give every agent an action mask, or none)")
     obs_space, obs_flat = unify("observation", obs_named, pad, action=False)
     act_space, act_flat = unify("action", act_named, pad, action=True)
 
@@ -239,7 +267,7 @@ def build_layout(specs: Sequence[CopySpec], pad: bool, same_step: bool) -> Layou
         return out
 
     return Layout(C, A, [list(s.possible_agents) for s in specs], obs_space, act_space,
-                  per_copy(obs_flat), per_copy(act_flat), same_step)
+                  per_copy(obs_flat), per_copy(act_flat), same_step, max(mask_ns, default=0))
 
 
 def row_bounds(layout: Layout, specs: Sequence[CopySpec]):

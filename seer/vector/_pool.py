@@ -13,23 +13,21 @@ own shard only, never the others::
         obs, rew, term, trunc, infos = envs.recv()  # >= 1 shard's rows
         envs.send(policy(obs), shards=infos["shards"])
 
-A backend provides ``copy_ranges`` / ``row_ranges`` (per shard, ``(start,
-stop)``), ``inflight`` (shards with a step out), ``submit(shards)``,
-``collect(min_shards, timeout) -> (shards, messages)``, ``restart_failed``
-and ``_alive_before``.
+A backend provides (:class:`seer.vector.backend.Backend`) ``copy_ranges`` /
+``row_ranges`` (per shard, ``(start, stop)``), ``inflight`` (shards with a
+step out), ``send(shards)``, ``recv(min_shards, timeout) -> (shards,
+messages)`` and ``restart_failed``.
 """
 
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
-from gymnasium import spaces
 from gymnasium.error import AlreadyPendingCallError, NoAsyncCallError
 from gymnasium.vector import AutoresetMode
 
 from seer.errors import WorkerError
-from seer.vector._env import one_caller
+from seer.vector._env import one_caller, warn_restarts
+from seer.vector.messages import failures
 
 
 class EnvPool:
@@ -78,10 +76,10 @@ class EnvPool:
         super().step_async(actions)
 
     @one_caller("call()")
-    def _call(self, kind, name, args=(), kwargs=None, values=None) -> tuple:
+    def _call(self, kind, name, args=(), kwargs=None, values=None, copies=None) -> tuple:
         self._check_open()
         self._no_pool(f"{kind}()")
-        return super()._call(kind, name, args, kwargs, values)
+        return super()._call(kind, name, args, kwargs, values, copies)
 
     def _check_steppable(self, what: str, copies=None) -> None:
         self._check_open()
@@ -129,33 +127,21 @@ class EnvPool:
         self._check_steppable("send()", copies)
         rows = np.concatenate([np.arange(*be.row_ranges[s]) for s in shards])
         a = np.asarray(actions)
-        space = self.single_action_space
         if a.shape == self.action_space.shape and len(rows) != self.num_envs:
             a = a[rows]
         want = (len(rows), *self.action_space.shape[1:])
         if a.shape != want:
             raise ValueError(f"actions has shape {a.shape}: expected {want} (the rows of shards {shards}) or "
                              f"{self.action_space.shape} (every row)")
-        discrete = isinstance(space, (spaces.Discrete, spaces.MultiDiscrete, spaces.MultiBinary))
-        if discrete and a.dtype.kind not in "iub":
-            raise ValueError(f"actions have dtype {a.dtype}: {space} needs integer actions")
-        if not discrete and a.dtype.kind not in "fiu":
-            raise ValueError(f"actions have dtype {a.dtype}: expected a real dtype for {space}")
-        full = self._b["act"].copy()
-        full[rows] = a
-        if self.validate_actions:
-            alive = self._alive
-            only = np.zeros_like(alive)
-            only[rows] = alive[rows]
-            self._alive = only
-            try:
-                self._check_actions(full)
-            finally:
-                self._alive = alive
+        self._actions.check_dtype(a)
+        if self.validate_actions:  # only these shards' live rows
+            full = self._b["act"].copy()
+            full[rows] = a
+            only = np.zeros_like(self._alive)
+            only[rows] = self._alive[rows]
+            self._check_actions(full, alive=only)
         self._b["act"][rows] = a
-        if be.restart_failed:
-            be._alive_before = self._b["alive"].copy()
-        be.submit(shards)
+        be.send(shards)
 
     @one_caller("recv()")
     def recv(self, min_shards: int = 1, timeout: float | None = None):
@@ -175,23 +161,20 @@ class EnvPool:
         if not be.inflight:
             raise NoAsyncCallError("recv() without send()", "step")
         try:
-            shards, msgs = be.collect(min_shards, timeout)
+            shards, msgs = be.recv(min_shards, timeout)
         except WorkerError:
             self._after_worker_error()
             raise
         b, A = self._b, self.agents_per_copy
         rows = np.concatenate([np.arange(*be.row_ranges[s]) for s in shards])
         copies = np.concatenate([np.arange(*be.copy_ranges[s]) for s in shards])
-        for m in msgs:
-            if m[0] == "restart":
-                warnings.warn(f"seer.vector: env copy {m[1]} failed and was restarted:\n{m[2]}", RuntimeWarning,
-                              stacklevel=2)
+        warn_restarts(msgs, stacklevel=3)
         self._alive[rows] = b["alive"][rows]
         self._ended[copies] = b["ended"][copies]
-        errors = [(m[1], m[2]) for m in msgs if m[0] == "error"]
+        errors = failures(msgs)
         if errors:
-            for c, _ in errors:
-                self._failed[c] = "its step raised"
+            for e in errors:
+                self._failed[e.copy] = "its step raised"
             raise self._copy_error("step", errors)
         if self._layout.same_step:  # final_obs of rows gathered earlier were reported then
             keep = np.zeros(self.num_envs, bool)
@@ -203,6 +186,7 @@ class EnvPool:
         n = len(rows)
         infos["_mask"] = np.ones(n, bool)
         infos["_alive"] = np.ones(n, bool)
+        self._add_action_masks(infos, infos["alive"], rows)
         restarted = b["restarted"][copies]
         if restarted.any():
             infos["restarted"] = np.repeat(restarted, A)

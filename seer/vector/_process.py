@@ -96,7 +96,6 @@ import time
 import traceback
 import warnings
 import weakref
-from multiprocessing import shared_memory
 
 import numpy as np
 
@@ -105,8 +104,10 @@ from seer.errors import ClosedError, MisuseError, WorkerError
 from seer.guard import CLOSE_WAIT_S
 from seer.vector._env import SeerVectorEnv
 from seer.vector._layout import Layout, build_layout, describe_copy
+from seer.vector import shm as shm_blocks
 from seer.vector._pool import EnvPool
 from seer.vector._runner import CALL, CLOSE, RESET, STEP, CopyRunner, make_parallel
+from seer.vector.messages import CopyRestarted, restarts
 
 #: Default ``worker_timeout``: how long the parent waits for a worker's
 #: answer before giving up on it.  No healthy env comes near it: the first
@@ -282,10 +283,7 @@ class _Shared:
         _, buf_size = layout.offsets()
         size = self.buf_off + buf_size
         self.cmd_bytes, self.msg_bytes = cmd_bytes, msg_bytes
-        if name is None:
-            self.shm = shared_memory.SharedMemory(create=True, size=size)
-        else:
-            self.shm = shared_memory.SharedMemory(name=name)
+        self.shm = shm_blocks.create(size) if name is None else shm_blocks.attach(name)
         self.name = self.shm.name
         mm = self.shm._mmap
         self.ctl = np.frombuffer(mm, np.int64, self.ctl_bytes // 8, 0)
@@ -302,24 +300,21 @@ class _Shared:
         held elsewhere (``copy=False`` results, a wait in another thread)
         keeps the mapping alive until it dies; the name goes from /dev/shm
         either way."""
-        shm = self.shm
         self.ctl = self.flags = self.cmd = self.msg = self.bufs = None
-        if unlink:
-            try:
-                shm.unlink()
-            except FileNotFoundError:
-                pass
-        try:
-            shm.close()
-        except BufferError:  # exported views remain: let them own the mapping
-            if shm._fd >= 0:
-                os.close(shm._fd)
-                shm._fd = -1
-            shm._mmap = None
+        shm_blocks.release(self.shm, unlink)
 
 
 # =============================================================================================
 # worker side
+
+
+def call_share(runner: CopyRunner, share: list[int], payload) -> list:
+    """A CALL op on the copies of ``share`` that the payload selects; one result each, in ``share`` order."""
+    kind, name, args, kwargs, values, copies = payload
+    value_of = dict(zip(copies, values)) if kind == "set_attr" else {}
+    chosen = set(copies)
+    return [runner.call(c, kind, name, value_of[c] if kind == "set_attr" else args, kwargs)
+            for c in share if c in chosen]
 
 
 def _parent_gone(parent_sentinel, parent_pid: int) -> bool:
@@ -368,7 +363,8 @@ def _worker_entry(w: int, conn, fn_bytes: bytes, copies: list[int], parent_pid: 
             return
         _, layout, shm_name, workers, cmd_bytes, msg_bytes, gen, restart_info = msg
         shared = _Shared(layout, workers, cmd_bytes, msg_bytes, name=shm_name)
-        runner = CopyRunner(layout, shared.bufs, envs, specs, opts["autoreset"], env_fn, opts["restart"])
+        runner = CopyRunner(layout, shared.bufs, envs, specs, opts["autoreset"], env_fn, opts["restart"],
+                            opts["seed_stride"])
         if restart_info is not None:
             try:
                 for c in copies:
@@ -467,9 +463,7 @@ def _serve(w, conn, shared: _Shared, runner: CopyRunner, copies, gen, parent_pid
                     runner.reset(c, int(seeds[c]) if seeded[c] else None, payload)
             out = runner.msgs
         elif cmd == CALL:
-            kind, name, args, kwargs, values = payload
-            res = [runner.call(c, kind, name, values[c] if kind == "set_attr" else args, kwargs) for c in copies]
-            out = (res, runner.msgs)
+            out = (call_share(runner, copies, payload), runner.msgs)
         else:
             raise RuntimeError(f"worker {w} got unknown command {cmd}")
         reply(out, DONE, g)
@@ -573,7 +567,8 @@ class ProcessBackend:
 
     name = "process"
 
-    def __init__(self, env_fn, num_copies, workers, *, pad, autoreset, restart, context=None, inline=False,
+    def __init__(self, env_fn, num_copies, workers, *, pad, autoreset, restart, seed_stride=None, context=None,
+                 inline=False,
                  yield_s=0.002, cmd_bytes=1 << 20, msg_bytes=1 << 20, startup_timeout=120.0,
                  worker_timeout=WORKER_TIMEOUT_S):
         if context is None:
@@ -599,7 +594,7 @@ class ProcessBackend:
         # their spawn arguments, never through the shared block
         self.key = secrets.token_bytes(32)
         self._sealer = _Sealer(self.key)
-        self.opts = {"autoreset": autoreset, "restart": restart, "yield_s": self.yield_s}
+        self.opts = {"autoreset": autoreset, "restart": restart, "yield_s": self.yield_s, "seed_stride": seed_stride}
         self.fn_bytes = _dumps(env_fn)
         self.env_fn = env_fn
         self.shares = [list(map(int, s)) for s in np.array_split(np.arange(num_copies), workers) if len(s)]
@@ -721,7 +716,7 @@ class ProcessBackend:
         self._publish_gen = shared.flags.publisher([shared.line(w) + WBELL for w in self.child])
         if self.inline:
             runner = CopyRunner(self.layout, self.bufs, self._inline_envs, {c: specs[c] for c in self.shares[0]},
-                                self.autoreset, self.env_fn, self.restart_failed)
+                                self.autoreset, self.env_fn, self.restart_failed, self.opts["seed_stride"])
             self._runner_box[0] = runner
             del self._inline_envs
         for w in range(first_child, self.num_workers):
@@ -991,15 +986,17 @@ class ProcessBackend:
             self._shutdown()
             raise WorkerError(f"{what}; restarting it failed: {exc}") from exc
         tb = f"{what}; a new worker (pid {q.proc.pid}) took its copies over"
-        self._restart_msgs[p.w] = [("restart", c, tb) for c in p.copies] + list(ready[1])
+        self._restart_msgs[p.w] = [CopyRestarted(c, tb) for c in p.copies] + list(ready[1])
 
     # ---- env-pool stepping (seer.vector._pool.EnvPool) -----------------------------------------
 
     @_guarded("send()")
-    def submit(self, shards) -> None:
+    def send(self, shards) -> None:
         """Step the copies of workers ``shards`` (their action rows are in
         place) without waiting: one REQ flag each."""
         self._idle("send()")
+        if self.restart_failed:  # what a restart truncates, should a worker die in this step
+            self._alive_before = self.bufs["alive"].copy()
         flags, line = self.flags, self.shared.line
         at, reqs, bells = [], [], []
         for w in shards:
@@ -1009,12 +1006,12 @@ class ProcessBackend:
                 at.append(line(w) + REQ)
                 reqs.append(req)
                 bells.append(line(w) + WBELL)
-            # the inline share (worker 0 is this process) runs in collect
+            # the inline share (worker 0 is this process) runs in recv
         if at:
             flags.publish(at, reqs, bells)  # the action rows: before
 
     @_guarded("recv()")
-    def collect(self, min_shards=None, timeout=None) -> tuple[list, list]:
+    def recv(self, min_shards=None, timeout=None) -> tuple[list, list]:
         """Gather in-flight env-pool steps: all (``min_shards=None``) or at
         least ``min_shards`` plus any others done by then; (shards, messages).
         ``timeout`` raises ``multiprocessing.TimeoutError`` with too few done
@@ -1068,9 +1065,8 @@ class ProcessBackend:
 
     def _count(self, msgs: list) -> list:
         """Restarts reported by worker processes (the inline runner counts its own)."""
-        for kind, c, *_ in msgs:
-            if kind == "restart":
-                self.restart_counts[c] += 1
+        for m in restarts(msgs):
+            self.restart_counts[m.copy] += 1
         return msgs
 
     def _run_inline(self, op: int, payload=None):
@@ -1088,9 +1084,7 @@ class ProcessBackend:
                 if b["select"][c]:
                     r.reset(c, int(b["seeds"][c]) if b["seeded"][c] else None, payload)
             return r.msgs
-        kind, name, args, kwargs, values = payload
-        res = [r.call(c, kind, name, values[c] if kind == "set_attr" else args, kwargs) for c in self.shares[0]]
-        return (res, r.msgs)
+        return (call_share(r, self.shares[0], payload), r.msgs)
 
     def _op(self, op: int, payload=None, timeout=None):
         self._pending_op = op  # until its answers are in: close() then ends the workers without asking
@@ -1142,25 +1136,24 @@ class ProcessBackend:
             self._own = self._run_inline(STEP) or []
         msgs = self._wait(timeout, STEP)
         self._pending_op = None
-        for w, m in msgs.items():  # the inline runner counts its own restarts
-            for kind, c, *_ in m:
-                if kind == "restart":
-                    self.restart_counts[c] += 1
+        for m in msgs.values():  # the inline runner counts its own restarts
+            self._count(m)
         if self._own:
             msgs[0] = self._own
         self._own = None
         return self._flat(msgs)
 
     @_guarded("call()")
-    def call(self, kind, name, args, kwargs, values=None):
+    def call(self, kind, name, args, kwargs, values=None, copies=None):
         self._idle(f"{kind}()")
-        msgs = self._op(CALL, (kind, name, args, kwargs, values))
-        results, errs = [None] * self.layout.num_copies, []
+        copies = list(range(self.layout.num_copies)) if copies is None else list(copies)
+        msgs = self._op(CALL, (kind, name, args, kwargs, values, copies))
+        chosen = set(copies)
+        by_copy, errs = {}, []
         for w, (res, m) in msgs.items():
-            for c, r in zip(self.shares[w], res):
-                results[c] = r
+            by_copy.update(zip([c for c in self.shares[w] if c in chosen], res))
             errs.extend(m)
-        return results, errs
+        return [by_copy.get(c) for c in copies], errs
 
     def worker_of(self, c: int) -> str:
         w = self.owner[c]

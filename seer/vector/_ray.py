@@ -4,7 +4,7 @@ its copies on its own local SEER pool (the thread or process backend).
 Driver and shards::
 
     driver (RayVectorEnv + RayBackend)                 shard s (a Ray actor, _Shard)
-      global Layout + buffers (rows of all copies)      local make(env_fn, n_s, backend=shard_backend)
+      global Layout + buffers (rows of all copies)      build_local(shard_backend, env_fn, n_s, ...)
       step_async: act[rows_s] -> actor.step.remote()    writes act, steps its copies (local backend)
                   (one call per shard, all submitted    returns (its rows' arrays, its messages)
                    before any result is gathered)
@@ -14,9 +14,9 @@ Driver and shards::
 
 Everything above the row buffers -- masks, autoreset bookkeeping, infos,
 ``EnvCopyError`` -- is :class:`~seer.vector.SeerVectorEnv`'s, as for the other
-backends: a shard drives its local backend object directly (not the local
-vector env) and returns its raw messages (``("info", row, dict)``,
-``("error", copy, traceback)``, ...), which the driver re-indexes.  Copy ``c``
+backends: a shard drives its local backend through the backend contract
+(:class:`seer.vector.backend.Backend`) and returns its typed messages (:mod:`seer.vector.messages`,
+numbered from its first copy), which the driver re-indexes.  Copy ``c``
 is reset with ``seed + c`` wherever it lives, so results equal the thread and
 process backends' for the same seed and actions.
 
@@ -42,7 +42,6 @@ import multiprocessing
 import os
 import traceback
 import uuid
-import warnings
 import weakref
 from typing import Any
 
@@ -51,10 +50,15 @@ from gymnasium import spaces
 from gymnasium.vector import AutoresetMode
 
 from seer.errors import ActorRestartedError, ClosedError, WorkerError  # noqa: F401  (ActorRestartedError: its old home)
-from seer.vector._env import SeerVectorEnv
+from seer.vector._env import SeerVectorEnv, warn_restarts
+from seer.vector import shm as shm_blocks
 from seer.vector._pool import EnvPool
 from seer.vector._layout import build_layout
-from seer.vector._runner import same_spaces
+from seer.vector._runner import restart_seed, same_spaces
+from seer.vector.actions import ActionCheck
+from seer.vector.backend import build_local
+from seer.vector.messages import (CopyFailed, CopyRestarted, FinalObs, RestartFlag, failures, restarts,
+                                  shifted)
 
 RAY_MISSING = ('backend="ray" needs Ray, an optional dependency of SEER: install it with pip install "seer[ray]" '
                '(or pip install "ray>=2.9")')
@@ -63,6 +67,13 @@ RAY_MISSING = ('backend="ray" needs Ray, an optional dependency of SEER: install
 ROW_FIELDS = ("obs", "rew", "term", "trunc", "mask", "alive")
 COPY_FIELDS = ("ended", "restarted")
 SAME_STEP_FIELDS = ("final_obs", "final_mask")
+MASK_FIELDS = ("action_mask",)
+
+
+def shard_fields(layout) -> tuple[str, ...]:
+    """The buffers a shard writes for ``layout``: rows, copies, and the optional ones."""
+    return (ROW_FIELDS + COPY_FIELDS + (SAME_STEP_FIELDS if layout.same_step else ())
+            + (MASK_FIELDS if layout.mask_n else ()))
 
 #: Ray inlines task arguments up to 100 KiB; larger policies go through the
 #: object store once per rollout instead of once per shard.
@@ -99,26 +110,6 @@ def _batch_spec(T: int, rows: int, obs_shape, obs_dtype, act_shape, act_dtype):
 
 def _views(buf, spec) -> dict:
     return {n: np.frombuffer(buf, dt, int(np.prod(sh, dtype=np.int64)), off).reshape(sh) for n, sh, dt, off in spec}
-
-
-def _close_shm(shm) -> None:
-    try:
-        shm.close()
-    except BufferError:  # views remain (results handed out with copy=False): they keep the mapping
-        if shm._fd >= 0:
-            os.close(shm._fd)
-            shm._fd = -1
-        shm._mmap = None
-
-
-def _unlink_all(boxes: dict) -> None:
-    for shm in list(boxes.values()):
-        try:
-            shm.unlink()
-        except FileNotFoundError:
-            pass
-        _close_shm(shm)
-    boxes.clear()
 
 
 def _dumps(obj) -> bytes:
@@ -160,19 +151,18 @@ def _release(ray) -> None:
 
 
 class _Shard:
-    """One shard: ``count`` env copies on a local SEER vector env (run inside a
-    Ray actor).  Failures of single copies come back as messages; only a
-    broken local pool (or a bug) raises."""
+    """One shard: ``count`` env copies on a local backend (thread or process,
+    from :func:`seer.vector.backend.build_local`, used through the backend
+    contract only), inside a Ray actor.  Failures of single copies come back
+    as messages; only a broken local pool (or a bug) raises."""
 
     def __init__(self, index: int, fn_bytes: bytes, count: int, total_copies: int, kw: dict):
         import cloudpickle
 
-        import seer.vector
-
         self.index = index
         self.count = count
         self.token = uuid.uuid4().hex  # this incarnation: Ray may restart the actor between two calls
-        self.env = None
+        self.impl = None
         self.error = None
         self.policy_key = None
         self.policy = None
@@ -189,25 +179,16 @@ class _Shard:
             if workers != "auto":
                 workers = min(int(workers), count)
             extra = {k: kw[k] for k in ("context", "inline") if kw.get(k) is not None}
-            self.env = seer.vector.make(env_fn, count, backend=kw["backend"], workers=workers,
-                                        autoreset_mode=kw["autoreset"], pad=kw["pad"],
-                                        restart_failed=kw["restart"], copy=False,
-                                        validate_actions=kw["validate"], **extra)
+            # a restarted copy's seeds step by every copy of the vector env (as in one pool), not the shard's
+            self.impl = build_local(kw["backend"], env_fn, count, workers, pad=kw["pad"], autoreset=kw["autoreset"],
+                                    restart=kw["restart"], seed_stride=total_copies, **extra)
         except BaseException as exc:  # reported by start(): a constructor that raises would be restarted by Ray
             self.error = exc
             return
-        self.impl = self.env._backend
+        self.actions = ActionCheck(self.impl.layout, self.impl.specs)
         self.b = self.impl.bufs
-        self.names = ROW_FIELDS + COPY_FIELDS + (SAME_STEP_FIELDS if self.impl.layout.same_step else ())
+        self.names = shard_fields(self.impl.layout)
         self.fields = tuple(self.b[n] for n in self.names)
-        runner = getattr(self.impl, "runner", None)
-        if self.impl.name == "thread" and runner is not None:
-            # a restarted copy's seed counts in all copies (as in one pool of total_copies), not the shard's
-            def restart_seed(c, r=runner, C=total_copies):
-                s = r.last_seed.get(c)
-                return None if s is None else int(s) + C * r.restarts[c]
-
-            runner.restart_seed = restart_seed
 
     def start(self) -> dict:
         if self.error is not None:
@@ -234,8 +215,8 @@ class _Shard:
         b["seeds"][:] = seeds
         return self.token, self.fields, self.impl.reset(options)
 
-    def call(self, kind, name, args, kwargs, values):
-        return (self.token, *self.impl.call(kind, name, args, kwargs, values))
+    def call(self, kind, name, args, kwargs, values, copies=None):
+        return (self.token, *self.impl.call(kind, name, args, kwargs, values, copies))
 
     def _load_policy(self, key, payload):
         if payload is not None:
@@ -255,15 +236,9 @@ class _Shard:
         per ``role`` until the driver names another one)."""
         shm = self.shms.get(role)
         if shm is None or shm.name != name:
-            from multiprocessing import resource_tracker, shared_memory
-
             if shm is not None:
-                _close_shm(shm)
-            shm = shared_memory.SharedMemory(name=name)
-            try:  # the driver owns (and unlinks) the block: this process's tracker must not
-                resource_tracker.unregister(shm._name, "shared_memory")
-            except Exception:
-                pass
+                shm_blocks.close(shm)
+            shm = shm_blocks.attach(name, owned_elsewhere=True)  # the driver unlinks it
             self.shms[role] = shm
         return shm.buf
 
@@ -307,7 +282,7 @@ class _Shard:
         except Exception:
             self.policy_key = self.policy = None
             return self.token, {}, 0, steps_msgs, ("load", 0, traceback.format_exc()), self._emit()
-        space = self.env.single_action_space
+        space = impl.layout.act_space
         discrete = isinstance(space, (spaces.Discrete, spaces.MultiDiscrete, spaces.MultiBinary))
         for t in range(T):
             o = out["obs"][t]
@@ -323,9 +298,8 @@ class _Shard:
                                          f"{'an integer' if discrete else 'a real'} dtype")
                 break
             if validate:
-                self.env._alive = b["alive"]
                 try:
-                    self.env._check_actions(a)
+                    self.actions.check(a, b["alive"])
                 except ValueError as exc:
                     failure = ("actions", t, str(exc))
                     break
@@ -344,14 +318,13 @@ class _Shard:
             out["mask"][t] = b["mask"]
             out["alive"][t] = b["alive"]
             done = t + 1
-            bad = [m for m in msgs if m[0] == "error"]
-            if want_infos or bad or any(m[0] == "restart" for m in msgs):
-                keep = msgs if want_infos else [m for m in msgs if m[0] in ("error", "restart")]
+            bad = failures(msgs)
+            if want_infos or bad or restarts(msgs):
+                keep = msgs if want_infos else [m for m in msgs if isinstance(m, (CopyFailed, CopyRestarted))]
                 if want_infos and same_step and b["final_mask"].any():
-                    keep = keep + [("final_obs", int(r), b["final_obs"][r].copy())
-                                   for r in np.flatnonzero(b["final_mask"])]
+                    keep = keep + [FinalObs(int(r), b["final_obs"][r].copy()) for r in np.flatnonzero(b["final_mask"])]
                 if want_infos and b["restarted"].any():
-                    keep = keep + [("restarted", int(c), None) for c in np.flatnonzero(b["restarted"])]
+                    keep = keep + [RestartFlag(int(c)) for c in np.flatnonzero(b["restarted"])]
                 steps_msgs.append((t, keep))
             if bad:
                 break
@@ -367,11 +340,11 @@ class _Shard:
     def close(self) -> None:
         self.rows = self.row_pairs = None
         for shm in self.shms.values():
-            _close_shm(shm)
+            shm_blocks.close(shm)
         self.shms = {}
-        if self.env is not None:
-            self.env.close()
-            self.env = None
+        if self.impl is not None:
+            self.impl.close()
+            self.impl = None
 
 
 # ---- the driver's backend object ----------------------------------------------------------------
@@ -385,7 +358,7 @@ class _ShardDied(Exception):
 
 class RayBackend:
     """The backend interface of :class:`SeerVectorEnv` (see ``_thread.py``)
-    over shard actors, plus ``submit`` / ``collect`` for env-pool stepping and
+    over shard actors, plus ``send`` / ``recv`` for env-pool stepping and
     ``rollout``."""
 
     name = "ray"
@@ -402,7 +375,7 @@ class RayBackend:
         self._owns_ray = False
         self._boxes: dict = {}  # shard -> SharedMemory for its rollout batches (shards on this node)
         self._box_views: dict = {}  # shard -> (T, (name, views of its block for T steps))
-        self._box_finalizer = weakref.finalize(self, _unlink_all, self._boxes)
+        self._box_finalizer = weakref.finalize(self, shm_blocks.release_all, self._boxes)
         self.autoreset = autoreset
         self.restart_failed = bool(restart)
         self.startup_timeout = float(startup_timeout)
@@ -495,14 +468,12 @@ class RayBackend:
         self.direct: set[int] = set()  # shards that read and write the driver's buffers in shared memory
         local = [s for s, st in enumerate(starts) if self.use_shm and st.get("node_id") == self._node_id]
         if local:
-            from multiprocessing import shared_memory
-
-            shm = shared_memory.SharedMemory(create=True, size=L.offsets()[1])
+            shm = shm_blocks.create(L.offsets()[1])
             self._boxes["bufs"] = shm
             self.bufs = L.allocate(shm.buf)
         else:
             self.bufs = L.allocate()
-        self._names = ROW_FIELDS + COPY_FIELDS + (SAME_STEP_FIELDS if L.same_step else ())
+        self._names = shard_fields(L)
         self._dest = []
         for (c0, c1), (r0, r1) in zip(self.copy_ranges, self.row_ranges):
             self._dest.append(tuple(self.bufs[n][c0:c1] if n in COPY_FIELDS else self.bufs[n][r0:r1]
@@ -554,13 +525,11 @@ class RayBackend:
     def _remap(self, s: int, msgs) -> list:
         if not msgs:
             return []
-        c0, r0 = self.copy_ranges[s][0], self.row_ranges[s][0]
-        return [(m[0], m[1] + (r0 if m[0] in ("info", "final_info", "final_obs") else c0), *m[2:]) for m in msgs]
+        return shifted(msgs, self.row_ranges[s][0], self.copy_ranges[s][0])
 
     def _count_restarts(self, msgs) -> None:
-        for m in msgs:
-            if m[0] == "restart":
-                self.restart_counts[m[1]] += 1
+        for m in restarts(msgs):
+            self.restart_counts[m.copy] += 1
 
     def _get(self, s: int, ref, result=None):
         """The result of shard ``s``'s call (``result``: already fetched), less
@@ -630,8 +599,7 @@ class RayBackend:
         C = L.num_copies
         seeds = []
         for c in range(c0, c1):
-            last = self.last_seeds[c]
-            seeds.append(None if last is None else int(last) + C * (self.restart_counts[c] + 1))
+            seeds.append(restart_seed(self.last_seeds[c], C, self.restart_counts[c] + 1))
         sl = slice(r0, r1)
         alive_before = self._alive_before[sl].copy() if self._alive_before is not None else b["alive"][sl].copy()
         for n in ("obs", "rew", "term", "mask", "alive"):
@@ -645,7 +613,7 @@ class RayBackend:
         seed_arr = np.array([0 if x is None else x for x in seeds], np.int64)
         tb = (f"{what} ({type(d.exc).__name__}: {first}); Ray restarted the actor (pid {info['pid']} on "
               f"{info['node']}) and its copies start new episodes")
-        msgs = [("restart", c, tb) for c in range(c0, c1)]
+        msgs = [CopyRestarted(c, tb) for c in range(c0, c1)]
         if self.autoreset == AutoresetMode.NEXT_STEP:
             self.pending[s] = (seeded, seed_arr)
         elif self.autoreset == AutoresetMode.SAME_STEP:
@@ -659,9 +627,7 @@ class RayBackend:
             names = self._names
             b["obs"][sl] = state[names.index("obs")]
             b["alive"][sl] = state[names.index("alive")]
-            msgs += self._remap(s, [m for m in rmsgs if m[0] != "error"])
-            errs = self._remap(s, [m for m in rmsgs if m[0] == "error"])
-            msgs += errs
+            msgs += self._remap(s, rmsgs)
         for c in range(c0, c1):
             self.restart_counts[c] += 1
         return msgs
@@ -708,8 +674,11 @@ class RayBackend:
             msgs += self._remap(s, m)
         return msgs
 
-    def submit(self, shards) -> None:
+    def send(self, shards) -> None:
         """Send shard ``s`` its rows of ``bufs["act"]`` (one call each, none awaited)."""
+        self._check()
+        if self.restart_failed:  # what a restart truncates, should a shard die in this step
+            self._alive_before = self.bufs["alive"].copy()
         act = self.bufs["act"]
         for s in shards:
             if s in self.pending:
@@ -730,7 +699,7 @@ class RayBackend:
         self._count_restarts(msgs)
         return msgs
 
-    def collect(self, min_shards=None, timeout=None) -> tuple[list, list]:
+    def recv(self, min_shards=None, timeout=None) -> tuple[list, list]:
         """Gather in-flight steps: all of them (``min_shards=None``), or at
         least ``min_shards`` plus any others already done.  Returns (shards,
         messages); raises ``multiprocessing.TimeoutError`` after ``timeout``
@@ -780,21 +749,24 @@ class RayBackend:
         return shards, msgs
 
     def step_async(self) -> None:
-        self._check()
-        self._alive_before = self.bufs["alive"].copy() if self.restart_failed else None
-        self.submit(range(self.num_shards))
+        self._alive_before = None
+        self.send(range(self.num_shards))
 
     def step_wait(self, timeout=None) -> list:
-        return self.collect(None, timeout)[1]
+        return self.recv(None, timeout)[1]
 
-    def call(self, kind, name, args, kwargs, values=None):
+    def call(self, kind, name, args, kwargs, values=None, copies=None):
         self._check()
-        refs = []
+        copies = list(range(self.layout.num_copies)) if copies is None else list(copies)
+        refs = {}
         for s, (c0, c1) in enumerate(self.copy_ranges):
-            refs.append(self.actors[s].call.remote(kind, name, args, kwargs,
-                                                   values[c0:c1] if values is not None else None))
+            mine = [i for i, c in enumerate(copies) if c0 <= c < c1]
+            if mine:
+                refs[s] = self.actors[s].call.remote(kind, name, args, kwargs,
+                                                     None if values is None else [values[i] for i in mine],
+                                                     [copies[i] - c0 for i in mine])
         results, errs = [], []
-        for s, ref in enumerate(refs):
+        for s, ref in refs.items():  # shards in order, so results follow copies (sorted)
             try:
                 out, m = self._get(s, ref)
             except _ShardDied as d:
@@ -894,12 +866,10 @@ class RayBackend:
         spec, size = _batch_spec(T, r1 - r0, b["obs"].shape[1:], b["obs"].dtype, b["act"].shape[1:], b["act"].dtype)
         shm = self._boxes.get(s)
         if shm is None or shm.size < size:
-            from multiprocessing import shared_memory
-
             self._box_views.pop(s, None)
-            if shm is not None:
-                _unlink_all({s: self._boxes.pop(s)})  # (a shard still mapping it keeps it until it attaches anew)
-            shm = shared_memory.SharedMemory(create=True, size=size)
+            if shm is not None:  # (a shard still mapping it keeps it until it attaches anew)
+                shm_blocks.release(self._boxes.pop(s), unlink=True)
+            shm = shm_blocks.create(size)
             self._boxes[s] = shm
         box = (shm.name, _views(shm.buf, spec))
         self._box_views[s] = (T, box)
@@ -1023,24 +993,21 @@ class RayVectorEnv(EnvPool, SeerVectorEnv):
             raise TypeError(f"policy must be callable (obs -> actions), got {policy!r}")
         be = self._backend
         try:
-            out, steps, failures = be.rollout(policy, int(num_steps), infos, self.validate_actions)
+            out, steps, stopped = be.rollout(policy, int(num_steps), infos, self.validate_actions)
         except WorkerError:
             self._after_worker_error()
             raise
         b = self._b
         self._alive = b["alive"].copy()
         self._ended = b["ended"].copy()
-        for t, msgs in enumerate(steps):
-            for m in msgs:
-                if m[0] == "restart":
-                    warnings.warn(f"seer.vector: env copy {m[1]} failed and was restarted:\n{m[2]}",
-                                  RuntimeWarning, stacklevel=2)
-        errors = [(m[1], m[2]) for msgs in steps for m in msgs if m[0] == "error"]
+        for msgs in steps:
+            warn_restarts(msgs, stacklevel=3)
+        errors = [m for msgs in steps for m in failures(msgs)]
         if errors:
-            for c, _ in errors:
-                self._failed[c] = "its step raised (in rollout)"
+            for e in errors:
+                self._failed[e.copy] = "its step raised (in rollout)"
             raise self._copy_error("step (rollout)", errors)
-        for s, (kind, t, text) in failures:
+        for s, (kind, t, text) in stopped:
             r0, r1 = be.row_ranges[s]
             where = f"shard {s} (rows {r0}..{r1 - 1}, its rows numbered from 0)"
             if kind == "actions":
@@ -1054,19 +1021,14 @@ class RayVectorEnv(EnvPool, SeerVectorEnv):
         return out
 
     def _step_infos(self, msgs) -> dict:
-        infos: dict = {}
-        finals: dict[int, dict] = {}
+        infos, finals = self._row_infos(msgs)
         final_obs: dict[int, np.ndarray] = {}
         restarted = []
         for m in msgs:
-            if m[0] == "info":
-                self._add_info(infos, m[2], m[1])
-            elif m[0] == "final_info":
-                finals[m[1]] = m[2]
-            elif m[0] == "final_obs":
-                final_obs[m[1]] = m[2]
-            elif m[0] == "restarted":
-                restarted.append(m[1])
+            if isinstance(m, FinalObs):
+                final_obs[m.row] = m.obs
+            elif isinstance(m, RestartFlag):
+                restarted.append(m.copy)
         for r in sorted(final_obs):
             self._add_info(infos, {"final_obs": final_obs[r], "final_info": finals.get(r, {})}, r)
         if restarted:

@@ -3,8 +3,8 @@
 The same code runs in the thread backend (one runner over every copy, called
 from SEER's worker pool) and in each worker process of the process backend
 (one runner over that worker's copies).  A runner never raises for a copy's
-failure: it records a message (``("error", copy, traceback)`` or, with
-``restart``, ``("restart", copy, traceback)``) for the caller.
+failure: it records a message (:class:`~seer.vector.messages.CopyFailed` or,
+with ``restart``, :class:`~seer.vector.messages.CopyRestarted`) for the caller.
 """
 
 from __future__ import annotations
@@ -17,6 +17,8 @@ from gymnasium import spaces
 from gymnasium.vector import AutoresetMode
 
 from seer.vector._layout import CopySpec, Layout, describe_copy
+from seer.vector.turns import TurnBasedEnv, as_parallel
+from seer.vector.messages import CopyFailed, CopyRestarted, RowInfo
 
 STEP, RESET, CALL, CLOSE = 1, 2, 3, 4
 NATIVE_STEP, NATIVE_AUTORESET = 1, 2  # SEER_COPY_STEP, SEER_COPY_AUTORESET of seer/seer_types.h
@@ -24,21 +26,17 @@ NATIVE_STEP, NATIVE_AUTORESET = 1, 2  # SEER_COPY_STEP, SEER_COPY_AUTORESET of s
 
 def make_parallel(env_fn: Callable[[], Any]):
     """``env_fn()`` as a PettingZoo ParallelEnv (AEC envs go through
-    ``pettingzoo.utils.aec_to_parallel``).
+    :func:`seer.vector.turns.as_parallel`: ``aec_to_parallel`` when they are
+    parallelizable, one turn per step otherwise).
 
     It runs inside :func:`seer.stpa.default_pool_limit` ``(1)``: a copy's own SEER runtime
     (``workers="auto"``) gets one worker, as the vector env's pool (threads,
     processes or shards) already spreads the copies over the cores; an
     ``env_fn`` that passes ``workers=`` explicitly gets what it asks for."""
-    from pettingzoo import AECEnv
-    from pettingzoo.utils.conversions import aec_to_parallel
-
     from seer.stpa import default_pool_limit
 
     with default_pool_limit(1):
-        env = env_fn()
-    if isinstance(env, AECEnv):
-        env = aec_to_parallel(env)
+        env = as_parallel(env_fn())
     for attr in ("possible_agents", "reset", "step", "observation_space", "action_space"):
         if not hasattr(env, attr):
             raise TypeError(
@@ -46,6 +44,13 @@ def make_parallel(env_fn: Callable[[], Any]):
                 f"or AECEnv"
             )
     return env
+
+
+def restart_seed(last_seed: int | None, stride: int, restarts: int) -> int | None:
+    """The seed a copy resets with after its ``restarts``-th restart: its last
+    reset's seed plus ``stride * restarts`` (``stride``: the vector env's
+    copy count, so no two copies' seeds meet), or None if it had none."""
+    return None if last_seed is None else int(last_seed) + stride * restarts
 
 
 def same_spaces(a: CopySpec, b: CopySpec) -> bool:
@@ -57,7 +62,8 @@ class CopyRunner:
     """Runs ops on some copies, writing rows of ``bufs`` (see Layout.fields)."""
 
     def __init__(self, layout: Layout, bufs: dict[str, np.ndarray], envs: dict[int, Any],
-                 specs: dict[int, CopySpec], autoreset: AutoresetMode, env_fn=None, restart: bool = False):
+                 specs: dict[int, CopySpec], autoreset: AutoresetMode, env_fn=None, restart: bool = False,
+                 seed_stride: int | None = None):
         self.L = layout
         self.b = bufs
         self.envs = envs
@@ -65,12 +71,14 @@ class CopyRunner:
         self.autoreset = autoreset
         self.env_fn = env_fn
         self.restart = restart
+        self.seed_stride = layout.num_copies if seed_stride is None else int(seed_stride)
         A = layout.slots
         self.A = A
         self.slot = {c: {a: j for j, a in enumerate(layout.agents[c])} for c in envs}
         # copies with A agents: rows of all agents in order (the fast path)
         self.names = {c: list(layout.agents[c]) if len(layout.agents[c]) == A else None for c in envs}
-        self.plain = layout.obs_pads is None
+        # rows written straight from the env's dicts: no padding, no action masks to split off
+        self.plain = layout.obs_pads is None and not layout.mask_n
         self._last_rows: dict[int, tuple] = {}
         self.pending: dict[int, Any] = {}  # copy -> seed of its due NEXT_STEP reset
         self.last_seed: dict[int, int | None] = dict.fromkeys(envs)
@@ -82,7 +90,23 @@ class CopyRunner:
 
     # ---- writing rows ------------------------------------------------------------------------
 
+    def _split_masks(self, c: int, obs_d: dict) -> dict:
+        """Write the action masks in ``obs_d`` (Dict observations) to copy
+        ``c``'s ``action_mask`` rows (False for agents without one); the
+        observation parts."""
+        base, slot = c * self.A, self.slot[c]
+        rows = self.b["action_mask"][base:base + self.A]
+        rows[...] = False
+        out = {}
+        for a, o in obs_d.items():
+            m = np.asarray(o["action_mask"]).astype(bool, copy=False).reshape(-1)
+            rows[slot[a], :len(m)] = m
+            out[a] = o["observation"]
+        return out
+
     def _write_obs(self, c: int, obs_d: dict, out: np.ndarray) -> list[int]:
+        if self.L.mask_n:
+            obs_d = self._split_masks(c, obs_d)
         base, slot = c * self.A, self.slot[c]
         rows = out[base:base + self.A]
         if len(obs_d) < self.A:
@@ -122,13 +146,13 @@ class CopyRunner:
         if agents:
             alive[[slot[a] for a in agents]] = True
 
-    def _infos(self, c: int, info_d, key: str = "info") -> None:
+    def _infos(self, c: int, info_d, final: bool = False) -> None:
         if not info_d or not any(info_d.values()):  # the usual case: every agent's info is {}
             return
         base, slot = c * self.A, self.slot[c]
         for agent, d in info_d.items():
             if d and agent in slot:
-                self.msgs.append((key, base + slot[agent], d))
+                self.msgs.append(RowInfo(base + slot[agent], d, final))
 
     def _clear(self, c: int) -> slice:
         b, base = self.b, c * self.A
@@ -251,7 +275,9 @@ class CopyRunner:
                     b["term"][[base + slot[a] for a in term_d]] = list(term_d.values())
                 if trunc_d:
                     b["trunc"][[base + slot[a] for a in trunc_d]] = list(trunc_d.values())
-                b["mask"][[base + slot[a] for a in agents]] = True
+                # a turn-based env also reports the players whose game ended in another's turn
+                acted = env.reported if isinstance(env, TurnBasedEnv) else agents
+                b["mask"][[base + slot[a] for a in acted]] = True
             now = env.agents
             if now == names:
                 b["alive"][sl] = True
@@ -269,7 +295,7 @@ class CopyRunner:
                 fm = b["final_mask"][sl]
                 slot = self.slot[c]
                 fm[[slot[a] for a in obs_d]] = True
-                self._infos(c, info_d, "final_info")
+                self._infos(c, info_d, final=True)
                 obs2, info2 = env.reset()
                 self._write_obs(c, obs2, b["obs"])
                 self._write_alive(c, env)
@@ -322,7 +348,7 @@ class CopyRunner:
             self._write_alive(c, self.envs[c])
             self._infos(c, info_d)
         except Exception:
-            self.msgs.append(("error", c, traceback.format_exc()))
+            self.msgs.append(CopyFailed(c, traceback.format_exc()))
 
     def call(self, c: int, kind: str, name: str, args, kwargs):
         env = self.envs[c]
@@ -342,8 +368,8 @@ class CopyRunner:
             if kind == "call" and callable(attr):
                 return attr(*args, **kwargs)
             return attr
-        except Exception:
-            self.msgs.append(("error", c, traceback.format_exc()))
+        except Exception as exc:
+            self.msgs.append(CopyFailed(c, traceback.format_exc(), isinstance(exc, AttributeError)))
             return None
 
     def close(self) -> None:
@@ -356,12 +382,11 @@ class CopyRunner:
     # ---- failures ----------------------------------------------------------------------------
 
     def restart_seed(self, c: int):
-        s = self.last_seed.get(c)
-        return None if s is None else int(s) + self.L.num_copies * self.restarts[c]
+        return restart_seed(self.last_seed.get(c), self.seed_stride, self.restarts[c])
 
     def _failed(self, c: int, tb: str, alive_before) -> None:
         if not self.restart:
-            self.msgs.append(("error", c, tb))
+            self.msgs.append(CopyFailed(c, tb))
             return
         try:
             old = self.envs.pop(c)
@@ -378,9 +403,9 @@ class CopyRunner:
             self.vec.attach(c, env)
             self.restarts[c] += 1
             self.restarted(c, alive_before)
-            self.msgs.append(("restart", c, tb))
+            self.msgs.append(CopyRestarted(c, tb))
         except Exception:
-            self.msgs.append(("error", c, tb + "\nRestarting the copy failed too:\n" + traceback.format_exc()))
+            self.msgs.append(CopyFailed(c, tb + "\nRestarting the copy failed too:\n" + traceback.format_exc()))
 
     def restarted(self, c: int, alive_before) -> None:
         """Rows of a copy whose env was just recreated: the episode is cut

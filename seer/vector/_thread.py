@@ -19,10 +19,14 @@ from __future__ import annotations
 
 import numpy as np
 
+from seer._host import usable_cores
 from seer._seer_c import lib
 from seer.model import EventKind, Model, Native
 from seer.runtime import Runtime
+from seer.stpa import resolve_workers
+from seer.vector._env import SeerVectorEnv
 from seer.vector._layout import build_layout, describe_copy
+from seer.vector._pool import EnvPool
 from seer.vector._runner import NATIVE_STEP, RESET, STEP, ActionsRejected, CopyRunner, make_parallel
 
 
@@ -52,28 +56,22 @@ class _CopiesModel(Model):
 
 
 def _auto_workers(model) -> int:
-    """STPA's choice.  It cannot probe (stepping copies changes them), so its
-    documented heuristic decides: copies that all run on the native path are
-    independent C work, one per usable core (at most one per copy); Python
-    handlers serialize on the GIL, so one worker for them.  Envs that release
-    the GIL for most of a Python step should pass ``workers=`` explicitly (or
-    use the process backend)."""
+    """What ``workers="auto"`` means for these copies.  STPA cannot probe
+    (stepping copies changes them), so copies that all run on the native
+    path (independent C work) get one worker per usable core, at most one
+    per copy; anything else is :func:`seer.stpa.resolve_workers`'s
+    documented heuristic (Python handlers serialize on the GIL: one worker).
+    Envs that release the GIL for most of a Python step should pass
+    ``workers=`` explicitly (or use the process backend)."""
     if model.native_share == 1.0:
-        from seer.runtime import usable_cores
-
         return max(1, min(usable_cores(), model.num_entities))
-    try:
-        from seer.stpa import select_workers_for_model
-
-        return int(select_workers_for_model(model))
-    except Exception:
-        return 1
+    return resolve_workers("auto", model)
 
 
 class ThreadBackend:
     name = "thread"
 
-    def __init__(self, env_fn, num_copies, workers, *, pad, autoreset, restart):
+    def __init__(self, env_fn, num_copies, workers, *, pad, autoreset, restart, seed_stride=None):
         envs = {}
         try:
             for c in range(num_copies):
@@ -89,12 +87,17 @@ class ThreadBackend:
                     pass
             raise
         self.bufs = self.layout.allocate()
-        self.runner = CopyRunner(self.layout, self.bufs, envs, specs, autoreset, env_fn, restart)
+        self.runner = CopyRunner(self.layout, self.bufs, envs, specs, autoreset, env_fn, restart, seed_stride)
+        self.restart_failed = restart
+        # env-pool stepping over one shard: every copy steps in the runtime's one step
+        self.num_shards = 1
+        self.copy_ranges = [(0, num_copies)]
+        self.row_ranges = [(0, self.layout.rows)]
+        self.inflight: dict[int, list] = {}
         self._options = None
         self.model = _CopiesModel(num_copies, self._handle, self.runner.vec.struct)
         self.model.native_share = float(self.runner.vec.native.mean())
-        if workers == "auto":
-            workers = _auto_workers(self.model)
+        workers = _auto_workers(self.model) if workers == "auto" else resolve_workers(workers, self.model)
         self.num_workers = workers
         # python_batch=1: a worker takes one copy at a time from the runtime's
         # claim set, so copies go to whichever worker is free (a slow copy
@@ -239,12 +242,22 @@ class ThreadBackend:
         msgs, self._msgs = self._msgs, None
         return msgs
 
-    def call(self, kind, name, args, kwargs, values=None):
+    def send(self, shards) -> None:
+        """Step every copy now (the one shard): the runtime's step is one
+        call, so there is nothing to overlap; :meth:`recv` hands the result."""
+        if list(shards) != [0]:
+            raise ValueError(f"shards={list(shards)!r} is invalid: the thread backend has one shard, [0]")
+        self.step_async()
+        self.inflight[0] = self.step_wait()
+
+    def recv(self, min_shards=None, timeout=None) -> tuple[list, list]:
+        return [0], self.inflight.pop(0)
+
+    def call(self, kind, name, args, kwargs, values=None, copies=None):
         self.runner.msgs = []
-        out = []
-        for c in range(self.layout.num_copies):
-            a = values[c] if kind == "set_attr" else args
-            out.append(self.runner.call(c, kind, name, a, kwargs))
+        copies = range(self.layout.num_copies) if copies is None else copies
+        out = [self.runner.call(c, kind, name, values[i] if kind == "set_attr" else args, kwargs)
+               for i, c in enumerate(copies)]
         return out, self.runner.msgs
 
     def worker_of(self, c: int) -> str:
@@ -266,3 +279,9 @@ class ThreadBackend:
             self.runtime.close()
         finally:
             self.runner.close()
+
+
+class ThreadVectorEnv(EnvPool, SeerVectorEnv):
+    """A :class:`~seer.vector.SeerVectorEnv` whose copies are stepped by SEER's
+    runtime, from ``seer.vector.make(..., backend="thread")``; ``send`` /
+    ``recv`` over its one shard (every copy), as on the other backends."""

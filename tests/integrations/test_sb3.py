@@ -93,8 +93,10 @@ def test_attrs_methods_wrappers_render(venv):
     venv.set_attr("max_steps", 4, indices=[A])      # the rows of copy 1 only
     assert venv.get_attr("max_steps") == [9] * A + [4] * A
     assert venv.env_method("render")[0].shape == (4, 6, 3)
-    with pytest.raises(ValueError, match="every copy"):
-        venv.env_method("render", indices=[0])
+    # rows 0 and 1 belong to copy 0: it is called once and both rows get its result
+    assert [f.shape for f in venv.env_method("render", indices=[0, 1])] == [(4, 6, 3)] * 2
+    venv.set_attr("max_steps", 5, indices=[0])      # copy 0 only
+    assert venv.env_method("__getattribute__", "max_steps", indices=[A, 0]) == [4, 5]
     with pytest.raises(IndexError, match="out of range"):
         venv.get_attr("max_steps", indices=[99])
     assert venv.env_is_wrapped(Monitor) == [False] * venv.num_envs

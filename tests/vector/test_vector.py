@@ -333,6 +333,30 @@ def test_call_get_attr_set_attr_render():
             envs.step(np.zeros(9, np.int64))  # a failed call leaves the env usable
 
 
+@pytest.mark.parametrize("backend", ["thread", "process"])
+def test_call_get_attr_set_attr_on_some_copies(backend):
+    with seer.vector.make(functools.partial(ToyEnv, max_steps=50), 3, backend=backend, workers=2) as envs:
+        envs.reset(seed=0)
+        envs.set_attr("max_steps", [7, 9], copies=[2, 0])   # in the caller's order
+        assert envs.get_attr("max_steps") == (9, 50, 7)
+        assert envs.get_attr("max_steps", copies=[1, 2]) == (50, 7)
+        envs.set_attr("max_steps", 4, copies=[1])
+        assert envs.call("__getattribute__", "max_steps", copies=[1]) == (4,)
+        for bad in ([0, 0], [3], [-1], [], ["a"], [True]):
+            with pytest.raises(ValueError, match="copies="):
+                envs.get_attr("max_steps", copies=bad)
+        with pytest.raises(ValueError, match=r"expected 2 \(one per copy in copies\)"):
+            envs.set_attr("max_steps", [1, 2, 3], copies=[0, 1])
+        # a missing attribute: an EnvCopyError that is also an AttributeError (hasattr-style probes)
+        with pytest.raises(AttributeError, match="no_such_attribute") as info:
+            envs.get_attr("no_such_attribute", copies=[1])
+        assert isinstance(info.value, EnvCopyError) and info.value.copy == 1
+        with pytest.raises(EnvCopyError) as info:
+            envs.call("step", {"a0": "not an action"}, copies=[0])   # not an AttributeError
+        assert not isinstance(info.value, AttributeError)
+        envs.step(np.zeros(9, np.int64))  # failed calls leave the env usable
+
+
 def test_step_async_and_wait_with_timeout(tmp_path):
     # Every copy waits at a closed gate: step_async returns anyway, and step_wait times out
     # until the test opens it (an order of events, not a duration).
@@ -429,3 +453,20 @@ def test_uav_swarm_through_both_backends():
         assert_same(ref, rollout(envs, 7))
     with seer.vector.make(fn, 3, backend="process", workers=2) as envs:
         assert_same(ref, rollout(envs, 7))
+
+
+@pytest.mark.parametrize("backend", ["thread", "process"])
+def test_send_recv_on_every_local_backend(backend):
+    fn = functools.partial(ToyEnv, max_steps=50)
+    with seer.vector.make(fn, 2, backend=backend, workers=2) as envs:
+        obs, _ = envs.reset(seed=0)
+        envs.send(np.zeros(6, np.int64))
+        with pytest.raises(gymnasium.error.AlreadyPendingCallError):
+            envs.step(np.zeros(6, np.int64))
+        got = set()
+        while len(got) < envs.num_shards:
+            o, r, te, tr, infos = envs.recv()
+            got |= set(infos["shards"].tolist())
+            assert (o[:, 1] == 1).all() and len(infos["rows"]) == len(o)
+        obs, *_ = envs.step(np.zeros(6, np.int64))  # back to lockstep
+        assert (obs[:, 1] == 2).all()

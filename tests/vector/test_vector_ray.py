@@ -178,8 +178,13 @@ def test_step_async_timeout_and_env_pool(ray_cluster, tmp_path):
         envs.step_async(np.zeros(12, np.int64))  # returns while shard 1 waits
         with pytest.raises(gymnasium.error.AlreadyPendingCallError):
             envs.step_async(np.zeros(12, np.int64))
-        with pytest.raises(multiprocessing.TimeoutError, match=r"shards \[1\] still busy"):
-            envs.step_wait(timeout=0.05)
+        # shard 0 finishes at its own pace (a loaded machine may take a while); shard 1 never does
+        for _ in range(600):
+            with pytest.raises(multiprocessing.TimeoutError, match=r"still busy") as info:
+                envs.step_wait(timeout=0.05)
+            if "shards [1] still busy" in str(info.value):
+                break
+        assert "shards [1] still busy" in str(info.value)
         gate.touch()
         obs, *_ = envs.step_wait(timeout=30)
         assert (obs[:, 1] == 1).all()
@@ -373,3 +378,29 @@ def test_close_shuts_ray_down_only_if_make_started_it(ray_cluster, monkeypatch):
     assert calls == ["check", "init"]
     envs.close()
     assert calls == ["check", "init", "shutdown"] and _ray._OWNED == {"started": False, "users": 0}
+
+
+def test_turn_based_games_and_copy_subsets(ray_cluster):
+    pytest.importorskip("pettingzoo.classic")
+    from pettingzoo.classic import connect_four_v3
+
+    def play(envs):
+        out = []
+        obs, infos = envs.reset(seed=1)
+        for _ in range(40):
+            a = envs.sample_actions()
+            assert all(infos["action_mask"][r, a[r]] for r in np.flatnonzero(infos["alive"]))
+            obs, rew, term, trunc, infos = envs.step(a)
+            out.append((obs, rew, term, infos["mask"], infos["alive"], infos["action_mask"]))
+        return out
+
+    with seer.vector.make(connect_four_v3.env, 3, backend="thread") as envs:
+        ref = play(envs)
+    with seer.vector.make(connect_four_v3.env, 3, num_shards=2, **RAY) as envs:
+        for a, b in zip(ref, play(envs)):
+            for x, y in zip(a, b):
+                np.testing.assert_array_equal(x, y)
+        assert envs.get_attr("render_mode", copies=[2, 0]) == (None, None)
+        with pytest.raises(AttributeError, match="no_such_attribute"):
+            envs.get_attr("no_such_attribute", copies=[2])
+
