@@ -24,7 +24,7 @@ Candidates (per scenario; ``C`` copies):
   in this process, ``policy`` + ``step`` in a loop: the work one shard does
   per step, without Ray.
 - ``local_shard_loop``: the loop a shard runs for ``rollout``
-  (``seer.vector._ray._Shard``, the actor's class) called in this process:
+  (``seer.vector.ray.shard._Shard``, the actor's class) called in this process:
   the same rollout without Ray.
 - ``process_w2``: the process backend with 2 workers (``inline="auto"``),
   ``policy`` + ``step`` in a loop: SEER's best single-node option.
@@ -130,14 +130,14 @@ class Rollout(Stepper):
 
 
 class ShardLoop:
-    """The loop a shard runs for ``rollout`` (seer.vector._ray._Shard, the
+    """The loop a shard runs for ``rollout`` (seer.vector.ray.shard._Shard, the
     actor's class), called in this process: a rollout without Ray."""
 
     def __init__(self, scenario, copies):
         import cloudpickle
         from gymnasium.vector import AutoresetMode
 
-        from seer.vector._ray import _Shard
+        from seer.vector.ray.shard import _Shard
 
         kw = dict(workers=1, backend="thread", autoreset=AutoresetMode.NEXT_STEP, pad=False, restart=False,
                   validate=True)

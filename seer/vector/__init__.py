@@ -55,11 +55,11 @@ BACKENDS = ("thread", "process", "ray")
 
 def __getattr__(name):  # RayVectorEnv without importing Ray until it is used
     if name == "RayVectorEnv":
-        from seer.vector._ray import RayVectorEnv
+        from seer.vector.ray import RayVectorEnv
 
         return RayVectorEnv
     if name == "ProcessVectorEnv":
-        from seer.vector._process import ProcessVectorEnv
+        from seer.vector.process import ProcessVectorEnv
 
         return ProcessVectorEnv
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
@@ -163,7 +163,7 @@ def make(env_fn: Callable[[], Any], num_copies: int | None = None, backend: str 
             None waits forever: how long ``step``, ``reset``, ``call`` and
             ``recv`` wait for a worker before raising
             :class:`seer.WorkerError` naming it; see
-            ``seer.vector._process.WORKER_TIMEOUT_S``).  Ray backend:
+            ``seer.vector.process.WORKER_TIMEOUT_S``).  Ray backend:
             ``num_cpus_per_shard`` (Ray
             CPUs each shard actor reserves, default 1; fractions and 0 are
             allowed), ``shard_options`` (more ``actor.options()``, e.g.
@@ -217,10 +217,10 @@ def make(env_fn: Callable[[], Any], num_copies: int | None = None, backend: str 
     if backend in LOCAL_BACKENDS:
         impl = build_local(backend, env_fn, num_envs, workers, context=context, inline=inline, **common, **options)
     elif backend == "ray":
-        from seer.vector._ray import import_ray
+        from seer.vector.ray import import_ray
 
         import_ray()  # without Ray: an ImportError that names the extra to install
-        from seer.vector._ray import make_ray
+        from seer.vector.ray import make_ray
 
         return make_ray(env_fn, num_envs, workers, autoreset_mode, **common, copy=copy,
                         validate_actions=validate_actions, env_name=getattr(env_fn, "__module__", None),
@@ -229,7 +229,7 @@ def make(env_fn: Callable[[], Any], num_copies: int | None = None, backend: str 
     else:
         raise ValueError(f"backend={backend!r} is unknown: expected \"auto\" or one of {list(BACKENDS)}")
     if backend == "process":
-        from seer.vector._process import ProcessVectorEnv as cls
+        from seer.vector.process import ProcessVectorEnv as cls
     else:
         from seer.vector._thread import ThreadVectorEnv as cls
     try:

@@ -1,7 +1,7 @@
 """Env-pool stepping (EnvPool's and PufferLib's asynchronous mode) for the
 vector envs whose copies run in groups ("shards"): Ray actors
-(:class:`~seer.vector._ray.RayVectorEnv`) and worker processes
-(:class:`~seer.vector._process.ProcessVectorEnv`).
+(:class:`~seer.vector.ray.RayVectorEnv`) and worker processes
+(:class:`~seer.vector.process.ProcessVectorEnv`).
 
 :meth:`EnvPool.send` steps some shards and returns at once; :meth:`EnvPool.recv`
 returns the rows of the first shards to finish, so a slow copy holds up its

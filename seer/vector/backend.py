@@ -120,7 +120,7 @@ def build_local(backend: str, env_fn: Callable[[], Any], num_copies: int, worker
         return ThreadBackend(env_fn, num_copies, workers, pad=pad, autoreset=autoreset, restart=restart,
                              seed_stride=seed_stride)
     if backend == "process":
-        from seer.vector._process import ProcessBackend
+        from seer.vector.process import ProcessBackend
 
         if workers == "auto":
             workers = min(usable_cores(), num_copies)

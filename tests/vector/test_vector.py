@@ -1,6 +1,8 @@
 """seer.vector: rows, spaces, masks, autoreset modes, seeding, determinism
 across worker counts and backends, call/get_attr/set_attr/render, async
-stepping and Gymnasium's vector wrappers."""
+stepping and Gymnasium's vector wrappers.  The contract tests take the
+``vector_backend`` fixture (tests/conftest.py): thread, process, and Ray where
+installed."""
 
 import functools
 import itertools
@@ -193,25 +195,24 @@ def test_dead_and_padded_rows_are_masked():
         assert infos["reset"][[0, 3]].all()
 
 
-def test_same_step_autoreset_reports_final_obs_and_info():
+def test_same_step_autoreset_reports_final_obs_and_info(vector_backend):
     fn = functools.partial(ToyEnv, n_agents=2, max_steps=2)
-    for backend in ("thread", "process"):
-        with seer.vector.make(fn, 2, backend=backend, workers=2, autoreset_mode="SAME_STEP") as envs:
-            assert envs.metadata["autoreset_mode"] is AutoresetMode.SAME_STEP
-            envs.reset(seed=0)
-            a = np.zeros(4, np.int64)
-            _, _, _, trunc, infos = envs.step(a)
-            assert "final_obs" not in infos and not trunc.any()
-            obs, rew, term, trunc, infos = envs.step(a)
-            assert trunc.all() and infos["mask"].all() and infos["alive"].all()
-            assert (obs[:, 1] == 0).all()  # already reset
-            assert infos["_final_obs"].all()
-            assert [float(o[1]) for o in infos["final_obs"]] == [2.0] * 4
-            assert infos["final_info"]["t"].tolist() == [2, 0, 2, 0]
-            assert infos["final_info"]["_t"].tolist() == [True, False, True, False]
-            assert infos["reset"].tolist() == [True, False, True, False]
-            obs, rew, term, trunc, infos = envs.step(a)
-            assert infos["mask"].all() and (obs[:, 1] == 1).all() and "final_obs" not in infos
+    with seer.vector.make(fn, 2, autoreset_mode="SAME_STEP", **vector_backend) as envs:
+        assert envs.metadata["autoreset_mode"] is AutoresetMode.SAME_STEP
+        envs.reset(seed=0)
+        a = np.zeros(4, np.int64)
+        _, _, _, trunc, infos = envs.step(a)
+        assert "final_obs" not in infos and not trunc.any()
+        obs, rew, term, trunc, infos = envs.step(a)
+        assert trunc.all() and infos["mask"].all() and infos["alive"].all()
+        assert (obs[:, 1] == 0).all()  # already reset
+        assert infos["_final_obs"].all()
+        assert [float(o[1]) for o in infos["final_obs"]] == [2.0] * 4
+        assert infos["final_info"]["t"].tolist() == [2, 0, 2, 0]
+        assert infos["final_info"]["_t"].tolist() == [True, False, True, False]
+        assert infos["reset"].tolist() == [True, False, True, False]
+        obs, rew, term, trunc, infos = envs.step(a)
+        assert infos["mask"].all() and (obs[:, 1] == 1).all() and "final_obs" not in infos
 
 
 def test_disabled_autoreset_and_reset_mask():
@@ -333,9 +334,8 @@ def test_call_get_attr_set_attr_render():
             envs.step(np.zeros(9, np.int64))  # a failed call leaves the env usable
 
 
-@pytest.mark.parametrize("backend", ["thread", "process"])
-def test_call_get_attr_set_attr_on_some_copies(backend):
-    with seer.vector.make(functools.partial(ToyEnv, max_steps=50), 3, backend=backend, workers=2) as envs:
+def test_call_get_attr_set_attr_on_some_copies(vector_backend):
+    with seer.vector.make(functools.partial(ToyEnv, max_steps=50), 3, **vector_backend) as envs:
         envs.reset(seed=0)
         envs.set_attr("max_steps", [7, 9], copies=[2, 0])   # in the caller's order
         assert envs.get_attr("max_steps") == (9, 50, 7)
@@ -398,12 +398,11 @@ def test_copy_false_returns_the_live_buffer():
 # ---- Gymnasium's vector wrappers as clients ----------------------------------------------------
 
 
-@pytest.mark.parametrize("backend", ["thread", "process"])
-def test_gymnasium_vector_wrappers(backend):
+def test_gymnasium_vector_wrappers(vector_backend):
     from gymnasium.wrappers import vector as vw
 
     fn = functools.partial(ToyEnv, continuous=True, max_steps=4, die={2: 2})
-    envs = seer.vector.make(fn, 2, backend=backend, workers=2)
+    envs = seer.vector.make(fn, 2, **vector_backend)
     envs = vw.RecordEpisodeStatistics(envs)
     envs = vw.NormalizeObservation(envs)
     envs = vw.NormalizeReward(envs)
@@ -455,10 +454,9 @@ def test_uav_swarm_through_both_backends():
         assert_same(ref, rollout(envs, 7))
 
 
-@pytest.mark.parametrize("backend", ["thread", "process"])
-def test_send_recv_on_every_local_backend(backend):
+def test_send_recv_on_every_backend(vector_backend):
     fn = functools.partial(ToyEnv, max_steps=50)
-    with seer.vector.make(fn, 2, backend=backend, workers=2) as envs:
+    with seer.vector.make(fn, 2, **vector_backend) as envs:
         obs, _ = envs.reset(seed=0)
         envs.send(np.zeros(6, np.int64))
         with pytest.raises(gymnasium.error.AlreadyPendingCallError):

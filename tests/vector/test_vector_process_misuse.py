@@ -19,7 +19,7 @@ import pytest
 
 import seer.vector
 from seer.errors import ClosedError, MisuseError, SeerError, WorkerError
-from seer.vector import _process
+from seer.vector import _process  # the old name: re-exports seer.vector.process
 
 from toy_envs import ToyEnv  # noqa: E402  (tests/toy_envs.py, pickled by value)
 from test_vector_faults import assert_clean, shm_name  # noqa: E402

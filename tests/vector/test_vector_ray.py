@@ -2,16 +2,16 @@
 thread backend), env-pool stepping, batched rollouts, dead shard actors, and
 Ray as an optional extra.
 
-One local Ray node per module (2 CPUs, no dashboard, its files in a short
-temporary folder that is removed at the end)."""
+The contract tests shared with the other backends (SAME_STEP autoreset, calls
+on some copies, Gymnasium's wrappers, send/recv) run in test_vector.py over
+the ``vector_backend`` fixture; ``ray_cluster`` (one local Ray node per
+module) is in tests/conftest.py."""
 
 import functools
 import multiprocessing
 import os
-import shutil
 import signal
 import sys
-import tempfile
 import time
 
 import cloudpickle
@@ -30,22 +30,6 @@ cloudpickle.register_pickle_by_value(sys.modules[__name__])  # the policies belo
 
 toy = functools.partial(ToyEnv, n_agents=3, max_steps=5, die={1: 2, 2: 4})
 RAY = dict(backend="ray", num_cpus_per_shard=0.5)
-
-
-@pytest.fixture(scope="module")
-def ray_cluster():
-    ray = pytest.importorskip("ray")
-    tmp = tempfile.mkdtemp(prefix="sray-", dir="/tmp")  # short: Ray's socket paths live under it
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("RAY_AUTH_MODE", "disabled")
-        mp.setenv("RAY_USAGE_STATS_ENABLED", "0")
-        ray.init(num_cpus=2, include_dashboard=False, object_store_memory=96 << 20, _temp_dir=tmp,
-                 log_to_driver=False)
-        try:
-            yield ray
-        finally:
-            ray.shutdown()
-            shutil.rmtree(tmp, ignore_errors=True)
 
 
 class Alternating:
@@ -95,17 +79,9 @@ def test_uav_swarm_and_process_shards(ray_cluster):
         assert_same(ref, rollout(envs, 7))
 
 
-def test_same_step_and_disabled_autoreset(ray_cluster):
+def test_disabled_autoreset_across_shards(ray_cluster):
+    # SAME_STEP autoreset on Ray: test_vector.py's contract tests (the vector_backend fixture)
     fn = functools.partial(ToyEnv, n_agents=2, max_steps=2)
-    with seer.vector.make(fn, 2, num_shards=2, autoreset_mode="SAME_STEP", **RAY) as envs:
-        envs.reset(seed=0)
-        a = np.zeros(4, np.int64)
-        envs.step(a)
-        obs, rew, term, trunc, infos = envs.step(a)
-        assert trunc.all() and infos["mask"].all() and (obs[:, 1] == 0).all()
-        assert [float(o[1]) for o in infos["final_obs"]] == [2.0] * 4
-        assert infos["final_info"]["t"].tolist() == [2, 0, 2, 0]
-        assert infos["reset"].tolist() == [True, False, True, False]
     with seer.vector.make(fn, 3, num_shards=2, autoreset_mode=AutoresetMode.DISABLED, **RAY) as envs:
         envs.reset(seed=0)
         a = np.zeros(6, np.int64)
@@ -358,7 +334,7 @@ def test_missing_ray_says_which_extra(monkeypatch):
 
 def test_close_shuts_ray_down_only_if_make_started_it(ray_cluster, monkeypatch):
     ray = ray_cluster
-    from seer.vector import _ray
+    from seer.vector.ray import cluster as _ray
 
     calls = []
     real = ray.is_initialized

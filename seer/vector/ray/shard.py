@@ -1,0 +1,213 @@
+"""The Ray backend's shard actor (`_Shard`): some env copies on a local backend inside a Ray actor."""
+
+from __future__ import annotations
+
+import os
+import traceback
+import uuid
+
+import numpy as np
+from gymnasium import spaces
+
+from seer.vector import shm as shm_blocks
+from seer.vector.actions import ActionCheck
+from seer.vector.backend import build_local
+from seer.vector.messages import CopyFailed, CopyRestarted, FinalObs, RestartFlag, failures, restarts
+from seer.vector.ray.batch import _batch_spec, _views, shard_fields
+
+
+class _Shard:
+    """One shard: ``count`` env copies on a local backend (thread or process,
+    from :func:`seer.vector.backend.build_local`, used through the backend
+    contract only), inside a Ray actor.  Failures of single copies come back
+    as messages; only a broken local pool (or a bug) raises."""
+
+    def __init__(self, index: int, fn_bytes: bytes, count: int, total_copies: int, kw: dict):
+        import cloudpickle
+
+        self.index = index
+        self.count = count
+        self.token = uuid.uuid4().hex  # this incarnation: Ray may restart the actor between two calls
+        self.impl = None
+        self.error = None
+        self.policy_key = None
+        self.policy = None
+        self.shms: dict = {}  # role -> the driver's SharedMemory blocks this shard writes (same node only)
+        self.rows = None  # views of this shard's rows of the driver's buffers (role "bufs")
+        try:
+            env_fn = cloudpickle.loads(fn_bytes)
+            workers = kw["workers"]
+            if workers == "auto":  # the CPUs this actor reserved (num_cpus_per_shard); the node's cores if none
+                import ray
+
+                cpus = ray.get_runtime_context().get_assigned_resources().get("CPU", 0)
+                workers = max(1, int(cpus)) if cpus else "auto"
+            if workers != "auto":
+                workers = min(int(workers), count)
+            extra = {k: kw[k] for k in ("context", "inline") if kw.get(k) is not None}
+            # a restarted copy's seeds step by every copy of the vector env (as in one pool), not the shard's
+            self.impl = build_local(kw["backend"], env_fn, count, workers, pad=kw["pad"], autoreset=kw["autoreset"],
+                                    restart=kw["restart"], seed_stride=total_copies, **extra)
+        except BaseException as exc:  # reported by start(): a constructor that raises would be restarted by Ray
+            self.error = exc
+            return
+        self.actions = ActionCheck(self.impl.layout, self.impl.specs)
+        self.b = self.impl.bufs
+        self.names = shard_fields(self.impl.layout)
+        self.fields = tuple(self.b[n] for n in self.names)
+
+    def start(self) -> dict:
+        if self.error is not None:
+            raise self.error
+        import ray
+
+        return {"specs": self.impl.specs, "pid": os.getpid(), "node": ray.util.get_node_ip_address(),
+                "node_id": ray.get_runtime_context().get_node_id(),
+                "workers": self.impl.num_workers, "backend": self.impl.name, "token": self.token}
+
+    def _state(self) -> tuple:
+        return self.fields
+
+    def step(self, act):
+        self.b["act"][...] = self.rows["act"] if act is None else act
+        self.impl.step_async()
+        msgs = self.impl.step_wait()
+        return self.token, self._emit(), msgs
+
+    def reset(self, select, seeded, seeds, options):
+        b = self.b
+        b["select"][:] = select
+        b["seeded"][:] = seeded
+        b["seeds"][:] = seeds
+        return self.token, self.fields, self.impl.reset(options)
+
+    def call(self, kind, name, args, kwargs, values, copies=None):
+        return (self.token, *self.impl.call(kind, name, args, kwargs, values, copies))
+
+    def _load_policy(self, key, payload):
+        if payload is not None:
+            import cloudpickle
+            import ray
+
+            if isinstance(payload, list):  # [ObjectRef]: fetched only when this shard needs it
+                payload = ray.get(payload[0])
+            self.policy = cloudpickle.loads(payload)
+            self.policy_key = key
+        elif key != self.policy_key:
+            raise RuntimeError(f"shard {self.index} lost its cached policy (key {key!r}): a bug in seer.vector")
+        return self.policy
+
+    def _attach(self, role: str, name: str):
+        """The buffer of the driver's shared-memory block ``name`` (kept open
+        per ``role`` until the driver names another one)."""
+        shm = self.shms.get(role)
+        if shm is None or shm.name != name:
+            if shm is not None:
+                shm_blocks.close(shm)
+            shm = shm_blocks.attach(name, owned_elsewhere=True)  # the driver unlinks it
+            self.shms[role] = shm
+        return shm.buf
+
+    def attach(self, name: str, spec) -> str:
+        """Write this shard's rows straight into the driver's buffers (block
+        ``name``; ``spec``: (field, dtype, shape, offset) of its rows), and
+        read its actions there, instead of sending arrays through Ray."""
+        buf = self._attach("bufs", name)
+        self.rows = {n: np.frombuffer(buf, dt, int(np.prod(sh, dtype=np.int64)), off).reshape(sh)
+                     for n, dt, sh, off in spec}
+        self.row_pairs = [(self.rows[n], self.b[n]) for n in self.names]
+        return self.token
+
+    def _emit(self):
+        """This shard's arrays for the driver: None when written into its
+        buffers (attach), else the arrays themselves (Ray sends them)."""
+        if self.rows is None:
+            return self.fields
+        for dst, src in self.row_pairs:
+            dst[...] = src
+        return None
+
+    def rollout(self, key, payload, num_steps: int, reset_first, want_infos: bool, validate: bool, box=None):
+        """``num_steps`` steps with ``policy(obs) -> actions`` on this shard's
+        rows.  ``reset_first``: (seeded, seeds) of a reset that replaces the
+        first step (a restarted shard in NEXT_STEP mode).  ``box``: the name
+        of a shared-memory block (on this node) to write the batch into
+        instead of returning it."""
+        b, impl = self.b, self.impl
+        T = num_steps
+        obs, act = b["obs"], b["act"]
+        spec, _ = _batch_spec(T, len(act), obs.shape[1:], obs.dtype, act.shape[1:], act.dtype)
+        out = _views(self._attach("batch", box), spec) if box else \
+            {n: np.empty(sh, dt) for n, sh, dt, _ in spec}
+        steps_msgs: list = []
+        failure = None
+        done = 0
+        same_step = impl.layout.same_step
+        try:
+            policy = self._load_policy(key, payload)
+        except Exception:
+            self.policy_key = self.policy = None
+            return self.token, {}, 0, steps_msgs, ("load", 0, traceback.format_exc()), self._emit()
+        space = impl.layout.act_space
+        discrete = isinstance(space, (spaces.Discrete, spaces.MultiDiscrete, spaces.MultiBinary))
+        for t in range(T):
+            o = out["obs"][t]
+            o[...] = obs
+            try:
+                a = np.asarray(policy(o))
+            except Exception:
+                failure = ("policy", t, traceback.format_exc())
+                break
+            if a.shape != act.shape or (discrete and a.dtype.kind not in "iub") or a.dtype.kind not in "biuf":
+                failure = ("actions", t, f"the policy returned actions of shape {a.shape} and dtype {a.dtype} for "
+                                         f"observations of shape {o.shape}: expected shape {act.shape} and "
+                                         f"{'an integer' if discrete else 'a real'} dtype")
+                break
+            if validate:
+                try:
+                    self.actions.check(a, b["alive"])
+                except ValueError as exc:
+                    failure = ("actions", t, str(exc))
+                    break
+            act[...] = a
+            out["actions"][t] = act
+            if t == 0 and reset_first is not None:
+                b["select"][:] = True
+                b["seeded"][:], b["seeds"][:] = reset_first
+                msgs = impl.reset(None)
+            else:
+                impl.step_async()
+                msgs = impl.step_wait()
+            out["rewards"][t] = b["rew"]
+            out["terminations"][t] = b["term"]
+            out["truncations"][t] = b["trunc"]
+            out["mask"][t] = b["mask"]
+            out["alive"][t] = b["alive"]
+            done = t + 1
+            bad = failures(msgs)
+            if want_infos or bad or restarts(msgs):
+                keep = msgs if want_infos else [m for m in msgs if isinstance(m, (CopyFailed, CopyRestarted))]
+                if want_infos and same_step and b["final_mask"].any():
+                    keep = keep + [FinalObs(int(r), b["final_obs"][r].copy()) for r in np.flatnonzero(b["final_mask"])]
+                if want_infos and b["restarted"].any():
+                    keep = keep + [RestartFlag(int(c)) for c in np.flatnonzero(b["restarted"])]
+                steps_msgs.append((t, keep))
+            if bad:
+                break
+        if box:
+            out = None  # in the box
+        elif done < T:
+            out = {k: v[:done] for k, v in out.items()}
+        return self.token, out, done, steps_msgs, failure, self._emit()
+
+    def ping(self) -> int:
+        return os.getpid()
+
+    def close(self) -> None:
+        self.rows = self.row_pairs = None
+        for shm in self.shms.values():
+            shm_blocks.close(shm)
+        self.shms = {}
+        if self.impl is not None:
+            self.impl.close()
+            self.impl = None
