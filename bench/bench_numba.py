@@ -100,7 +100,7 @@ def _events_per_s(make, workers, horizon, repeats=5):
 
 
 def _synthetic(rounds):
-    heavy = dict(fanout=1, work=5_000, period=0.1, delay=0.1)  # ~20 us per tick, ~10 us per message
+    heavy = dict(fanout=1, work=16_000, period=0.1, delay=0.1)  # ~20 us per tick, ~10 us per message (~1.2 ns per iteration)
     empty = dict(fanout=1, work=0, period=0.1, delay=0.1)
     cases = {
         ("C", "heavy"): lambda: SyntheticModel(64, **heavy), ("Numba", "heavy"): lambda: NumbaSynthetic(64, **heavy),
