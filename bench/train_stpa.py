@@ -13,8 +13,12 @@ Writes:
 * ``seer/data/stpa_model.json``: the model as JSON (the fitted parameters, and
   what it was trained on, the model families compared on held-out workloads);
 * ``bench/results/stpa_eval.json`` and ``.md``: the choices on held-out
-  workloads (other random draws, env sizes not trained on) against the best
-  pool size measured in the same run, and the fixed rules.
+  workloads (other random draws of the synthetic generator; every scenario of
+  every registered env, single and through seer.vector, each env decided by
+  a model trained without any of its rows) against the best pool size
+  measured in the same run, and the fixed rules, under three machine states:
+  quiet, beside one busy process pinned to one core, and with the process
+  restricted to one CPU.
 
 The sweep is the one ``seer tune`` runs (:mod:`seer.stpa.tune`), larger.
 """
@@ -29,42 +33,66 @@ import tempfile
 from pathlib import Path
 
 from seer._io import atomic_write_text, atomic_writer
+from seer.cli.tune import vector_workloads
 from seer.stpa import selector as S
 from seer.stpa import tune
 
 ROOT = Path(__file__).resolve().parent.parent
 
-NOTES = [
-    "Result vs the targets (3 evaluation runs of the shipped model on 44 held-out workloads, the oracle "
-    "re-measured in each): pooled over the runs (per workload, the mean fraction of each run's oracle) all three "
-    "are met: mean 0.994 (>= 0.95), min 0.890 (>= 0.85), better than 1 worker (0.862) and os.cpu_count() "
-    "(0.764). Per run the mean is 0.994 / 0.990 / 0.999 and the min 0.782 / 0.792 / 0.970: in runs 1 and 2 one "
-    "workload each fell under 0.85. Both are close calls between 1 and 2 workers (2 measured 1.2-1.3x faster, "
-    "e.g. mixed-E1721, 0.89 pooled) that the probe, itself ~0.2 s of measurement on a shared VM, can flip.",
-    "The online check (seer.stpa.online_refine, started from the model's choice, neighbours timed on the "
-    "workload itself with a 2 s budget) lifts the pooled result to mean 0.997, min 0.927 (per run 0.963 / "
-    "0.781 / 0.981): it repairs the close calls above; its own measurement noise made one other workload miss "
-    "in run 2.",
-    "What changed since the previous model (which missed the min in every run: 0.545 / 0.621 / 0.799): the "
-    "probe now runs 1, 2, 1, 2 workers on the same replayed steps and compares each size's best total, so one "
-    "burst of foreign load no longer decides probe2_speedup; and the sweep ran on a quiet machine (load "
-    "average 0.7-1.7, the sweep's own two workers included) instead of at 2-3.",
-    "The shipped dataset was measured by `python bench/train_stpa.py --workloads 240 --eval-workloads 40 "
-    "--eval-repeats 3` (sweep id in every JSON line); `--from-dataset` refits the same model on it (training is "
-    "deterministic) and re-runs the evaluation, which always measures its oracle anew.",
-    "Each steps/s is the best of `reps` runs, pool sizes interleaved in a rotated order, and the oracle of a "
-    "held-out workload is measured in the same run, right after the probe that made the choice.",
-    "Held-out workloads are other random draws of the synthetic generator (another seed) and env sizes that "
-    "are not in the training set (uav_swarm_v0 default/large; wireless_v0 medium/xlarge vs. uav 8/96/512 UAVs, "
-    "wireless small/large/xlarge-200 in training).",
-    "No 16-core machine was available in this session: the shipped model has seen only 2 usable cores "
-    "(pool sizes 1..4). On other machines `seer tune` (or `--quick`) measures the machine and saves a model "
-    "that workers=\"auto\" prefers to the shipped one.",
-    "The model-family rows are grouped cross-validation on the training sweep itself (folds of whole "
-    "workloads, each scored against its own measured best); their minimum (~0.5) comes from sweep rows where "
-    "foreign load hit one pool size's measurement (e.g. 2 workers measured no faster than 1 while 3 measured "
-    "1.7x), which no model can fit.",
+STATIC_NOTES = [
+    "Machine states: quiet is the machine as it is (this 2-core VM is shared with other engineers' builds and "
+    "tests: its load average and the probe's free-cores reading are in every table, and 'quiet' is rarely idle); "
+    "loaded adds one busy process pinned to one usable core, started before and stopped after the condition's "
+    "measurements (seer.stpa.background_load); 1core restricts every thread of the evaluating process to one CPU "
+    "(os.sched_setaffinity through seer.stpa.restricted_affinity).",
+    "Held out: synthetic workloads are other random draws of the generator (another seed); every env workload "
+    "(each scenario of uav_swarm_v0, wireless_v0 event-driven and full-buffer, consensus_v0, single and through "
+    "seer.vector's thread backend) is decided by a model of the same family trained without any row of that env, "
+    "so each env is held out as a whole. 'STPA, the model trained on every env' is the shipped model's own choice.",
+    "Each steps/s is the throughput over `reps` interleaved repetitions (total steps over total time, pool sizes "
+    "in a rotated order); the oracle is the best pool size measured in the same run, right after the probe that "
+    "made the choice. On a loaded machine the best single repetition would reward the pool sizes whose timings "
+    "scatter most, which is why the figure is the throughput over all of them.",
+    "Hard rules of every choice (seer.stpa.allowed_sizes, choose_by_rules): never more workers than usable cores "
+    "unless the probe measured that size at least 10% faster than every size within them; on a loaded machine "
+    "the probe also times one thread above the usable cores (a pool of 3 on 2 cores, of 2 on 1 core), because "
+    "under foreign load the scheduler shares a core per thread and one more thread can win back CPU time; never "
+    "more than 2 workers beyond the probe's measured window parallelism (for machines larger than any in the "
+    "dataset). In the 1core state the choice is 1 unless a pool of 2 was measured faster.",
+    "Skipped: the xxlarge scenarios (uav_swarm_v0 65536 UAVs, wireless_v0 10000 UEs): a probe and twelve "
+    "timings of them take minutes on 2 cores. No device machine was lent to this task: the dataset has 2-core "
+    "measurements only (pool sizes 1..4).",
 ]
+
+
+def _pct(x: float) -> str:
+    return f"{x:.3f}"
+
+
+def result_notes(result: dict) -> list[str]:
+    """What the run says against the issue's targets, by how much each misses."""
+    out = []
+    for cond, rec in (result.get("evaluations") or {}).items():
+        ev = rec["last"]
+        s = rec["pooled"]["summary"] if rec.get("pooled") else ev["summary"]
+        want_mean, want_min = tune.TARGETS.get(cond, tune.TARGETS["quiet"])
+        m, lo = s["frac_chosen"]["mean"], s["frac_chosen"]["min"]
+        misses = [f"mean {_pct(m)} vs {want_mean} ({m - want_mean:+.3f})" if m < want_mean else "",
+                  f"worst {_pct(lo)} vs {want_min} ({lo - want_min:+.3f})" if lo < want_min else ""]
+        misses = [x for x in misses if x]
+        worst = min(ev["workloads"], key=lambda p: p["frac_chosen"]) if ev["workloads"] else None
+        la = ev.get("loadavg") or [None, None]
+        line = (f"{cond}: STPA mean {_pct(m)}, worst {_pct(lo)} of the oracle (targets mean >= {want_mean}, worst >= "
+                f"{want_min}): " + ("met" if not misses else "missed: " + "; ".join(misses)) +
+                f"; 1 worker {_pct(s['frac_rule_1']['mean'])} / {_pct(s['frac_rule_1']['min'])}, os.cpu_count() "
+                f"{_pct(s['frac_rule_cpu']['mean'])} / {_pct(s['frac_rule_cpu']['min'])}; free cores (probe mean) "
+                f"{ev.get('free_cores_mean') or float('nan'):.2f} of {ev.get('usable_cores')}, load average "
+                f"{la[0][0] if la[0] else '?':.2f} -> {la[1][0] if la[1] else '?':.2f}.")
+        if worst is not None and misses:
+            line += (f" Worst: {worst['workload']} (steps/s {', '.join(f'{w}: {v:.0f}' for w, v in worst['steps_per_s'].items())}; "
+                     f"chose {worst['chosen']}, oracle {worst['oracle']}).")
+        out.append(line)
+    return out
 
 
 def main(argv=None) -> int:
@@ -79,7 +107,13 @@ def main(argv=None) -> int:
     ap.add_argument("--no-envs", action="store_true")
     ap.add_argument("--data-dir", type=Path, default=ROOT / "seer" / "data")
     ap.add_argument("--results", type=Path, default=ROOT / "bench" / "results" / "stpa_eval")
-    ap.add_argument("--eval-repeats", type=int, default=3, help="evaluation runs (each re-measures the oracle)")
+    ap.add_argument("--eval-repeats", type=int, default=1,
+                    help="evaluation runs per machine state (each re-measures the oracle)")
+    ap.add_argument("--loaded-share", type=float, default=None,
+                    help="share of the synthetic training workloads measured again beside a busy process")
+    ap.add_argument("--conditions", default="quiet,loaded,1core",
+                    help="machine states of the evaluation (quiet, loaded, 1core)")
+    ap.add_argument("--no-vector", action="store_true", help="leave the seer.vector workloads out")
     ap.add_argument("--no-progress", action="store_true")
     ap.add_argument("--render-only", action="store_true", help="rewrite the .md from the recorded .json")
     args = ap.parse_args(argv)
@@ -88,7 +122,7 @@ def main(argv=None) -> int:
 
         result = json.loads(args.results.with_suffix(".json").read_text())
         md = tune.render_markdown(result, result["command"], title="STPA: shipped model, held-out evaluation",
-                                  notes=NOTES)
+                                  notes=result_notes(result) + STATIC_NOTES)
         atomic_write_text(args.results.with_suffix(".md"), md)
         print(f"wrote {args.results.with_suffix('.md')}")
         return 0
@@ -102,11 +136,13 @@ def main(argv=None) -> int:
         if (args.append or args.from_dataset) and shipped_ds.is_file():
             with gzip.open(shipped_ds, "rt") as src, open(work_ds, "w") as dst:
                 shutil.copyfileobj(src, dst)
+        extra = [] if args.no_envs or args.no_vector else vector_workloads()
         result = tune.run_tune(
             quick=False, cache=Path(tmp), do_sweep=not args.from_dataset, do_train=True,
             do_evaluate=not args.no_evaluate, n_train=args.workloads, n_eval=args.eval_workloads, reps=args.reps,
             seed=args.seed, envs=not args.no_envs, include_shipped=False, progress=not args.no_progress,
-            dataset_path=work_ds, model_path=model_path, eval_repeats=args.eval_repeats)
+            dataset_path=work_ds, model_path=model_path, eval_repeats=args.eval_repeats, extra_workloads=extra,
+            loaded_share=args.loaded_share, conditions=[c.strip() for c in args.conditions.split(",") if c.strip()])
         with open(work_ds, "rb") as src, atomic_writer(shipped_ds, "wb", what="shipped dataset") as raw, \
                 gzip.GzipFile(fileobj=raw, mode="wb", compresslevel=9) as dst:
             shutil.copyfileobj(src, dst)
@@ -120,14 +156,15 @@ def main(argv=None) -> int:
         legacy.unlink()
     result["dataset"] = f"seer/data/{S.SHIPPED_DATASET_FILENAME}"
     result["model_path"] = f"seer/data/{S.MODEL_FILENAME}"
-    if "evaluation" in result:
-        result["evaluation"]["model"] = result["model_path"]
+    for rec in (result.get("evaluations") or {}).values():
+        rec["last"]["model"] = result["model_path"]
     tune.print_summary(result)
     command = "python bench/train_stpa.py " + " ".join(sys.argv[1:] if argv is None else argv)
     if not args.no_evaluate:
         args.results.parent.mkdir(parents=True, exist_ok=True)
         tune.write_json({**result, "command": command}, args.results.with_suffix(".json"))
-        md = tune.render_markdown(result, command, title="STPA: shipped model, held-out evaluation", notes=NOTES)
+        md = tune.render_markdown(result, command, title="STPA: shipped model, held-out evaluation",
+                                  notes=result_notes(result) + STATIC_NOTES)
         atomic_write_text(args.results.with_suffix(".md"), md)
         print(f"wrote {args.results.with_suffix('.json')} and .md")
     return 0

@@ -11,7 +11,7 @@ import sys
 
 from seer._io import atomic_write_text
 from seer.bench.harness import plan, run
-from seer.bench.report import plot, table
+from seer.bench.report import document, plot, table, warnings_lines
 from seer.errors import EnvLoadError, UnknownEnvError
 
 
@@ -31,9 +31,14 @@ def main(args) -> int:
         return 1
     for t in table(doc):
         console.print(t)
+    for line in warnings_lines(doc):
+        console.print(f"[bold yellow]{line}[/]", highlight=False)
     if args.json:
         atomic_write_text(args.json, json.dumps(doc, indent=2), what="--json file")
         console.print(f"wrote {args.json}")
+    if getattr(args, "md", None):
+        atomic_write_text(args.md, document(doc), what="--md file")
+        console.print(f"wrote {args.md}")
     if args.plot:
         plot(doc, args.plot)
         console.print(f"wrote {args.plot}")

@@ -1,7 +1,8 @@
 """`seer bench`'s plan and run: SEER against its time-stepped reference and its peers, per scenario.
 
 UAV swarm control: step latency of ``uav_swarm_v0`` (SEER with
-``workers="auto"`` and with 1 worker), its time-stepped numpy reference (the
+``workers="auto"`` and with fixed pool sizes: 1, 2, 4, ... up to the usable
+cores), its time-stepped numpy reference (the
 same model), and, when installed, mpe2's ``simple_spread_v3`` and VMAS's
 ``flocking`` with as many agents (other simulators' models: indicative).
 
@@ -13,17 +14,25 @@ time-stepped references are the factories' ``engine="reference"``.
 
 Every row is timed through the PettingZoo-style dict API with actions drawn
 before the clock starts, for a fixed number of steps or a time budget,
-whichever ends first.  The latency reduction is reported the way the SEER
-paper does: ``1 - latency(SEER) / latency(other)``.
+whichever ends first; SEER's own rows of a scenario (auto, the fixed sizes,
+the reference) are timed in interleaved rounds, and in the full run for at
+least :data:`MIN_OWN_S` seconds each.  The latency reduction is
+reported the way the SEER paper does: ``1 - latency(SEER) / latency(other)``.
+:func:`auto_vs_fixed` puts auto's choice beside the best fixed pool size
+measured in the same run, with a warning where auto lost by more than 5%.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import os
 import sys
 from typing import Callable
 
+import numpy as np
+
 from seer import registry
+from seer._host import usable_cores
 from seer.bench.common import machine_info
 from seer.bench.peers import mobile_env_row, mpe2_row, vmas_row
 from seer.bench.timing import Row, fill, time_parallel_env
@@ -32,39 +41,134 @@ from seer.bench.timing import Row, fill, time_parallel_env
 PAPER_REDUCTION = {"uav": 16.2, "wireless": 64.9}
 
 
-#: SEER with STPA's choice and with one worker, and the same model time-stepped in numpy.
-OWN_SYSTEMS = (
-    ("SEER (auto)", {"workers": "auto"}, "seer"),
-    ("SEER (1 worker)", {"workers": 1}, "seer"),
-    ("time-stepped reference", {"engine": "reference"}, "same model"),
-)
+#: SEER with STPA's choice, and the same model time-stepped in numpy; fixed
+#: pool sizes (:func:`fixed_sizes`) are added between them.
+AUTO_SYSTEM = ("SEER (auto)", {"workers": "auto"}, "seer")
+REFERENCE_SYSTEM = ("time-stepped reference", {"engine": "reference"}, "same model")
+#: Rounds the own rows of a scenario are timed in, interleaved, so drift in
+#: the machine's load hits auto and the fixed sizes alike.
+ROUNDS = 8
+#: `auto` below this fraction of the best fixed size's throughput gets a warning line.
+AUTO_WARN_FRAC = 0.95
+
+
+def fixed_label(w: int) -> str:
+    return f"SEER ({w} worker{'s' if w != 1 else ''})"
+
+
+def fixed_sizes(cores: int | None = None) -> list[int]:
+    """The fixed pool sizes every scenario is also timed with: 1, 2, 4, ... up
+    to the usable cores, and the usable cores themselves."""
+    cores = max(1, usable_cores() if cores is None else int(cores))
+    out, w = [], 1
+    while w < cores:
+        out.append(w)
+        w *= 2
+    return out + [cores]
+
+
+def own_systems(cores: int | None = None) -> list[tuple[str, dict, str]]:
+    """SEER (auto), each fixed size, then the time-stepped reference."""
+    return [AUTO_SYSTEM] + [(fixed_label(w), {"workers": w}, "seer") for w in fixed_sizes(cores)] + [REFERENCE_SYSTEM]
+
+
+#: Older name: SEER with STPA's choice and with one worker, and the reference.
+OWN_SYSTEMS = (AUTO_SYSTEM, ("SEER (1 worker)", {"workers": 1}, "seer"), REFERENCE_SYSTEM)
 
 
 def own_rows(domain: str, scenario: str, make: Callable[..., object], entities: Callable[[object], int],
-             steps: int, budget_s: float) -> list[Row]:
-    """One row per :data:`OWN_SYSTEMS` entry; ``make(**kw)`` builds the env, ``entities(env)`` counts it."""
-    rows = []
-    for label, kw, kind in OWN_SYSTEMS:
-        env = make(**kw)
-        row = Row(domain, scenario, entities(env), label, kind, getattr(env, "workers", None))
-        rows.append(fill(row, time_parallel_env(env, steps, budget_s)))
-        env.close()
-    return rows
+             steps: int, budget_s: float, rounds: int = ROUNDS, min_s: float = 0.0) -> list[Row]:
+    """One row per :func:`own_systems` entry; ``make(**kw)`` builds the env, ``entities(env)`` counts it.
+
+    Every env is built first (auto's probe runs then, off the clock), then
+    timed in ``rounds`` interleaved rounds of ``steps / rounds`` steps (and
+    at least ``min_s / rounds`` seconds, within the budget), each round in a
+    rotated order."""
+    systems = own_systems()
+    envs = [make(**kw) for _, kw, _ in systems]
+    try:
+        if AUTO_SYSTEM[0] == systems[0][0]:  # a size auto chose beyond the fixed ones is timed as fixed too
+            chosen = getattr(envs[0], "workers", None)
+            if isinstance(chosen, int) and chosen not in fixed_sizes():
+                systems.insert(-1, (fixed_label(chosen), {"workers": chosen}, "seer"))
+                envs.insert(-1, make(workers=chosen))
+        lat: list[list] = [[] for _ in systems]
+        per = max(1, steps // rounds)
+        for r in range(rounds):
+            order = list(range(len(systems)))
+            order = order[r % len(order):] + order[:r % len(order)]
+            for i in order:
+                lat[i].append(time_parallel_env(envs[i], per, budget_s / rounds, seed=r, min_s=min_s / rounds))
+        rows = []
+        for (label, _, kind), env, parts in zip(systems, envs, lat):
+            row = Row(domain, scenario, entities(env), label, kind, getattr(env, "workers", None))
+            rows.append(fill(row, np.concatenate(parts) if parts else np.zeros(0)))
+        return rows
+    finally:
+        for env in envs:
+            env.close()
 
 
-def uav_rows(scenario: str, steps: int, budget_s: float) -> list[Row]:
+def _n_workers(w) -> str:
+    return f"{w} worker{'s' if w != 1 else ''}"
+
+
+def auto_vs_fixed(rows: list[dict | Row]) -> list[dict]:
+    """Per scenario: what ``auto`` chose, the best fixed pool size measured in
+    the same run, and auto's throughput (1 / mean step latency) as a
+    fraction of it; ``warning`` is set where auto lost by more than
+    ``1 - AUTO_WARN_FRAC`` (5%)."""
+    rows = [dataclasses.asdict(r) if isinstance(r, Row) else r for r in rows]
+    out = []
+    for r in rows:
+        if r["system"] != AUTO_SYSTEM[0] or not r["steps"]:
+            continue
+        fixed = [o for o in rows if o["domain"] == r["domain"] and o["scenario"] == r["scenario"]
+                 and o["kind"] == "seer" and o["system"] != AUTO_SYSTEM[0] and o["steps"]]
+        if not fixed:
+            continue
+        best = min(fixed, key=lambda o: o["mean_ms"])
+        frac = best["mean_ms"] / r["mean_ms"]
+        d = {"domain": r["domain"], "scenario": r["scenario"], "auto_workers": r["workers"],
+             "auto_mean_ms": r["mean_ms"], "best_fixed_workers": best["workers"], "best_fixed_system": best["system"],
+             "best_fixed_mean_ms": best["mean_ms"], "auto_frac_of_best": frac,
+             "fixed_mean_ms": {str(o["workers"]): o["mean_ms"] for o in fixed}, "warning": ""}
+        if frac < AUTO_WARN_FRAC:
+            same = (" (the same pool size: the gap is measurement noise, e.g. foreign load during auto's rounds)"
+                    if r["workers"] == best["workers"] else "")
+            d["warning"] = (f"warning: {r['domain']} {r['scenario']}: auto ({_n_workers(r['workers'])}) reached "
+                            f"{frac:.1%} of the best fixed pool size's throughput ({_n_workers(best['workers'])}) "
+                            f"in this run, {1 / frac - 1:.0%} slower per step{same}")
+        out.append(d)
+    return out
+
+
+#: Seconds each of SEER's own rows is timed at least (the full run; see :func:`own_rows`).
+MIN_OWN_S = 2.0
+
+
+def uav_rows(scenario: str, steps: int, budget_s: float, min_s: float = 0.0) -> list[Row]:
     uav_swarm_v0 = registry.load("uav_swarm_v0")
     rows = own_rows("uav", scenario, lambda **kw: uav_swarm_v0.parallel_env(scenario=scenario, max_cycles=10**9, **kw),
-                    lambda env: env.cfg.num_uavs, steps, budget_s)
+                    lambda env: env.cfg.num_uavs, steps, budget_s, min_s=min_s)
     n = rows[0].entities
     return rows + [mpe2_row(scenario, n, steps, budget_s), vmas_row(scenario, n, steps, budget_s)]
 
 
-def wireless_rows(scenario: str, steps: int, budget_s: float) -> list[Row]:
+def wireless_rows(scenario: str, steps: int, budget_s: float, min_s: float = 0.0) -> list[Row]:
     wireless_v0 = registry.load("wireless_v0")
     rows = own_rows("wireless", scenario, lambda **kw: wireless_v0.parallel_env(scenario=scenario, full_buffer=True, **kw),
-                    lambda env: env.num_bs + env.num_ue, steps, budget_s)
+                    lambda env: env.num_bs + env.num_ue, steps, budget_s, min_s=min_s)
     return rows + [mobile_env_row(scenario, rows[0].entities, steps, budget_s)]
+
+
+def load_state() -> dict:
+    """What else the machine was doing: load average, the cores free to this
+    process (seer.stpa's probe measurement) and CPU pressure where reported."""
+    from seer.stpa.load import cpu_pressure, free_cores
+
+    return {"loadavg": list(os.getloadavg()) if hasattr(os, "getloadavg") else None, "free_cores": free_cores(),
+            "usable_cores": usable_cores(), "cpu_pressure": cpu_pressure()}
 
 
 def reductions(rows: list[Row]) -> list[dict]:
@@ -90,12 +194,15 @@ def plan(quick: bool) -> list[tuple[str, str]]:
 
 def run(quick: bool = False, progress: Callable[[str], None] | None = None) -> dict:
     """Every row of the plan; ``progress(label)`` is called after each block."""
-    steps, budget = (200, 1.0) if quick else (2000, 10.0)
+    steps, budget, min_s = (200, 1.0, 0.0) if quick else (2000, 10.0, MIN_OWN_S)
+    machine = machine_info()
+    machine["load_at_start"] = load_state()
     rows: list[Row] = []
     for domain, scenario in plan(quick):
-        rows += (uav_rows if domain == "uav" else wireless_rows)(scenario, steps, budget)
+        rows += (uav_rows if domain == "uav" else wireless_rows)(scenario, steps, budget, min_s)
         if progress:
             progress(f"{domain} {scenario}")
-    return {"machine": machine_info(), "quick": quick, "command": " ".join(["seer"] + sys.argv[1:]),
+    machine["load_at_end"] = load_state()
+    return {"machine": machine, "quick": quick, "command": " ".join(["seer"] + sys.argv[1:]),
             "rows": [dataclasses.asdict(r) for r in rows], "reductions": reductions(rows),
-            "paper_reduction_pct": PAPER_REDUCTION}
+            "auto_vs_fixed": auto_vs_fixed(rows), "paper_reduction_pct": PAPER_REDUCTION}

@@ -51,6 +51,43 @@ def markdown(doc: dict) -> str:
     return "\n".join(lines)
 
 
+def auto_markdown(doc: dict) -> str:
+    """Auto's choice beside the best fixed pool size of the same run, per scenario, and the warning lines."""
+    checks = doc.get("auto_vs_fixed") or []
+    if not checks:
+        return ""
+    lines = ["| domain | scenario | auto chose | best fixed | auto mean ms | best fixed mean ms | "
+             "auto / best throughput | fixed sizes (mean ms) |", "|---|---|---|---|---|---|---|---|"]
+    for d in checks:
+        fixed = ", ".join(f"{w}: {v:.3f}" for w, v in d["fixed_mean_ms"].items())
+        lines.append(f"| {d['domain']} | {d['scenario']} | {d['auto_workers']} | {d['best_fixed_workers']} | "
+                     f"{d['auto_mean_ms']:.3f} | {d['best_fixed_mean_ms']:.3f} | {d['auto_frac_of_best']:.3f}"
+                     f"{' (warning)' if d['warning'] else ''} | {fixed} |")
+    return "\n".join(lines + [""] + warnings_lines(doc))
+
+
+def document(doc: dict) -> str:
+    """The whole run as a markdown page: machine and load, latencies, auto against the fixed sizes."""
+    m = doc["machine"]
+    load = lambda k: m.get(k) or {}  # noqa: E731
+    a, b = load("load_at_start"), load("load_at_end")
+    fc = lambda d: f"{d['free_cores']:.2f}" if d.get("free_cores") is not None else "?"  # noqa: E731
+    return "\n".join([
+        "# seer bench", "", f"Command: `{doc.get('command', 'seer bench')}`", "",
+        f"Machine: {m.get('cpu')}, {m.get('usable_cores')} usable cores, Python {m.get('python')}, numpy "
+        f"{m.get('numpy')}, {m.get('platform')}, seer {m.get('seer')} (commit {m.get('git_commit') or '?'}); "
+        f"load average {a.get('loadavg') or m.get('loadavg_at_start')} at the start, {b.get('loadavg')} at the end; "
+        f"free cores (seer.stpa probe) {fc(a)} at the start, {fc(b)} at the end (shared machine).", "",
+        "## Step latency", "", markdown(doc), "",
+        "## workers=\"auto\" against the best fixed pool size (same run, interleaved rounds)", "",
+        auto_markdown(doc) or "(no auto rows)", ""])
+
+
+def warnings_lines(doc: dict) -> list[str]:
+    """One line per scenario where auto lost to the best fixed size by more than 5%."""
+    return [d["warning"] for d in doc.get("auto_vs_fixed") or [] if d["warning"]]
+
+
 def table(doc: dict):
     from rich.table import Table
 
@@ -68,4 +105,13 @@ def table(doc: dict):
     for d in doc["reductions"]:
         red.add_row(d["domain"], d["scenario"], d["against"], f"{d['reduction_pct']:.1f}%", f"{d['speedup']:.2f}x",
                     f"{d['paper_reduction_pct']}%" + (" (up to)" if d["domain"] == "wireless" else ""))
-    return t, red
+    auto = Table(title="workers=\"auto\" against the best fixed pool size measured in the same run")
+    for col in ("domain", "scenario", "auto chose", "best fixed", "auto mean ms", "best fixed mean ms",
+                "auto / best throughput"):
+        auto.add_column(col)
+    for d in doc.get("auto_vs_fixed") or []:
+        frac = f"{d['auto_frac_of_best']:.3f}"
+        auto.add_row(d["domain"], d["scenario"], str(d["auto_workers"]), str(d["best_fixed_workers"]),
+                     f"{d['auto_mean_ms']:.3f}", f"{d['best_fixed_mean_ms']:.3f}",
+                     f"[bold red]{frac}[/]" if d["warning"] else frac)
+    return t, red, auto

@@ -89,8 +89,11 @@ def info_doc(sys_root=None, workloads: bool = True) -> dict:
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         model, reasons = stpa.active_model()
+    # the load the choices below are made under (the probe's own measurement of it)
+    load = {"free_cores": stpa.free_cores(), "cpu_pressure": stpa.cpu_pressure(),
+            "loadavg": list(os.getloadavg()) if hasattr(os, "getloadavg") else None}
     doc = {"seer": __version__, "python": sys.version.split()[0], "cpu_count": os.cpu_count(),
-           "hardware": hw,
+           "hardware": hw, "load": load,
            "model_search_path": [{"label": label, "path": str(path), "exists": path.is_file()}
                                  for label, path in stpa.model_search_path()],
            "model": None, "model_unusable": list(reasons), "warnings": [str(w.message) for w in caught],
@@ -115,6 +118,11 @@ def _print_info(doc: dict, console) -> None:
     for k, v in hw.items():
         tab.add_row(k, f"{v:.3g}" if isinstance(v, float) else str(v))
     console.print(tab)
+    ld = doc.get("load") or {}
+    pressure = ld.get("cpu_pressure")
+    console.print(f"[bold]load now[/bold]: free cores {ld.get('free_cores', float('nan')):.2f} of "
+                  f"{hw['usable_cores']} usable (what threads get, measured); load average {ld.get('loadavg')}"
+                  + (f"; CPU pressure {pressure:.0%} (10 s)" if pressure is not None else ""))
 
     console.print("[bold]STPA model search path[/bold] (first usable wins):")
     for p in doc["model_search_path"]:

@@ -24,13 +24,16 @@ Modules, by role (none imports a module that imports it back):
 
 * :mod:`~seer.stpa.hardware`: :func:`hardware_features`, :func:`machine_features`;
 * :mod:`~seer.stpa.features`: :func:`static_workload_features`, :func:`probe`,
-  :func:`trace_features`;
+  :func:`probe_stepper` (for what only steps as a whole), :func:`trace_features`;
+* :mod:`~seer.stpa.load`: :func:`free_cores` (the load feature: cores free
+  now), :func:`background_load` and :func:`restricted_affinity` (how
+  ``seer tune`` evaluates under load and on a smaller machine shape);
 * :mod:`~seer.stpa.model`: the shared types: :data:`FEATURE_SCHEMA`,
   :class:`StpaModel`, :func:`load_model`, :func:`save_model` (JSON model
   files, never pickles);
 * :mod:`~seer.stpa.estimator`: :class:`PortableEstimator` (numpy predictions);
 * :mod:`~seer.stpa.lookup`: where models live, :func:`active_model`;
-* :mod:`~seer.stpa.selector`: :func:`select_for_model`,
+* :mod:`~seer.stpa.selector`: :func:`select_for_model`, :func:`select_for_stepper`,
   :func:`select_workers_for_model`, :func:`resolve_workers`,
   :func:`select_workers`, :func:`heuristic_workers`, :func:`default_pool_limit`;
 * :mod:`~seer.stpa.online`: :func:`online_refine`, an optional, bounded check
@@ -45,10 +48,12 @@ from seer.stpa.features import (
     ProbeResult,
     candidate_features,
     probe,
+    probe_stepper,
     static_workload_features,
     trace_features,
 )
 from seer.stpa.hardware import hardware_features, machine_features
+from seer.stpa.load import background_load, cpu_pressure, free_cores, restricted_affinity
 from seer.stpa.lookup import active_model, cache_dir, model_search_path, shipped_dataset_path, shipped_model_path
 from seer.stpa.model import (
     FEATURE_SCHEMA,
@@ -56,7 +61,9 @@ from seer.stpa.model import (
     SCHEMA_VERSION,
     StpaFallbackWarning,
     StpaModel,
+    allowed_sizes,
     candidate_sizes,
+    choose_by_rules,
     choose_from_scores,
     feature_matrix,
     load_model,
@@ -73,16 +80,18 @@ from seer.stpa.selector import (
     nested_pool,
     resolve_workers,
     select_for_model,
+    select_for_stepper,
     select_workers,
     select_workers_for_model,
 )
 
 __all__ = [
     "FEATURE_SCHEMA", "MODEL_VERSION", "SCHEMA_VERSION", "IncompatibleModelError", "PortableEstimator", "ProbeResult",
-    "Selection", "StpaFallbackWarning", "StpaModel", "active_model", "cache_dir", "candidate_features",
-    "candidate_sizes", "capture", "choose_from_scores", "clear_cache", "current_pool_limit", "default_pool_limit",
-    "feature_matrix", "hardware_features", "heuristic_workers", "load_model", "machine_features",
-    "model_search_path", "nested_pool", "online_refine", "probe", "resolve_workers", "save_model",
-    "select_for_model", "select_workers", "select_workers_for_model", "shipped_dataset_path",
+    "Selection", "StpaFallbackWarning", "StpaModel", "active_model", "allowed_sizes", "background_load",
+    "cache_dir", "candidate_features", "candidate_sizes", "capture", "choose_by_rules", "choose_from_scores", "clear_cache",
+    "cpu_pressure", "current_pool_limit", "default_pool_limit", "feature_matrix", "free_cores",
+    "hardware_features", "heuristic_workers", "load_model", "machine_features", "model_search_path", "nested_pool",
+    "online_refine", "probe", "probe_stepper", "resolve_workers", "restricted_affinity", "save_model",
+    "select_for_model", "select_for_stepper", "select_workers", "select_workers_for_model", "shipped_dataset_path",
     "shipped_model_path", "static_workload_features", "trace_features",
 ]

@@ -1,6 +1,6 @@
 """STPA features: what a model declares and what a short traced probe of it measures.
 
-Three groups, all plain ``dict[str, float]`` (strings only where noted):
+The groups, all plain ``dict[str, float]`` (strings only where noted):
 
 * :func:`hardware_features` (in :mod:`seer.stpa.hardware`, re-exported here)
   reads ``/sys/devices/system/cpu`` and ``/proc``.
@@ -9,7 +9,11 @@ Three groups, all plain ``dict[str, float]`` (strings only where noted):
 * :func:`probe` runs a few steps of the model on a one-worker traced
   :class:`seer.Runtime` and turns the trace into :func:`trace_features`
   (events per window, handler cost mean and spread, busy and idle time per
-  window and worker, claim contention, GIL share, fan-out, parallelism).
+  window and worker, claim contention, GIL share, fan-out, parallelism),
+  then times the same steps on two workers; first it measures the load
+  (:func:`load_features`: the cores free right now, see :mod:`seer.stpa.load`).
+* :func:`probe_stepper` is the probe of what only steps as a whole (a vector
+  env of copies): static features, the load, and one worker timed against two.
 
 The probe leaves the model as the runtime's ``reset`` will find it: the
 :class:`seer.Runtime` constructor resets the model after choosing the pool
@@ -33,6 +37,8 @@ __all__ = [
     "trace_features",
     "probe",
     "candidate_features",
+    "load_features",
+    "probe_stepper",
     "ProbeResult",
 ]
 
@@ -171,7 +177,8 @@ class ProbeResult(dict):
 
 def probe(model, *, capacity: int | None = None, budget_s: float = 0.04, max_events: int = 100_000,
           max_steps: int = 64, step_length: float | None = None, seed: int = 0,
-          trace_capacity: int = 1 << 16, compare_workers: int | None = 2) -> ProbeResult:
+          trace_capacity: int = 1 << 16, compare_workers: int | None = 2,
+          measure_load: bool = True) -> ProbeResult:
     """Run a few steps of ``model`` on traced runtimes; return its features.
 
     First on one worker: the step length is ``step_length``, else the
@@ -185,7 +192,15 @@ def probe(model, *, capacity: int | None = None, budget_s: float = 0.04, max_eve
     the ratio of each size's best total time over the steps every run made
     is ``probe2_speedup`` (a burst of foreign load during one run does not
     decide it), and the first W-worker trace gives the pool's idle share,
-    claim contention (empty polls) and load imbalance.
+    claim contention (empty polls) and load imbalance.  On a loaded machine
+    (:func:`is_loaded`) each run gets 1.5x the budget and one more size is
+    timed in the same rotation, one thread above the usable cores
+    (``probe3_speedup``, ``probe3_workers``; on one usable core that size
+    is the pool of 2 itself).
+
+    With ``measure_load`` (default) the probe first measures the cores free
+    right now (:func:`seer.stpa.load.free_cores`, ~50 ms): the
+    ``free_cores`` feature, and ``cpu_pressure`` where the kernel reports it.
 
     A model with a ``prepare_step()`` method (the built-in envs' per-step
     hook) has it called before each step.  The model is left stepped:
@@ -195,6 +210,8 @@ def probe(model, *, capacity: int | None = None, budget_s: float = 0.04, max_eve
     from seer.errors import SeerError
 
     feats = ProbeResult(static_workload_features(model))
+    feats.update(load_features() if measure_load else {})
+    feats["probe_traced"] = 1.0
     native_kinds = [k.native for k in model.kinds]
     sl = step_length if step_length is not None else getattr(model, "step_length", None)
     adaptive = sl is None
@@ -234,16 +251,24 @@ def probe(model, *, capacity: int | None = None, budget_s: float = 0.04, max_eve
     feats.update(probe2_speedup=1.0, probe2_idle_share=0.0, probe2_empty_polls_per_window=0.0,
                  probe2_imbalance=1.0, probe2_workers=1.0)
     usable = usable_cores()
-    if compare_workers and compare_workers > 1 and usable >= compare_workers:
+    loaded = is_loaded(usable, feats)
+    # On one usable core a pool of 2 is itself the size above the cores,
+    # timed only when foreign load makes a second thread's CPU share worth it.
+    if compare_workers and compare_workers > 1 and (usable >= compare_workers or loaded):
         replay = [(s[0], s[4]) for s in steps]
-        runs = {1: [steps], compare_workers: []}
+        W = int(compare_workers)
+        over = oversubscribed_size(usable, feats, W)
+        if loaded:  # timings under foreign load scatter more: give each run more steps
+            budget_s *= 1.5
+        runs = {w: [] for w in (1, W, over) if w}
+        runs[1].append(steps)
         try:
-            # 1, W, 1, W: each pool size's best total over the steps all runs
-            # made, so one burst of foreign load does not decide the ratio
-            two = _run_probe(model, int(compare_workers), float(sl), False, budget_s, max_events, max_steps,
-                             horizons=replay, **opts)
-            runs[compare_workers].append(two["steps"])
-            for w in (1, int(compare_workers)):
+            # 1, W(, W'), 1, W(, W'): each pool size's best total over the steps
+            # all runs made, so one burst of foreign load does not decide the ratio
+            two = _run_probe(model, W, float(sl), False, budget_s, max_events, max_steps, horizons=replay, **opts)
+            runs[W].append(two["steps"])
+            order = ((over,) if over else ()) + (1, W) + ((over,) if over else ())
+            for w in order:
                 runs[w].append(_run_probe(model, w, float(sl), False, budget_s, max_events, max_steps,
                                           horizons=replay, **opts)["steps"])
         except (SeerError, MemoryError, ValueError) as exc:
@@ -257,15 +282,113 @@ def probe(model, *, capacity: int | None = None, budget_s: float = 0.04, max_eve
         def best_total(w):
             return min(sum(r[i][1] for i in use) for r in runs[w])
 
-        t1, t2_sum = best_total(1), best_total(compare_workers)
+        t1, t2_sum = best_total(1), best_total(W)
         t2 = trace_features(two["trace"], native_kinds, skip_windows_upto=two["warm_window"])
         feats.update(
             probe2_speedup=float(t1 / t2_sum) if t2_sum > 0 else 1.0,
             probe2_idle_share=t2["overhead_share"],
             probe2_empty_polls_per_window=t2["empty_polls_per_window"],
             probe2_imbalance=_imbalance(two["trace"], two["warm_window"]),
-            probe2_workers=float(compare_workers),
+            probe2_workers=float(W),
         )
+        if over:
+            t3 = best_total(over)
+            feats.update(probe3_speedup=float(t1 / t3) if t3 > 0 else 1.0, probe3_workers=float(over))
+    return feats
+
+
+#: A machine whose probe measured fewer free cores than this share of the usable ones is "loaded".
+LOADED_SHARE = 0.85
+
+
+def is_loaded(usable: int, feats: Mapping[str, float]) -> bool:
+    """Whether the probe's free-cores reading says foreign load takes a share of the usable cores."""
+    free = feats.get("free_cores")
+    return free is not None and float(free) < LOADED_SHARE * usable
+
+
+def oversubscribed_size(usable: int, feats: Mapping[str, float], compare_workers: int) -> int | None:
+    """The pool size above the usable cores that a probe also times on a loaded machine, or None.
+
+    On a core shared with foreign processes, one more thread than the cores
+    can win back a share of the CPU (the scheduler shares time per thread),
+    and only a measurement may choose more threads than cores (see
+    :func:`seer.stpa.model.allowed_sizes`), so the probe measures it when
+    the free-cores reading says foreign load is present.
+    """
+    if not is_loaded(usable, feats):
+        return None
+    w = usable + 1
+    return w if w > compare_workers else None
+
+
+def load_features() -> dict[str, float]:
+    """``free_cores`` now (see :func:`seer.stpa.load.free_cores`) and, where
+    the kernel reports it, ``cpu_pressure`` (recorded, not a model input)."""
+    from seer.stpa.load import cpu_pressure, free_cores
+
+    out = {"free_cores": free_cores()}
+    pressure = cpu_pressure()
+    if pressure is not None:
+        out["cpu_pressure"] = pressure
+    return out
+
+
+def probe_stepper(make, static: Mapping[str, float], *, budget_s: float = 0.08, compare_workers: int = 2,
+                  measure_load: bool = True) -> ProbeResult:
+    """Features of a workload that cannot be traced through a :class:`seer.Runtime` probe.
+
+    For what only steps as a whole: a vector env of copies (stepping the
+    real one would change it), or an env whose model schedules its events
+    outside ``reset``.  ``make(workers)`` builds a throwaway instance on a
+    pool of ``workers`` and returns ``(step, close)``; the probe times steps
+    of one worker and of ``compare_workers`` alternately (1, W, 1, W), each
+    size's best mean step time deciding ``probe2_speedup``.  Trace features
+    keep their neutral values and ``probe_traced`` is 0, so the model knows
+    which kind of probe it is reading.
+
+    Args:
+        make: ``make(workers) -> (step, close)``: ``step()`` advances one step.
+        static: What the workload declares (``entities``, ``kinds``,
+            ``native_kind_share``, ``lookahead``).
+        budget_s: Time for all the timed steps together.
+        compare_workers: The second pool size; skipped (speedup 1) when this
+            process may use fewer cores.
+    """
+    feats = ProbeResult(dict(static))
+    feats.update(load_features() if measure_load else {})
+    feats.update(probe_traced=0.0, probe2_speedup=1.0, probe2_workers=1.0, probe2_idle_share=0.0,
+                 probe2_empty_polls_per_window=0.0, probe2_imbalance=1.0)
+    usable = usable_cores()
+    loaded = is_loaded(usable, feats)
+    sizes = [1, compare_workers] if compare_workers > 1 and (usable >= compare_workers or loaded) else [1]
+    over = oversubscribed_size(usable, feats, compare_workers) if len(sizes) > 1 else None
+    sizes += [over] if over else []
+    best: dict[int, float] = {}
+    share = budget_s * (1.5 if loaded else 1.0) / (2 * len(sizes))
+    try:
+        for w in sizes * 2:
+            step, close = make(w)
+            try:
+                step()  # warm-up: first-step costs are not the steady state
+                n, t0 = 0, time.perf_counter()
+                while True:
+                    step()
+                    n += 1
+                    el = time.perf_counter() - t0
+                    if el >= share or n >= 200:
+                        break
+            finally:
+                close()
+            best[w] = min(best.get(w, math.inf), el / n)
+    except Exception as exc:  # a stepper is user code: any failure means "no features"
+        feats.ok, feats.error = False, f"{type(exc).__name__}: {exc}"
+        return feats
+    feats["step_ms"] = best[1] * 1e3
+    if len(sizes) > 1:
+        feats.update(probe2_speedup=best[1] / best[compare_workers], probe2_workers=float(compare_workers))
+    if over:
+        feats.update(probe3_speedup=best[1] / best[over], probe3_workers=float(over))
     return feats
 
 
@@ -370,10 +493,13 @@ def candidate_features(workers: int, cores: int, feats: Mapping[str, float]) -> 
     """Features of running the workload ``feats`` on a pool of ``workers``."""
     cores = max(int(cores), 1)
     eff = min(workers, cores)
+    # Rows measured before the load feature existed read as a quiet machine.
+    free = min(max(float(feats.get("free_cores", cores)), 0.25), float(cores))
     return {
         "workers": float(workers),
         "workers_per_core": workers / cores,
         "oversubscription": max(0, workers - cores) / cores,
+        "workers_per_free_core": workers / free,
         "log_work_per_worker": math.log1p(float(feats.get("busy_us_per_window", 0.0)) / eff),
         "log_parallelism_per_worker": math.log(max(float(feats.get("parallelism", 1.0)), 1.0) / workers),
         "log_entities_per_worker": math.log(max(float(feats.get("active_entities", 1.0)), 1.0) / workers),

@@ -2,7 +2,7 @@
 
 :func:`hardware_features` reads ``/sys/devices/system/cpu`` and ``/proc``
 (both roots are parameters, so tests can point them at a fake tree);
-:func:`machine_features` is the same for this machine, read once per process.
+:func:`machine_features` is the same for this machine, read once per CPU affinity set.
 """
 
 from __future__ import annotations
@@ -153,18 +153,20 @@ def hardware_features(sys_root: str | os.PathLike = "/sys", proc_root: str | os.
 
 
 
-_machine: dict | None = None
+_machine: dict[tuple[int, ...], dict] = {}
 
 
 def machine_features() -> dict:
-    """:func:`hardware_features` of this machine (read once per process; a copy)."""
-    global _machine
-    if _machine is None:
-        _machine = hardware_features()
-    return dict(_machine)
+    """:func:`hardware_features` of this machine, as this thread's CPU affinity
+    now allows (read once per affinity set; a copy): narrowing the affinity
+    (``taskset``, :func:`seer.stpa.load.restricted_affinity`) is a smaller machine."""
+    key = tuple(usable_cpus())
+    hit = _machine.get(key)
+    if hit is None:
+        hit = _machine[key] = hardware_features(affinity=key)
+    return dict(hit)
 
 
 def forget_machine_features() -> None:
     """Read the hardware again on the next :func:`machine_features` (see ``seer.stpa.clear_cache``)."""
-    global _machine
-    _machine = None
+    _machine.clear()

@@ -47,7 +47,18 @@ MODEL_FORMAT = "seer-stpa-model"
 #: joblib pickle of earlier SEER builds, no longer read; 2: JSON of the fitted parameters).
 MODEL_VERSION = 2
 #: Version of the feature definitions (bump when a feature's meaning changes).
-SCHEMA_VERSION = 1
+#: 2: the load features (``free_cores``, ``free_core_share``,
+#: ``workers_per_free_core``) and ``probe_traced``.
+SCHEMA_VERSION = 2
+#: Dataset rows of these feature versions are read; a version-1 row has no
+#: load features and reads as measured on a quiet machine.
+ROW_SCHEMA_VERSIONS = (1, 2)
+#: How much faster (relative) than every size within the usable cores a
+#: measured pool size above them must be to be allowed (probe timings are noisy).
+MEASURED_GAIN = 0.10
+#: A larger pool must be predicted this much faster (log units) to be chosen:
+#: ties go to fewer threads, which lose less when the prediction is off or the machine gets busier.
+TOLERANCE = 0.01
 
 MODEL_FILENAME = "stpa_model.json"
 #: The pickled model earlier SEER builds saved; found in a cache directory, it is reported and never loaded.
@@ -58,17 +69,18 @@ SHIPPED_DATASET_FILENAME = "stpa_dataset.jsonl.gz"
 MAX_MODEL_BYTES = 256 << 20
 
 HARDWARE_SCHEMA = ["usable_cores", "physical_cores", "smt", "log_l2_kb", "log_l3_kb", "log_mem_gb"]
+LOAD_SCHEMA = ["free_cores", "free_core_share"]
 WORKLOAD_SCHEMA = [
     "log_entities", "kinds", "native_kind_share", "native_event_share", "gil_share", "python_share",
     "log_events_per_window", "log_busy_us_per_window", "busy_cv", "log_idle_us_per_window", "overhead_share",
     "log_cost_us", "cost_cv", "log_active_entities", "log_parallelism", "log_events_per_entity_window",
     "fanout", "cross_share", "empty_polls_per_window", "log_step_us", "log_windows_per_step",
-    "log_probe2_speedup", "probe2_idle_share", "probe2_empty_polls", "probe2_imbalance",
+    "log_probe2_speedup", "probe2_idle_share", "probe2_empty_polls", "probe2_imbalance", "probe_traced",
 ]
 CANDIDATE_SCHEMA = ["workers", "workers_per_core", "oversubscription", "log_work_per_worker",
-                    "log_parallelism_per_worker", "log_entities_per_worker"]
+                    "log_parallelism_per_worker", "log_entities_per_worker", "workers_per_free_core"]
 #: The model's inputs, in order.
-FEATURE_SCHEMA = HARDWARE_SCHEMA + WORKLOAD_SCHEMA + CANDIDATE_SCHEMA
+FEATURE_SCHEMA = HARDWARE_SCHEMA + LOAD_SCHEMA + WORKLOAD_SCHEMA + CANDIDATE_SCHEMA
 
 
 class StpaFallbackWarning(UserWarning):
@@ -85,8 +97,12 @@ def derived_features(raw: Mapping[str, Any]) -> dict[str, float]:
     """Hardware + workload inputs of the model from raw features (those of
     :func:`hardware_features` and :func:`~seer.stpa.features.probe`)."""
     g = lambda k, d=0.0: float(raw.get(k, d))  # noqa: E731
+    cores = max(g("usable_cores", 1.0), 1.0)
+    free = min(max(g("free_cores", cores), 0.0), cores)  # absent: measured before the feature, quiet
     return {
         "usable_cores": g("usable_cores", 1.0),
+        "free_cores": free,
+        "free_core_share": free / cores,
         "physical_cores": g("physical_cores", 1.0),
         "smt": g("smt", 1.0),
         "log_l2_kb": _log1p(g("l2_kb")),
@@ -117,12 +133,67 @@ def derived_features(raw: Mapping[str, Any]) -> dict[str, float]:
         "probe2_idle_share": g("probe2_idle_share"),
         "probe2_empty_polls": _log1p(g("probe2_empty_polls_per_window")),
         "probe2_imbalance": g("probe2_imbalance", 1.0),
+        "probe_traced": g("probe_traced", 1.0),
     }
 
 
 def candidate_sizes(cores: int) -> list[int]:
     """Pool sizes ``seer tune`` sweeps and the selector chooses from: 1 up to max(2 x cores, 4)."""
     return list(range(1, max(2 * int(cores), 4) + 1))
+
+
+def measured_faster(cores: int, raw: Mapping[str, Any]) -> dict[int, float]:
+    """Pool sizes above the usable ``cores`` that the probe timed faster than
+    every size it timed within them, by :data:`MEASURED_GAIN`: {size: speedup over one worker}."""
+    measured = {1: 1.0}
+    for k in ("probe2", "probe3"):
+        w = int(round(float(raw.get(f"{k}_workers", 1.0))))
+        if w > 1 and f"{k}_speedup" in raw:
+            measured[w] = float(raw[f"{k}_speedup"])
+    within = max(sp for w, sp in measured.items() if w <= cores)
+    return {w: sp for w, sp in measured.items() if w > cores and sp >= within * (1.0 + MEASURED_GAIN)}
+
+
+def allowed_sizes(candidates, cores: int, raw: Mapping[str, Any]) -> list[int]:
+    """The candidates a choice may take: the hard rules every selection obeys.
+
+    * Never more workers than usable ``cores``, unless the probe measured that
+      size faster than every size it measured within them
+      (:func:`measured_faster`): threads beyond the cores only add barrier
+      and scheduling cost on a machine of one's own, and a model trained
+      elsewhere must not talk a 1-core machine into a pool of 4.
+    * Never more than 2 workers beyond what a traced probe showed a window
+      can use (its ``parallelism``, busy time over the busiest entity's, and
+      its active entities per window): on a machine with more cores than any
+      training run had, the model extrapolates; this keeps it from asking
+      for 64 threads for work that 8 entities make.
+
+    Returns the allowed candidates, sorted; never empty (the smallest
+    candidate when no other is allowed).
+    """
+    cores = max(int(cores), 1)
+    faster = measured_faster(cores, raw)
+    bound = math.inf
+    if float(raw.get("probe_traced", 1.0)) > 0 and "parallelism" in raw:
+        usable = min(float(raw.get("parallelism", 1.0)), max(float(raw.get("active_entities", 1.0)), 1.0))
+        bound = max(2, math.ceil(usable))
+    cands = sorted({int(w) for w in candidates})
+    out = [w for w in cands if (w <= cores and w <= bound) or w in faster]
+    return out or cands[:1] or [1]
+
+
+def choose_by_rules(scores: Mapping[int, float], cores: int, raw: Mapping[str, Any],
+                    tolerance: float = None) -> int:
+    """The choice from predicted ``scores`` under the hard rules: a size above
+    the cores that the probe measured faster wins outright (a measurement on
+    the workload itself, moments ago, beats a prediction); otherwise the best
+    predicted of :func:`allowed_sizes`."""
+    tolerance = TOLERANCE if tolerance is None else tolerance
+    over = {w: sp for w, sp in measured_faster(cores, raw).items() if w in scores}
+    if over:
+        return max(over, key=over.get)
+    allowed = set(allowed_sizes(scores, cores, raw))
+    return choose_from_scores({w: v for w, v in scores.items() if w in allowed}, tolerance)
 
 
 def feature_matrix(raw: Mapping[str, Any], candidates, cores: int | None = None) -> np.ndarray:
@@ -166,10 +237,13 @@ class StpaModel:
         return dict(sorted(out.items()))
 
     def choose(self, raw: Mapping[str, Any], candidates=None, cores: int | None = None,
-               tolerance: float = 0.01) -> int:
-        """The pool size with the best predicted throughput (the smallest
-        within ``tolerance``, in log units, of the best)."""
-        return choose_from_scores(self.scores(raw, candidates, cores), tolerance)
+               tolerance: float = TOLERANCE) -> int:
+        """The pool size with the best predicted throughput among the
+        :func:`allowed_sizes` (the smallest within ``tolerance``, in log
+        units, of the best)."""
+        cores = int(cores if cores is not None else raw.get("usable_cores", 1))
+        cands = list(candidates) if candidates is not None else candidate_sizes(cores)
+        return choose_by_rules(self.scores(raw, allowed_sizes(cands, cores, raw), cores), cores, raw, tolerance)
 
     def to_dict(self) -> dict:
         """The model file's content (JSON-able; a scikit-learn estimator is exported)."""
@@ -183,7 +257,7 @@ class StpaModel:
         }
 
 
-def choose_from_scores(scores: Mapping[int, float], tolerance: float = 0.01) -> int:
+def choose_from_scores(scores: Mapping[int, float], tolerance: float = TOLERANCE) -> int:
     finite = {w: s for w, s in scores.items() if math.isfinite(s)}
     if not finite:
         return 1

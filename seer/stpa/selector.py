@@ -34,9 +34,18 @@ from typing import Any, Iterator, Mapping
 from seer._checks import check_workers
 from seer.errors import IncompatibleModelError
 from seer.stpa import lookup
-from seer.stpa.features import probe, static_workload_features
+from seer.stpa.features import probe, probe_stepper, static_workload_features
 from seer.stpa.hardware import forget_machine_features, machine_features
-from seer.stpa.model import StpaFallbackWarning, StpaModel, candidate_sizes, choose_from_scores
+from seer.stpa.model import (
+    TOLERANCE,
+    StpaFallbackWarning,
+    StpaModel,
+    allowed_sizes,
+    candidate_sizes,
+    choose_by_rules,
+    choose_from_scores,
+    measured_faster,
+)
 
 # Names that lived in this module before it was split by role; seer.stpa exports them all.
 from seer.stpa.estimator import PortableEstimator  # noqa: E402,F401
@@ -100,14 +109,16 @@ class Selection:
 
 
 def select_workers(features: Mapping[str, Any], *, model: StpaModel | str | os.PathLike | None = None,
-                   candidates=None, tolerance: float = 0.01) -> int:
+                   candidates=None, tolerance: float = TOLERANCE) -> int:
     """Pool size for a workload described by ``features`` (hardware +
     probe features, as in :class:`Selection.features`).
 
     ``model`` is a :class:`StpaModel` or a path (default: the active model).
     A model that cannot be used falls back to :func:`heuristic_workers`
     with a :class:`StpaFallbackWarning`.  Deterministic: the same features
-    and model always give the same choice.
+    and model always give the same choice.  The choice obeys
+    :func:`~seer.stpa.model.allowed_sizes` (never more workers than usable
+    cores unless the probe measured that size faster).
     """
     cores = int(features.get("usable_cores", 1))
     m, why = _resolve(model)
@@ -314,7 +325,8 @@ def select_for_model(model, *, capacity: int | None = None, stpa_model: StpaMode
             dt = time.perf_counter() - t0
             raw = {**hw, **feats}
             if features_only:
-                sel = Selection(1, "features-only", "", raw, probe_s=dt)
+                sel = Selection(1, "features-only", "" if feats.ok else f"the probe failed ({feats.error})", raw,
+                                probe_s=dt)
             elif not feats.ok:
                 reason = f"the probe failed ({feats.error})"
                 warnings.warn(f"STPA: {reason}; workers=\"auto\" uses the heuristic", StpaFallbackWarning,
@@ -322,9 +334,7 @@ def select_for_model(model, *, capacity: int | None = None, stpa_model: StpaMode
                 w = heuristic_workers(model.num_entities, static["native_kind_share"], cores)
                 sel = Selection(w, "heuristic", reason, raw, probe_s=dt)
             else:
-                sizes = [w for w in candidate_sizes(cores) if limit is None or w <= limit]
-                scores = m.scores(raw, sizes, cores)
-                sel = Selection(choose_from_scores(scores), "model", "", raw, scores, m.path, probe_s=dt)
+                sel = _choose(m, raw, cores, limit, dt)
         if limit is not None and sel.workers > limit:  # the heuristic's choice, over the cap
             sel = dataclasses.replace(sel, workers=limit, source="limited",
                                       reason=f"{sel.source} chose {sel.workers}, capped at max_workers={limit}")
@@ -335,6 +345,75 @@ def select_for_model(model, *, capacity: int | None = None, stpa_model: StpaMode
         for records, _ in _captures:
             records.append(sel)
         return sel
+
+
+def _choose(m: StpaModel, raw: dict, cores: int, limit: int | None, probe_s: float) -> Selection:
+    """The model's choice among the allowed sizes (all sizes are scored, for the record)."""
+    sizes = [w for w in candidate_sizes(cores) if limit is None or w <= limit]
+    scores = m.scores(raw, sizes, cores)
+    best = choose_by_rules(scores, cores, raw)
+    unconstrained = choose_from_scores(scores)
+    over = measured_faster(cores, raw)
+    if best in over:
+        why = (f"{best} workers (above the {cores} usable cores) measured {over[best]:.2f}x one worker by the probe, "
+               f"faster than every size within them")
+    elif unconstrained != best:
+        why = (f"the model preferred {unconstrained} workers; the hard rule kept the choice within "
+               f"{allowed_sizes(sizes, cores, raw)} (usable cores {cores}; nothing measured faster beyond them)")
+    else:
+        why = ""
+    return Selection(best, "model", why, raw, scores, m.path, probe_s=probe_s)
+
+
+def select_for_stepper(make, static: Mapping[str, float], *, max_workers: int | None = None,
+                       stpa_model: StpaModel | None = None, probe_budget_s: float = 0.12) -> Selection:
+    """The ``"auto"`` decision for a workload that only steps as a whole (see
+    :func:`~seer.stpa.features.probe_stepper`): a vector env of copies, or an
+    env whose model cannot be probed through a runtime.
+
+    ``make(workers) -> (step, close)`` builds a throwaway instance on a pool of
+    ``workers``; ``static`` is what the workload declares (``entities``,
+    ``kinds``, ``native_kind_share``, ``lookahead``).  Not memoized.  Without
+    a usable model the heuristic decides, with a warning, as for models.
+    """
+    limit = current_pool_limit() if max_workers is None else check_workers(max_workers, auto=False)
+    hw = machine_features()
+    cores = int(hw["usable_cores"])
+    with _lock:
+        features_only = any(fo for _, fo in _captures)
+    if limit == 1:
+        sel = Selection(1, "limited", "max_workers=1 (an explicit argument or seer.stpa.default_pool_limit)")
+    else:
+        m, why = (None, "features only") if features_only else (
+            (stpa_model, "") if stpa_model is not None else _resolve(None))
+        if m is None and not features_only:
+            warnings.warn(f"STPA: {why}; using the heuristic (run `seer tune` to train a model)",
+                          StpaFallbackWarning, stacklevel=2)
+            w = heuristic_workers(int(static.get("entities", 1)), float(static.get("native_kind_share", 1.0)), cores)
+            sel = Selection(w, "heuristic", why, {**hw, **static})
+        else:
+            t0 = time.perf_counter()
+            feats = probe_stepper(make, static, budget_s=probe_budget_s)
+            dt = time.perf_counter() - t0
+            raw = {**hw, **feats}
+            if features_only:
+                sel = Selection(1, "features-only", "" if feats.ok else f"the probe failed ({feats.error})", raw,
+                                probe_s=dt)
+            elif not feats.ok:
+                warnings.warn(f"STPA: the probe failed ({feats.error}); using the heuristic", StpaFallbackWarning,
+                              stacklevel=2)
+                w = heuristic_workers(int(static.get("entities", 1)), float(static.get("native_kind_share", 1.0)),
+                                      cores)
+                sel = Selection(w, "heuristic", f"the probe failed ({feats.error})", raw, probe_s=dt)
+            else:
+                sel = _choose(m, raw, cores, limit, dt)
+        if limit is not None and sel.workers > limit:
+            sel = dataclasses.replace(sel, workers=limit, source="limited",
+                                      reason=f"{sel.source} chose {sel.workers}, capped at max_workers={limit}")
+    with _lock:
+        for records, _ in _captures:
+            records.append(sel)
+    return sel
 
 
 def select_workers_for_model(model, capacity: int | None = None, *, max_workers: int | None = None) -> int:

@@ -1,14 +1,19 @@
 """STPA training: the measurement dataset and the model that learns from it.
 
 Dataset: JSON lines (optionally gzipped), one row per measured
-(workload, pool size) of a sweep::
+(workload, machine state, pool size) of a sweep::
 
     {"sweep": "...", "workload": "native-E256-...", "family": "synthetic-native",
-     "params": {...}, "workers": 2, "steps_per_s": 812.4,
+     "params": {...}, "condition": "quiet", "workers": 2, "steps_per_s": 812.4, "steps_per_s_best": 830.1,
      "features": {...hardware and probe features...},
-     "schema_version": 1, "seer": "0.1.0", "time": "2026-..."}
+     "schema_version": 2, "seer": "0.1.0", "time": "2026-..."}
 
-Training target: for each (sweep, workload), ``log(speedup(w) / min(w, cores))``
+``steps_per_s`` is the throughput over a measurement's repetitions (total
+steps over total time; version-1 rows hold the best repetition), and
+``condition`` the machine state (``"quiet"``; ``"loaded"``: beside a busy
+process pinned to one core).
+
+Training target: for each (sweep, workload, condition), ``log(speedup(w) / min(w, cores))``
 with ``speedup(w) = steps_per_s(w) / steps_per_s(1)`` (rows of a workload
 without a one-worker measurement are skipped).  Several scikit-learn model
 families are compared by grouped cross-validation over workloads (every
@@ -34,7 +39,14 @@ import numpy as np
 
 from seer._version import __version__
 from seer.stpa.estimator import FAMILIES, export_estimator  # noqa: F401  (export_estimator: its old home)
-from seer.stpa.model import FEATURE_SCHEMA, SCHEMA_VERSION, StpaModel, choose_from_scores, feature_matrix
+from seer.stpa.model import (
+    FEATURE_SCHEMA,
+    ROW_SCHEMA_VERSIONS,
+    SCHEMA_VERSION,
+    StpaModel,
+    choose_by_rules,
+    feature_matrix,
+)
 
 
 class TooLittleDataError(ValueError):
@@ -81,9 +93,10 @@ def append_rows(path: str | os.PathLike, rows: Iterable[dict]) -> Path:
 
 
 def make_row(sweep: str, workload: str, family: str, params: dict, workers: int, steps_per_s: float,
-             features: dict) -> dict:
+             features: dict, condition: str = "quiet", steps_per_s_best: float | None = None) -> dict:
     return {
-        "sweep": sweep, "workload": workload, "family": family, "params": params, "workers": int(workers),
+        "sweep": sweep, "workload": workload, "family": family, "params": params, "condition": condition,
+        "workers": int(workers), "steps_per_s_best": None if steps_per_s_best is None else float(steps_per_s_best),
         "steps_per_s": float(steps_per_s), "features": features, "schema_version": SCHEMA_VERSION,
         "seer": __version__, "time": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
     }
@@ -99,24 +112,26 @@ class Table:
     workers: np.ndarray
     steps_per_s: np.ndarray
     cores: np.ndarray
-    keys: list                  # (sweep, workload) per group
+    keys: list                  # (sweep, workload, condition) per group
     families: list              # family per group
+    raws: list = dataclasses.field(default_factory=list)  # raw features per group (for the hard rules)
 
 
 def build_table(rows: list[dict]) -> Table:
     by: dict[tuple, dict[int, dict]] = {}
     for r in rows:
-        if r.get("schema_version") != SCHEMA_VERSION:
+        if r.get("schema_version") not in ROW_SCHEMA_VERSIONS:
             continue
         sps = float(r["steps_per_s"])
         if not (math.isfinite(sps) and sps > 0):
             continue
-        key = (str(r.get("sweep", "")), str(r["workload"]))
+        # one group per measured (workload, machine state): quiet and loaded measurements are apart
+        key = (str(r.get("sweep", "")), str(r["workload"]), str(r.get("condition", "quiet")))
         g = by.setdefault(key, {})
         w = int(r["workers"])
         if w not in g or sps > float(g[w]["steps_per_s"]):
             g[w] = r
-    X, y, groups, workers, sps_all, cores_all, keys, fams = [], [], [], [], [], [], [], []
+    X, y, groups, workers, sps_all, cores_all, keys, fams, raws = [], [], [], [], [], [], [], [], []
     for key in sorted(by):
         g = by[key]
         if 1 not in g or len(g) < 2:
@@ -124,6 +139,7 @@ def build_table(rows: list[dict]) -> Table:
         gi = len(keys)
         keys.append(key)
         fams.append(str(g[1].get("family", "")))
+        raws.append(g[1]["features"])
         base = float(g[1]["steps_per_s"])
         for w in sorted(g):
             feats = g[w]["features"]
@@ -136,7 +152,8 @@ def build_table(rows: list[dict]) -> Table:
             cores_all.append(cores)
     n = len(FEATURE_SCHEMA)
     return Table(np.asarray(X, np.float64).reshape(-1, n), np.asarray(y), np.asarray(groups, np.int64),
-                 np.asarray(workers, np.int64), np.asarray(sps_all), np.asarray(cores_all, np.int64), keys, fams)
+                 np.asarray(workers, np.int64), np.asarray(sps_all), np.asarray(cores_all, np.int64), keys, fams,
+                 raws)
 
 
 # ---- model families ------------------------------------------------------------------------
@@ -184,7 +201,8 @@ def decision_scores(table: Table, pred: np.ndarray, rows: np.ndarray | None = No
         ws, sps = table.workers[sel], table.steps_per_s[sel]
         cores = int(table.cores[sel][0])
         scores = {int(w): float(p + math.log(min(w, cores))) for w, p in zip(ws, pred[sel])}
-        chosen = choose_from_scores(scores)
+        raw = table.raws[int(g)] if table.raws else {}
+        chosen = choose_by_rules(scores, cores, raw)
         best = sps.max()
         fr.append(sps[ws == chosen][0] / best)
         f1.append(sps[ws == 1][0] / best if (ws == 1).any() else np.nan)
@@ -197,19 +215,31 @@ def decision_scores(table: Table, pred: np.ndarray, rows: np.ndarray | None = No
             "rule_cpu_mean": float(np.nanmean(fc)) if len(fc) else float("nan")}
 
 
+def cv_groups(table: Table) -> np.ndarray:
+    """Per row, the unit cross-validation holds out whole: a registered env
+    (all its scenarios, single and vector, quiet and loaded), else a workload
+    (both of its machine states)."""
+    ids: dict[str, int] = {}
+    per_group = []
+    for (_, workload, _), fam in zip(table.keys, table.families):
+        env = fam.split("-", 1)[1] if fam.startswith(("env-", "vector-")) else None
+        per_group.append(ids.setdefault(f"env:{env}" if env else f"wl:{workload}", len(ids)))
+    return np.asarray(per_group, np.int64)[table.groups]
+
+
 def compare_families(table: Table, families=("gbr", "rf", "ridge", "knn"), n_splits: int = 5) -> dict:
     """Grouped cross-validation (folds of whole workloads) of each family:
     RMSE and R^2 of the target (pool sizes > 1), and the quality of the
     resulting choices."""
     from sklearn.model_selection import GroupKFold
 
-    n_groups = len(np.unique(table.groups))
+    n_groups = len(np.unique(cv_groups(table)))
     k = max(2, min(n_splits, n_groups))
     multi = table.workers != 1  # one worker is the reference: its target is 0 by definition
     out = {}
     for fam in families:
         pred = np.zeros_like(table.y)
-        for tr, te in GroupKFold(n_splits=k).split(table.X, table.y, table.groups):
+        for tr, te in GroupKFold(n_splits=k).split(table.X, table.y, cv_groups(table)):
             tr = tr[multi[tr]]
             te = te[multi[te]]
             if len(tr) and len(te):
@@ -251,6 +281,7 @@ def train(rows: list[dict], families=("gbr", "rf", "ridge", "knn"), n_splits: in
         "trained": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "rows": int(len(table.y)), "workloads": int(len(table.keys)),
         "families": sorted(set(table.families)), "cores_seen": cores, "machines": machines,
+        "workers_seen": sorted({int(w) for w in table.workers}),
         "sklearn": sklearn.__version__, "seer": __version__, "comparison": comparison, "chosen": chosen,
     }
     return StpaModel(estimator=export_estimator(est), family=chosen, meta=meta)

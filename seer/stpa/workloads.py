@@ -51,15 +51,20 @@ class MixedSyntheticModel(SyntheticModel):
 
 @dataclasses.dataclass
 class Workload:
-    """One workload: a model factory (``kind="model"``) or an env factory (``kind="env"``)."""
+    """One workload: a model factory (``kind="model"``), an env factory
+    (``kind="env"``) or a stepper factory (``kind="stepper"``: what only steps
+    as a whole, as a vector env of copies)."""
 
     name: str
     family: str
     params: dict
     kind: str = "model"
-    factory: Callable[..., Any] | None = None  # model: () -> Model; env: (workers) -> ParallelEnv
+    factory: Callable[..., Any] | None = None  # model: () -> Model; env: (workers) -> ParallelEnv;
+    # stepper: (workers) -> (step, close)
     step_length: float = 1.0
     capacity: int | None = None
+    env: str | None = None     # the registered env it runs (whole envs are held out together)
+    static: dict | None = None  # stepper: what it declares (entities, kinds, native share)
 
     def make_model(self):
         m = self.factory()
@@ -125,6 +130,37 @@ def sample_synthetic(rng: np.random.Generator, n: int, target_ms: float = 8.0) -
 
 # ---- environments ----------------------------------------------------------------------------
 
+#: Scenarios left out of the sweep: one probe and twelve timings of each take
+#: minutes on 2 cores (uav_swarm_v0 xxlarge: 65536 UAVs; wireless_v0 xxlarge: 10000 UEs).
+SKIP_SCENARIOS = {"xxlarge"}
+#: Extra keyword sets per env id: wireless_v0 runs as `seer bench` runs it
+#: (mobile-env's full buffer) as well as event-driven (its default).
+ENV_VARIANTS = {"wireless_v0": ({}, {"full_buffer": True})}
+#: (env id, scenario, copies) run through seer.vector's thread backend (built by the CLI layer).
+VECTOR_SPECS = [("uav_swarm_v0", "small", 16), ("uav_swarm_v0", "default", 8), ("wireless_v0", "medium", 8),
+                ("consensus_v0", "default", 8)]
+QUICK_ENV_SPECS = [("uav_swarm_v0", {"scenario": "default"}), ("wireless_v0", {"scenario": "large"})]
+
+
+def registry_env_specs(skip=SKIP_SCENARIOS) -> list[tuple[str, dict]]:
+    """(env id, kwargs) for every scenario of every registered env (outside
+    packages' too), without the ``skip`` scenarios."""
+    from seer import registry
+
+    out = []
+    for name in sorted(registry.available()):
+        try:
+            scenarios = list(registry.scenarios(registry.load(name)) or [])
+        except Exception:  # noqa: BLE001  (a broken outside package must not sink the sweep)
+            continue
+        for sc in scenarios or [None]:
+            if sc in skip:
+                continue
+            for extra in ENV_VARIANTS.get(name, ({},)):
+                out.append((name, ({"scenario": sc} if sc is not None else {}) | dict(extra)))
+    return out
+
+
 def _env_workloads(specs) -> list[Workload]:
     from seer import registry
     from seer.errors import EnvLoadError, UnknownEnvError
@@ -137,55 +173,131 @@ def _env_workloads(specs) -> list[Workload]:
             continue
 
         def factory(workers, _mod=mod, _kw=dict(kwargs)):
-            return _mod.parallel_env(workers=workers, max_cycles=1_000_000, **_kw)
+            try:
+                return _mod.parallel_env(workers=workers, max_cycles=1_000_000, **_kw)
+            except TypeError:  # an outside env without max_cycles: its episode resets are timed too
+                return _mod.parallel_env(workers=workers, **_kw)
 
         tag = "-".join(f"{k}{v}" for k, v in kwargs.items())
-        out.append(Workload(f"{mod_name}-{tag}", f"env-{mod_name}", dict(kwargs), "env", factory))
+        out.append(Workload(f"{mod_name}-{tag}" if tag else mod_name, f"env-{mod_name}", dict(kwargs), "env",
+                            factory, env=mod_name))
     return out
 
 
-TRAIN_ENVS = [("uav_swarm_v0", {"num_uavs": 8}), ("uav_swarm_v0", {"num_uavs": 96}),
-              ("uav_swarm_v0", {"num_uavs": 512}), ("wireless_v0", {"scenario": "small"}),
-              ("wireless_v0", {"scenario": "large"}), ("wireless_v0", {"scenario": "xlarge", "num_ue": 200})]
-HELDOUT_ENVS = [("uav_swarm_v0", {"scenario": "default"}), ("uav_swarm_v0", {"scenario": "large"}),
-                ("wireless_v0", {"scenario": "medium"}), ("wireless_v0", {"scenario": "xlarge"})]
-QUICK_TRAIN_ENVS = [("uav_swarm_v0", {"num_uavs": 96}), ("wireless_v0", {"scenario": "large"})]
-QUICK_HELDOUT_ENVS = [("uav_swarm_v0", {"scenario": "default"}), ("wireless_v0", {"scenario": "medium"})]
+def env_workloads(quick: bool = False) -> list[Workload]:
+    """Single-env workloads of the registered envs (a couple in ``quick`` mode)."""
+    return _env_workloads(QUICK_ENV_SPECS if quick else registry_env_specs())
 
 
-def training_workloads(n_synthetic: int, seed: int = 1, envs=True, quick: bool = False) -> list[Workload]:
+def training_workloads(n_synthetic: int, seed: int = 1, envs=True, quick: bool = False, extra=()) -> list[Workload]:
+    """Synthetic draws of ``seed``, the registered envs' scenarios and ``extra`` (e.g. vector workloads)."""
     rng = np.random.default_rng(seed)
     out = sample_synthetic(rng, n_synthetic)
     if envs:
-        out += _env_workloads(QUICK_TRAIN_ENVS if quick else TRAIN_ENVS)
+        out += env_workloads(quick) + list(extra)
     return out
 
 
-def heldout_workloads(n_synthetic: int, seed: int = 1_000_003, envs=True, quick: bool = False) -> list[Workload]:
+def heldout_workloads(n_synthetic: int, seed: int = 1_000_003, envs=True, quick: bool = False, extra=()) -> list[Workload]:
     """Workloads for evaluation: other random draws than training (another
-    seed) and env sizes that are not in :data:`TRAIN_ENVS`."""
+    seed), and the env workloads, which the evaluation decides with a model
+    trained without that env's rows (whole envs held out)."""
     rng = np.random.default_rng(seed)
     out = sample_synthetic(rng, n_synthetic)
     if envs:
-        out += _env_workloads(QUICK_HELDOUT_ENVS if quick else HELDOUT_ENVS)
+        out += env_workloads(quick) + list(extra)
     return out
+
+
+def env_of(family: str) -> str | None:
+    """The env id of a workload family (``env-X`` / ``vector-X`` -> ``X``); None for synthetic ones."""
+    for prefix in ("env-", "vector-"):
+        if family.startswith(prefix):
+            return family[len(prefix):]
+    return None
+
+
+def stepper_workload(name: str, env: str, params: dict, make, static: dict) -> Workload:
+    """A workload that only steps as a whole (a vector env of copies):
+    ``make(workers) -> (step, close)``; ``static`` as for
+    :func:`~seer.stpa.features.probe_stepper`."""
+    return Workload(name, f"vector-{env}", dict(params), "stepper", make, env=env, static=dict(static))
+
+
+def _env_stepper(factory):
+    """``make(workers) -> (step, close)`` for a ParallelEnv factory, fixed random actions."""
+    def make(workers):
+        env = factory(workers)
+        env.reset(seed=0)
+        acts = {}
+        for i, a in enumerate(env.possible_agents):
+            space = env.action_space(a)
+            space.seed(i)
+            acts[a] = space.sample()
+
+        def step():
+            if not env.agents:
+                env.reset(seed=1)
+            env.step({a: acts[a] for a in env.agents})
+
+        return step, env.close
+    return make
 
 
 # ---- timing ------------------------------------------------------------------------------------
 
 def workload_features(wl: Workload):
-    """(features, object to time) of a workload, through the ``"auto"`` path."""
-    from seer.stpa.selector import capture, select_for_model
+    """(features, object to time) of a workload, through the path ``"auto"`` takes.
+
+    A model goes through :func:`~seer.stpa.select_for_model`, an env through
+    its constructor with ``workers="auto"``, a stepper through
+    :func:`~seer.stpa.select_for_stepper`.  An env whose model cannot be
+    probed through a runtime (its events are scheduled outside ``reset``,
+    as consensus_v0's are) is probed by stepping whole env instances instead.
+    """
+    from seer.stpa.selector import capture, select_for_model, select_for_stepper
 
     if wl.kind == "model":
         model = wl.make_model()
         with capture(features_only=True) as rec:
             select_for_model(model, capacity=wl.capacity)
         return (rec[0].features if rec else {}), model
+    if wl.kind == "stepper":
+        with capture(features_only=True) as rec:
+            select_for_stepper(wl.factory, wl.static or {})
+        # the last record: building the copies inside the probe records their own (limited) choices first
+        return (rec[-1].features if rec else {}), None
     with capture(features_only=True) as rec:
         env = wl.factory("auto")
     env.close()
-    return (rec[0].features if rec else {}), None
+    feats = rec[0].features if rec else {}
+    if not rec or rec[0].reason:  # the runtime probe failed: step the env itself
+        static = {k: feats[k] for k in ("entities", "kinds", "native_kind_share", "lookahead") if k in feats}
+        with capture(features_only=True) as rec2:
+            select_for_stepper(_env_stepper(wl.factory), static)
+        feats = rec2[-1].features if rec2 else feats
+    return feats, None
+
+
+def time_stepper(make, workers: int, steps: int, warmup: int = 2) -> float:
+    """Steps/s of a stepper (``make(workers) -> (step, close)``) after ``warmup`` steps."""
+    step, close = make(workers)
+    try:
+        for _ in range(warmup):
+            step()
+        gc_was = gc.isenabled()
+        gc.disable()
+        try:
+            t0 = time.perf_counter()
+            for _ in range(steps):
+                step()
+            el = time.perf_counter() - t0
+        finally:
+            if gc_was:
+                gc.enable()
+    finally:
+        close()
+    return steps / el
 
 
 def time_model(model, workers: int, steps: int, step_length: float, capacity: int | None, warmup: int = 1) -> float:
@@ -250,12 +362,23 @@ def plan_steps(seconds_per_step: float, target_s: float, lo: int = 3, hi: int = 
     return int(min(hi, max(lo, round(target_s / seconds_per_step))))
 
 
+class Throughputs(dict):
+    """Steps/s per pool size: the throughput over all repetitions (total steps
+    over total time, what a user of the pool size gets); ``best`` holds each
+    size's best single repetition."""
+
+    best: dict
+
+
 def measure(wl: Workload, sizes, reps: int = 2, target_s: float = 0.05, on_measure=None):
-    """Features, best-of-``reps`` steps/s per pool size, steps per timing,
-    and the timing function (``run(workers) -> steps/s``) of one workload.
+    """Features, steps/s per pool size (:class:`Throughputs`), steps per
+    timing, and the timing function (``run(workers) -> steps/s``) of one workload.
 
     Sizes are measured round-robin, in a rotated order each repetition, so
-    that drift in the machine's load hits all sizes alike.
+    that drift in the machine's load hits all sizes alike.  A size's figure
+    is its throughput over all ``reps`` (the harmonic mean of the
+    repetitions' steps/s), not its best repetition: on a loaded machine the
+    best of a few runs rewards the sizes whose timings scatter most.
     """
     feats, model = workload_features(wl)
     sizes = list(sizes)
@@ -263,16 +386,24 @@ def measure(wl: Workload, sizes, reps: int = 2, target_s: float = 0.05, on_measu
         sps1 = time_model(model, 1, 2, wl.step_length, wl.capacity)
         steps = plan_steps(1.0 / sps1, target_s)
         run = lambda w: time_model(model, w, steps, wl.step_length, wl.capacity)  # noqa: E731
+    elif wl.kind == "stepper":
+        sps1 = time_stepper(wl.factory, 1, 3, warmup=1)
+        steps = plan_steps(1.0 / sps1, target_s, lo=3, hi=200)
+        run = lambda w: time_stepper(wl.factory, w, steps)  # noqa: E731
     else:
         sps1 = time_env(wl.factory, 1, 3, warmup=1)
         steps = plan_steps(1.0 / sps1, target_s, lo=3, hi=200)
         run = lambda w: time_env(wl.factory, w, steps)  # noqa: E731
+    seconds: dict[int, float] = {}
     best: dict[int, float] = {}
     for r in range(reps):
         k = r % len(sizes)
         for w in sizes[k:] + sizes[:k]:
             sps = run(w)
+            seconds[w] = seconds.get(w, 0.0) + steps / sps
             best[w] = max(best.get(w, 0.0), sps)
             if on_measure is not None:
                 on_measure(wl, w)
-    return feats, best, steps, run
+    out = Throughputs({w: reps * steps / seconds[w] for w in sizes})
+    out.best = best
+    return feats, out, steps, run

@@ -21,8 +21,11 @@ def doc():
 def test_every_seer_and_reference_row_was_timed(doc):
     timed = {(r["domain"], r["system"]) for r in doc["rows"] if r["steps"] > 0}
     for domain in ("uav", "wireless"):
-        for system in ("SEER (auto)", "SEER (1 worker)", "time-stepped reference"):
+        for system in [s for s, _, _ in harness.own_systems()]:
             assert (domain, system) in timed
+    # auto's choice sits beside the best fixed size of the same run
+    assert {(d["domain"], d["scenario"]) for d in harness.auto_vs_fixed(doc["rows"])} == {("uav", "small"),
+                                                                                         ("wireless", "small")}
     for r in doc["rows"]:
         assert r["steps"] > 0 or r["note"], r  # a skipped peer always says why
         if r["steps"]:
@@ -67,7 +70,7 @@ def test_envs_come_from_the_registry_and_a_missing_one_is_a_one_line_error(monke
         raise UnknownEnvError(f"env {name!r} is not registered: expected one of []", name=name)
 
     monkeypatch.setattr(registry, "load", load)
-    args = argparse.Namespace(quick=True, json=None, plot=None)
+    args = argparse.Namespace(quick=True, json=None, plot=None, md=None)
     assert command.main(args) == 1
     assert asked == ["uav_swarm_v0"]  # the first block needs it; nothing ran before
     err = capsys.readouterr().err.strip().splitlines()
@@ -87,3 +90,80 @@ def test_shared_helpers(tmp_path):
     common.write_report({"x": 1}, tmp_path / "r.json", tmp_path / "r.md", "# r\n")
     assert json.loads((tmp_path / "r.json").read_text()) == {"x": 1}
     assert (tmp_path / "r.md").read_text() == "# r\n"
+
+
+# ---- auto against the best fixed pool size -------------------------------------------------------
+
+def _row(domain, scenario, system, workers, mean_ms, kind="seer"):
+    return {"domain": domain, "scenario": scenario, "entities": 8, "system": system, "kind": kind,
+            "workers": workers, "mean_ms": mean_ms, "p50_ms": mean_ms, "p99_ms": mean_ms, "steps": 100, "note": ""}
+
+
+@pytest.fixture
+def measured():
+    """A fake measured table: auto matched the best on uav small, lost 33% on uav large, and lost
+    7% on wireless small with the very pool size that won (noise between two rounds of one size)."""
+    rows = [
+        _row("uav", "small", "SEER (auto)", 1, 0.100), _row("uav", "small", "SEER (1 worker)", 1, 0.101),
+        _row("uav", "small", "SEER (2 workers)", 2, 0.150),
+        _row("uav", "small", "time-stepped reference", 1, 2.0, "same model"),
+        _row("uav", "large", "SEER (auto)", 2, 0.300), _row("uav", "large", "SEER (1 worker)", 1, 0.200),
+        _row("uav", "large", "SEER (2 workers)", 2, 0.290),
+        _row("wireless", "small", "SEER (auto)", 1, 0.107), _row("wireless", "small", "SEER (1 worker)", 1, 0.100),
+        _row("wireless", "small", "SEER (2 workers)", 2, 0.180),
+    ]
+    return {"machine": common.machine_info(), "rows": rows, "reductions": [],
+            "auto_vs_fixed": harness.auto_vs_fixed(rows), "paper_reduction_pct": harness.PAPER_REDUCTION}
+
+
+def test_auto_is_shown_beside_the_best_fixed_size(measured):
+    by = {(d["domain"], d["scenario"]): d for d in measured["auto_vs_fixed"]}
+    assert set(by) == {("uav", "small"), ("uav", "large"), ("wireless", "small")}
+    small, large, wl = by["uav", "small"], by["uav", "large"], by["wireless", "small"]
+    assert (small["auto_workers"], small["best_fixed_workers"]) == (1, 1)
+    assert small["auto_frac_of_best"] == pytest.approx(1.01) and small["warning"] == ""
+    assert (large["auto_workers"], large["best_fixed_workers"]) == (2, 1)
+    assert large["auto_frac_of_best"] == pytest.approx(0.2 / 0.3)
+    assert large["fixed_mean_ms"] == {"1": 0.2, "2": 0.29}  # the reference is not a pool size
+    assert large["warning"].startswith("warning: uav large: auto (2 workers) reached 66.7% of the best fixed pool "
+                                       "size's throughput (1 worker)")
+    assert "50% slower" in large["warning"]
+    assert wl["warning"] and "the same pool size" in wl["warning"]
+
+
+def test_the_tables_carry_the_auto_and_best_columns_and_the_warning_lines(measured):
+    from rich.console import Console
+
+    console = Console(record=True, width=250)
+    tables = report.table(measured)
+    assert len(tables) == 3
+    console.print(tables[2])
+    text = console.export_text()
+    assert "auto chose" in text and "best fixed" in text and "auto / best throughput" in text
+    assert "0.667" in text and "1.010" in text
+    lines = report.warnings_lines(measured)
+    assert len(lines) == 2 and lines[0].startswith("warning: uav large") and lines[1].startswith("warning: wireless")
+    md = report.document(measured)
+    assert "| uav | large | 2 | 1 | 0.300 | 0.200 | 0.667 (warning) |" in md
+    assert "| uav | small | 1 | 1 | 0.100 | 0.101 | 1.010 |" in md
+    assert lines[0] in md and lines[1] in md
+
+
+def test_the_command_prints_the_warning_lines(monkeypatch, measured, capsys, tmp_path):
+    import argparse
+
+    monkeypatch.setattr(command, "run", lambda quick, progress: measured)
+    args = argparse.Namespace(quick=True, json=None, plot=None, md=tmp_path / "b.md")
+    assert command.main(args) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "warning: uav large: auto (2 workers)" in out
+    assert "workers=\"auto\" against the best fixed pool size" in (tmp_path / "b.md").read_text()
+
+
+def test_fixed_sizes_go_up_to_the_usable_cores():
+    assert harness.fixed_sizes(1) == [1]
+    assert harness.fixed_sizes(2) == [1, 2]
+    assert harness.fixed_sizes(6) == [1, 2, 4, 6]
+    assert harness.fixed_sizes(16) == [1, 2, 4, 8, 16]
+    labels = [s[0] for s in harness.own_systems(2)]
+    assert labels == ["SEER (auto)", "SEER (1 worker)", "SEER (2 workers)", "time-stepped reference"]

@@ -98,19 +98,20 @@ def test_tune_cli_smoke(tmp_path, monkeypatch, capsys):
     cache = tmp_path / "cache"
     rc = cli.main(["tune", "--cache-dir", str(cache), "--workloads", "2", "--eval-workloads", "1", "--reps", "1",
                    "--sizes", "1,2", "--no-envs", "--no-shipped-data", "--no-progress", "--evaluate",
-                   "--eval-repeats", "2",
+                   "--eval-repeats", "2", "--loaded-share", "0.5", "--conditions", "quiet,1core",
                    "--json", str(tmp_path / "r.json"), "--md", str(tmp_path / "r.md")])
     assert rc == 0
     assert (cache / "stpa_dataset.jsonl").is_file() and (cache / "stpa_model.json").is_file()
     assert stat.S_IMODE(cache.stat().st_mode) == 0o700  # created by tune: private
-    assert S.load_model(cache / "stpa_model.json").meta["rows"] == 4
+    assert S.load_model(cache / "stpa_model.json").meta["rows"] == 6  # 2 workloads quiet, 1 again loaded
     res = json.loads((tmp_path / "r.json").read_text())
-    assert res["command"].startswith("seer tune") and res["evaluation"]["workloads"]
+    assert res["command"].startswith("seer tune --cache-dir") and res["evaluation"]["workloads"]
+    assert set(res["evaluations"]) == {"quiet", "1core"}
     assert len(res["evaluation_runs"]) == 2 and res["evaluation_pooled"]["runs"] == 2
     md = (tmp_path / "r.md").read_text()
-    assert "STPA evaluation" in md and "Repeated evaluation runs" in md and "Pooled over the 2 runs" in md
+    assert "STPA evaluation" in md and "quiet (pooled over 2 runs)" in md and "1core (pooled over 2 runs)" in md
     out = capsys.readouterr().out
-    assert "held-out" in out and "model families" in out
+    assert "held-out" in out and "model families" in out and "per machine state" in out
     S.clear_cache()
 
 
@@ -182,6 +183,9 @@ def test_trace_into_a_missing_directory_is_refused_not_created(tmp_path):
     (["tune", "--reps", "0"], ["--reps", "0 is out of range"]),
     (["tune", "--eval-repeats", "0"], ["--eval-repeats", "0 is out of range"]),
     (["tune", "--seed", "-1"], ["--seed", "-1 is out of range", ">= 0"]),
+    (["tune", "--loaded-share", "1.5"], ["--loaded-share", "'1.5' is out of range", "[0, 1]"]),
+    (["tune", "--conditions", "quiet,busy"], ["--conditions", "'quiet,busy' is invalid", "quiet, loaded, 1core"]),
+    (["bench", "--md", "/no/such/dir/b.md"], ["--md", "does not exist"]),
     (["info", "--sys-root", "/no/such/sys"], ["--sys-root", "'/no/such/sys' is not an existing directory"]),
     (["info", "--json", "/no/such/dir/info.json"], ["--json", "does not exist"]),
 ])

@@ -669,25 +669,36 @@ def test_tiny_tune_sweep_trains_saves_and_evaluates(tmp_path, monkeypatch):
     monkeypatch.setenv("SEER_CACHE_DIR", str(tmp_path / "cache"))
     result = TU.run_tune(quick=True, n_train=3, n_eval=2, reps=1, target_s=0.005, sizes=[1, 2], envs=False,
                          include_shipped=False, progress=False, do_evaluate=True, families=("gbr", "knn"),
-                         log=lambda *a: None)
+                         loaded_share=0.5, log=lambda *a: None)
     ds = tmp_path / "cache" / "stpa_dataset.jsonl"
     rows = [json.loads(line) for line in ds.read_text().splitlines()]
-    assert len(rows) == 6 and {r["workers"] for r in rows} == {1, 2}
+    # 3 workloads quiet, every other one again beside the busy process: 5 x 2 sizes
+    assert len(rows) == 10 and {r["workers"] for r in rows} == {1, 2}
+    assert sorted(r["condition"] for r in rows).count("loaded") == 4
     assert all(r["schema_version"] == S.SCHEMA_VERSION and "busy_us_per_window" in r["features"] for r in rows)
+    assert all(0 <= r["features"]["free_cores"] <= r["features"]["usable_cores"] for r in rows)
     m = S.load_model(tmp_path / "cache" / "stpa_model.json")
     assert m.family in ("gbr", "knn") and set(m.meta["comparison"]) == {"gbr", "knn"}
+    assert m.meta["workloads"] == 5  # quiet and loaded measurements are separate groups
     assert not (tmp_path / "cache" / "stpa_model.joblib").exists()
     assert _mode(tmp_path / "cache") == 0o700
-    ev = result["evaluation"]
-    assert len(ev["workloads"]) == 2
-    for p in ev["workloads"]:
-        assert 0 < p["frac_chosen"] <= 1 and p["chosen"] in (1, 2)
+    assert set(result["evaluations"]) == {"quiet", "loaded", "1core"}
+    assert result["evaluations"]["1core"]["last"]["usable_cores"] == 1
+    for cond, rec in result["evaluations"].items():
+        ev = rec["last"]
+        assert len(ev["workloads"]) == 2 and ev["condition"] == cond
+        for p in ev["workloads"]:
+            assert 0 < p["frac_chosen"] <= 1 and p["chosen"] in (1, 2)
+            if cond == "1core":  # the hard rule: nothing was measured faster beyond the one usable core
+                assert p["chosen"] == 1
+    assert result["evaluation"] is result["evaluations"]["quiet"]["last"]
     md = TU.render_markdown(result, "seer tune (test)")
-    assert "Held-out workloads" in md and "fixed rule" in md
+    assert "Held-out evaluation per machine state" in md and "fixed rule" in md
+    assert "| quiet |" in md and "| loaded |" in md and "| 1core |" in md
     # A second sweep appends.
     TU.run_tune(quick=True, n_train=2, reps=1, target_s=0.005, sizes=[1, 2], envs=False, include_shipped=False,
-                progress=False, do_train=False, log=lambda *a: None)
-    assert len(ds.read_text().splitlines()) == 10
+                progress=False, do_train=False, loaded_share=0.0, log=lambda *a: None)
+    assert len(ds.read_text().splitlines()) == 14
     S.clear_cache()
 
 
