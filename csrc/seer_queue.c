@@ -706,10 +706,18 @@ uint64_t seer_queue_unclaim_key(seer_queue *q, uint32_t e) {
     for (;;) {
         lane_drain(q, l);
         k = l->head == NIL ? KEY_INF : time_key(q->nodes[l->head].ev.time);
-        /* seq_cst store then seq_cst load of the inbox (Dekker with pushers):
-         * if a push slipped in after the drain, we see it and drain again;
-         * otherwise its CAS-min comes after this store and is kept. */
-        atomic_store_explicit(&l->next_key, k, memory_order_seq_cst);
+        /* seq_cst write then seq_cst load of the inbox (Dekker with
+         * pushers): if a push slipped in after the drain, we see it and
+         * drain again; otherwise its CAS-min comes after this write and is
+         * kept.  An exchange, not a seq_cst store: C11 and ARMv8 (STLR then
+         * LDAR, RCsc) already order a seq_cst store before a later seq_cst
+         * load, but qemu-user on x86 hosts (7.2) emits STLR and LDAR as
+         * plain moves with no store->load fence, so the load could pass the
+         * store there and a push's lower next_key be overwritten (found by
+         * stress_runtime under qemu; csrc/tests/litmus_sb.c shows it).  An
+         * RMW is a host atomic under qemu, and on x86 a seq_cst store is an
+         * XCHG anyway. */
+        (void)atomic_exchange_explicit(&l->next_key, k, memory_order_seq_cst);
         if (atomic_load_explicit(&l->inbox, memory_order_seq_cst) == NIL) break;
     }
     /* seq_cst (release part): our writes to the private list happen-before
