@@ -55,17 +55,47 @@ class _CopiesModel(Model):
         pass
 
 
-def _auto_workers(model) -> int:
-    """What ``workers="auto"`` means for these copies.  STPA cannot probe
-    (stepping copies changes them), so copies that all run on the native
-    path (independent C work) get one worker per usable core, at most one
-    per copy; anything else is :func:`seer.stpa.resolve_workers`'s
-    documented heuristic (Python handlers serialize on the GIL: one worker).
-    Envs that release the GIL for most of a Python step should pass
+#: "auto" decisions for copies on the native path, per (env name, copies, rows, pad, autoreset): the
+#: probe builds and steps throwaway vector envs, too slow to repeat for every make() of the same env
+_native_choices: dict[tuple, int] = {}
+
+
+def _auto_workers(model, env_fn, num_copies: int, specs, layout, pad: bool, autoreset) -> int:
+    """What ``workers="auto"`` means for these copies.
+
+    Copies that all run on the native path (independent C work) are a
+    stepper workload for STPA (:func:`seer.stpa.select_for_stepper`), probed
+    exactly as ``seer tune`` measured its ``vector-*`` workloads: throwaway
+    thread-backend vector envs of the same copies on 1 and 2 workers, stepped
+    with fixed random actions (the real copies are never stepped).  The
+    choice is kept for the process's later vector envs of the same env,
+    copies and rows.  Anything else is :func:`seer.stpa.resolve_workers`'s
+    documented heuristic (Python handlers serialize on the GIL: one worker);
+    envs that release the GIL for most of a Python step should pass
     ``workers=`` explicitly (or use the process backend)."""
-    if model.native_share == 1.0:
-        return max(1, min(usable_cores(), model.num_entities))
-    return resolve_workers("auto", model)
+    if model.native_share != 1.0 or num_copies == 1 or usable_cores() == 1:
+        return resolve_workers("auto", model) if model.native_share != 1.0 else 1
+    from seer.stpa import select_for_stepper
+
+    key = (specs[0].metadata.get("name"), num_copies, layout.rows, bool(pad), autoreset.value)
+    if key[0] is not None and key in _native_choices:
+        return _native_choices[key]
+
+    def make(workers):
+        from seer.vector import make as make_vector
+
+        envs = make_vector(env_fn, num_copies, backend="thread", workers=workers, pad=pad,
+                           autoreset_mode=autoreset)
+        envs.reset(seed=0)
+        envs.action_space.seed(0)
+        action = envs.action_space.sample()
+        return (lambda: envs.step(action)), envs.close
+
+    static = {"entities": float(num_copies), "kinds": 2.0, "native_kind_share": 1.0, "lookahead": 1.0}
+    workers = max(1, min(select_for_stepper(make, static).workers, num_copies))
+    if key[0] is not None:
+        _native_choices[key] = workers
+    return workers
 
 
 class ThreadBackend:
@@ -97,7 +127,10 @@ class ThreadBackend:
         self._options = None
         self.model = _CopiesModel(num_copies, self._handle, self.runner.vec.struct)
         self.model.native_share = float(self.runner.vec.native.mean())
-        workers = _auto_workers(self.model) if workers == "auto" else resolve_workers(workers, self.model)
+        if workers == "auto":
+            workers = _auto_workers(self.model, env_fn, num_copies, self.specs, self.layout, pad, autoreset)
+        else:
+            workers = resolve_workers(workers, self.model)
         self.num_workers = workers
         # python_batch=1: a worker takes one copy at a time from the runtime's
         # claim set, so copies go to whichever worker is free (a slow copy

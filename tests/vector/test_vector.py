@@ -111,6 +111,28 @@ def test_auto_workers():
         assert len(envs.worker_pids()) == envs.workers - envs.inline
 
 
+def test_auto_workers_of_native_copies_come_from_stpa_and_are_kept():
+    import seer.stpa
+    from seer.envs import uav_swarm_v0
+
+    fn = functools.partial(uav_swarm_v0.parallel_env, scenario="small")
+    with seer.stpa.capture() as rec:
+        envs = seer.vector.make(fn, 4, backend="thread")
+    with envs:
+        # the copies' own envs are limited to 1 worker; the vector env's choice is STPA's stepper probe
+        chosen = [r for r in rec if r.source != "limited"]
+        assert len(chosen) == 1 and chosen[0].source in ("model", "heuristic")
+        assert chosen[0].features["probe_traced"] == 0.0 and chosen[0].features["entities"] == 4.0
+        assert envs.workers == max(1, min(chosen[0].workers, 4))
+        obs, _ = envs.reset(seed=3)  # the probe stepped throwaway copies, not these
+        with seer.vector.make(fn, 4, backend="thread", workers=1) as ref:
+            np.testing.assert_array_equal(obs, ref.reset(seed=3)[0])
+    with seer.stpa.capture() as rec:
+        again = seer.vector.make(fn, 4, backend="thread")
+    with again:  # the same env, copies and rows: the choice is kept, nothing probed
+        assert again.workers == envs.workers and not [r for r in rec if r.source != "limited"]
+
+
 # ---- determinism and seeding -------------------------------------------------------------------
 
 

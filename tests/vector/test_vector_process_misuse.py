@@ -108,6 +108,31 @@ def test_stopped_worker_bounds_reset_call_and_recv_too():
 
 
 @pytest.mark.timeout(60)
+def test_stopped_worker_bounds_a_command_too_large_for_shared_memory():
+    # The command goes through the pipes (beyond cmd_bytes) and is bigger
+    # than a pipe buffers, so a send to a worker that does not read would
+    # block the parent forever without the bound.
+    envs = make(worker_timeout=0.5, cmd_bytes=4096)
+    pids, name = envs.worker_pids(), shm_name(envs)
+    big = np.arange(100_000, dtype=np.int64)  # 800 kB pickled
+    try:
+        envs.reset(seed=0)
+        envs.set_attr("payload", [big] * 4)  # both workers read: it works
+        assert all(np.array_equal(v, big) for v in envs.get_attr("payload"))
+        os.kill(pids[0], signal.SIGSTOP)
+        t0 = time.monotonic()
+        with pytest.raises(WorkerError, match=rf"worker 0 \(pid {pids[0]}, env copies 0..1, stopped") as info:
+            envs.set_attr("payload", [big[::-1]] * 4)
+        assert time.monotonic() - t0 < 5.0
+        assert "worker_timeout=0.5 s" in str(info.value)
+        with pytest.raises(ClosedError, match="can no longer be used"):
+            envs.step(A)
+    finally:
+        envs.close()
+    assert_clean(pids, name)
+
+
+@pytest.mark.timeout(60)
 def test_stopped_worker_is_killed_and_restarted_with_restart_failed():
     envs = make(worker_timeout=0.5, restart_failed=True)
     pids, name = envs.worker_pids(), shm_name(envs)

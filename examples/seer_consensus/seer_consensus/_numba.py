@@ -193,7 +193,12 @@ class NumbaModel(seer.Model):
         self.native_model = STATE.bind(arrays)
 
     def reset(self, runtime, seed):
-        pass  # reset() below sets the state and schedules the first ticks
+        # An episode starts in the engine's own reset (it also sets the
+        # state).  A reset through seer.Runtime -- STPA's probe of
+        # workers="auto" runs this model on runtimes of its own -- gets the
+        # same first events: every agent's tick at time 0.
+        n = self.num_entities
+        runtime.schedule(np.arange(n, dtype=np.int32), np.zeros(n), np.zeros(n, np.int32))
 
 
 class NumbaSim:

@@ -98,7 +98,12 @@ class ConsensusModel(seer.Model):
         self.native_model = c
 
     def reset(self, runtime, seed):
-        pass  # cons_reset (C) sets the state and schedules the first ticks
+        # An episode starts in the engine's own reset (it also sets the
+        # state).  A reset through seer.Runtime -- STPA's probe of
+        # workers="auto" runs this model on runtimes of its own -- gets the
+        # same first events: every agent's tick at time 0.
+        n = self.num_entities
+        runtime.schedule(np.arange(n, dtype=np.int32), np.zeros(n), np.zeros(n, np.int32))
 
 
 class SeerSim:

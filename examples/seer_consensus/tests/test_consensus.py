@@ -60,6 +60,26 @@ def test_identical_for_every_worker_count(workers, engine):
     _same(_run(scenario="default", workers=1, engine=engine), _run(scenario="default", workers=workers, engine=engine))
 
 
+@pytest.mark.parametrize("engine", ["seer", "numba"])
+def test_auto_workers_probe_the_model_and_change_nothing(engine):
+    # The model schedules its first ticks in Model.reset too, so STPA's probe
+    # of workers="auto" sees events instead of falling back with a warning;
+    # the probe runs on runtimes of its own and leaves the env's episode alone.
+    import warnings
+
+    import seer.stpa
+
+    _needs(engine)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", seer.stpa.StpaFallbackWarning)
+        with seer.stpa.capture() as rec:
+            env = consensus_v0.parallel_env(scenario="default", workers="auto", engine=engine)
+    env.close()
+    assert [r.reason for r in rec] == [""] and rec[0].features["probe_traced"] == 1.0
+    assert rec[0].features["events_per_step"] > 0
+    _same(_run(scenario="default", workers=1, engine=engine), _run(scenario="default", workers="auto", engine=engine))
+
+
 def test_registered_as_a_seer_env():
     assert seer.registry.load("consensus_v0") is consensus_v0
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import multiprocessing as mp
 import multiprocessing.connection as mpc
 import signal
+import threading
 import time
 
 import numpy as np
@@ -23,6 +24,16 @@ class _Proc:
 
     def __init__(self, w, proc, conn, copies):
         self.w, self.proc, self.conn, self.copies = w, proc, conn, copies
+
+
+def _send_quietly(conn, data: bytes) -> None:
+    """Send on a worker's pipe; a worker that died meanwhile is noticed by
+    the wait that follows, with its exit status, so the broken pipe is not
+    the error to report."""
+    try:
+        conn.send_bytes(data)
+    except (OSError, ValueError):
+        pass
 
 
 def _signal_name(code: int) -> str:
@@ -94,8 +105,27 @@ class WorkerWaits:
         self.gen = gen
         self._publish_gen(GEN, gen)  # CMD, CMDLEN, payload: before
         if data is not None:  # after GEN: the workers read it once they see GEN
-            for p in self.child.values():
-                p.conn.send_bytes(data)
+            self._send_large(data, cmd)
+
+    def _send_large(self, data: bytes, op: int) -> None:
+        """A command too large for the shared area, through every worker's
+        pipe.  A pipe buffers ~64 KiB, so a plain send blocks until its worker
+        reads, forever if the worker is stopped or stuck in its env: the
+        sends run at once, each in a thread of its own, and workers that have
+        not taken theirs within ``worker_timeout`` are unresponsive."""
+        t0 = time.monotonic()
+        senders = {}
+        for p in self.child.values():
+            t = threading.Thread(target=_send_quietly, args=(p.conn, data), daemon=True,
+                                 name=f"seer-process-send-{p.w}")
+            t.start()
+            senders[p.w] = t
+        for t in senders.values():
+            left = None if self.worker_timeout is None else max(self.worker_timeout - (time.monotonic() - t0), 0.0)
+            t.join(left)
+        stuck = sorted(w for w, t in senders.items() if t.is_alive())
+        if stuck:  # killing them (close(), or a restart) ends their sends with a broken pipe
+            self._unresponsive(stuck, time.monotonic() - t0, op)
 
     def _dead(self) -> list[_Proc]:
         sentinels = {p.proc.sentinel: p for p in self.child.values()}
