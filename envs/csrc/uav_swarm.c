@@ -17,11 +17,42 @@ static inline int better(int64_t ta, int32_t sa, int64_t tb, int32_t sb) {
     return ta > tb || (ta == tb && sa < sb);
 }
 
+/* A broadcast's recipients so far: the n nearest by (d2, id), in order. */
+typedef struct recipients {
+    int32_t n, max;
+    double d[SEER_UAV_MAX_RECIPIENTS];
+    int32_t c[SEER_UAV_MAX_RECIPIENTS];
+} recipients;
+
+/* Candidate c (live, not the sender at p): a recipient if within range. */
+static inline void consider(recipients *rs, const seer_uav *m, const double *p, int32_t c) {
+    const double *q = m->snap_pos + 3 * (int64_t)c;
+    const double dx = q[0] - p[0], dy = q[1] - p[1], dz = q[2] - p[2];
+    const double d2 = dx * dx + dy * dy + dz * dz;
+    if (!(d2 <= m->radius2)) return;
+    const int32_t M = rs->max;
+    int32_t nb = rs->n;
+    if (nb == M && !closer(d2, c, rs->d[nb - 1], rs->c[nb - 1])) return;
+    int32_t at = nb < M ? nb++ : M - 1;
+    while (at > 0 && closer(d2, c, rs->d[at - 1], rs->c[at - 1])) {
+        rs->d[at] = rs->d[at - 1];
+        rs->c[at] = rs->c[at - 1];
+        at--;
+    }
+    rs->d[at] = d2;
+    rs->c[at] = c;
+    rs->n = nb;
+}
+
 int seer_uav_tick(seer_ctx *ctx, const seer_event *ev) {
     seer_uav *m = ctx->model;
     const int32_t i = ev->entity;
     if (!m->alive[i]) return 0; /* a lost UAV's clock stops */
     const int64_t j = ev->payload;
+    if (m->cand_head) __builtin_prefetch(m->cand_head + i);
+    __builtin_prefetch(m->acc + 3 * (int64_t)i);
+    __builtin_prefetch(m->energy + i, 1);
+    __builtin_prefetch(m->sent + i, 1);
     double *p = m->pos + 3 * (int64_t)i;
     double *v = m->vel + 3 * (int64_t)i;
 
@@ -33,40 +64,40 @@ int seer_uav_tick(seer_ctx *ctx, const seer_event *ev) {
 
     /* Recipients: live UAVs of the 27 grid cells around ours, within the
      * radio range at the window start (snapshot positions), the
-     * max_recipients nearest of them by (d2, id). */
-    double best_d[SEER_UAV_MAX_RECIPIENTS];
-    int32_t best_c[SEER_UAV_MAX_RECIPIENTS];
-    const int32_t M = m->max_recipients;
-    int32_t nb = 0;
-    const int32_t *co = m->cell_of + 3 * (int64_t)i;
-    const int32_t nx = m->grid_nx, ny = m->grid_ny, nz = m->grid_nz;
-    for (int32_t z = co[2] - 1; z <= co[2] + 1; z++) {
-        if (z < 0 || z >= nz) continue;
-        for (int32_t y = co[1] - 1; y <= co[1] + 1; y++) {
-            if (y < 0 || y >= ny) continue;
-            for (int32_t x = co[0] - 1; x <= co[0] + 1; x++) {
-                if (x < 0 || x >= nx) continue;
-                const int64_t cell = ((int64_t)z * ny + y) * nx + x;
-                for (int32_t k = m->cell_start[cell]; k < m->cell_start[cell + 1]; k++) {
+     * max_recipients nearest of them by (d2, id).  The step's candidate
+     * list holds every such UAV (see seer_uav.cand_head), so the result is
+     * the same whichever of the two we scan, and in whatever order. */
+    recipients rs;
+    rs.n = 0;
+    rs.max = m->max_recipients;
+    uint32_t head = SEER_UAV_CAND_NONE;
+    if (m->cand_head && j >= m->cand_tick_lo && j < m->cand_tick_hi) head = m->cand_head[i];
+    if (head != SEER_UAV_CAND_NONE) {
+        const int32_t *list = m->cand_pool[head >> 30] + ((head >> 8) & 0x3FFFFFu);
+        const int32_t len = (int32_t)(head & 0xFFu);
+        /* the candidates' snapshot rows are scattered: overlap the misses */
+        for (int32_t k = 0; k < len; k++) __builtin_prefetch(m->snap_pos + 3 * (int64_t)list[k]);
+        for (int32_t k = 0; k < len; k++) consider(&rs, m, p, list[k]);
+    } else {
+        const int32_t *co = m->cell_of + 3 * (int64_t)i;
+        const int32_t nx = m->grid_nx, ny = m->grid_ny, nz = m->grid_nz;
+        for (int32_t z = co[2] - 1; z <= co[2] + 1; z++) {
+            if (z < 0 || z >= nz) continue;
+            for (int32_t y = co[1] - 1; y <= co[1] + 1; y++) {
+                if (y < 0 || y >= ny) continue;
+                const int64_t row = ((int64_t)z * ny + y) * nx;
+                /* the row's cells x - 1 .. x + 1 are consecutive in cell_items */
+                const int32_t lo = m->cell_start[row + (co[0] > 0 ? co[0] - 1 : 0)];
+                const int32_t hi = m->cell_start[row + (co[0] + 1 < nx ? co[0] + 1 : nx - 1) + 1];
+                for (int32_t k = lo; k < hi; k++) {
                     const int32_t c = m->cell_items[k];
-                    if (c == i) continue;
-                    const double *q = m->snap_pos + 3 * (int64_t)c;
-                    const double dx = q[0] - p[0], dy = q[1] - p[1], dz = q[2] - p[2];
-                    const double d2 = dx * dx + dy * dy + dz * dz;
-                    if (!(d2 <= m->radius2)) continue;
-                    if (nb == M && !closer(d2, c, best_d[nb - 1], best_c[nb - 1])) continue;
-                    int32_t at = nb < M ? nb++ : M - 1;
-                    while (at > 0 && closer(d2, c, best_d[at - 1], best_c[at - 1])) {
-                        best_d[at] = best_d[at - 1];
-                        best_c[at] = best_c[at - 1];
-                        at--;
-                    }
-                    best_d[at] = d2;
-                    best_c[at] = c;
+                    if (c != i) consider(&rs, m, p, c);
                 }
             }
         }
     }
+    const int32_t nb = rs.n;
+    const int32_t *best_c = rs.c;
     /* The broadcast delay is one tick; the lookahead is half a tick, so the
      * rounding of (j + 1) * tick can never make it look too close. */
     const double t_recv = (double)(j + 1) * m->tick;
@@ -107,6 +138,19 @@ int seer_uav_recv(seer_ctx *ctx, const seer_event *ev) {
     seer_uav *m = ctx->model;
     const int32_t r = ev->entity, s = ev->source;
     const int64_t j = ev->payload;
+    const int32_t C = m->table_cap;
+    /* In a big swarm the receiver's table and the sender's message are
+     * rarely in cache (ids are not in space order): start every miss now,
+     * so they overlap instead of following one another. */
+    if (s >= 0 && s < m->num_uavs) {
+        __builtin_prefetch(m->snap_bcast + 6 * (int64_t)s);
+        __builtin_prefetch(m->snap_bcast_tick + s);
+    }
+    __builtin_prefetch(m->nb_count + r);
+    __builtin_prefetch(m->nb_src + (int64_t)C * r, 1);
+    __builtin_prefetch(m->nb_tick + (int64_t)C * r, 1);
+    __builtin_prefetch(m->nb_state + (int64_t)6 * C * r, 1);
+    __builtin_prefetch(m->received + r, 1);
     if (!m->alive[r]) return 0;
     /* The sender broadcasts at most every second tick, so the snapshot of
      * this window still holds the message sent at tick j. */
@@ -118,7 +162,6 @@ int seer_uav_recv(seer_ctx *ctx, const seer_event *ev) {
      * senders, preferring newer messages (then lower ids); slots stay sorted
      * by sender id.  As a sender's ticks only grow, the resulting set does
      * not depend on the order in which one window's messages arrive. */
-    const int32_t C = m->table_cap;
     int32_t *src = m->nb_src + (int64_t)C * r;
     int64_t *tk = m->nb_tick + (int64_t)C * r;
     double *st = m->nb_state + (int64_t)6 * C * r;

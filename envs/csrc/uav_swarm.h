@@ -28,6 +28,8 @@
 /* Upper bounds of max_recipients and table_cap (stack buffers). */
 #define SEER_UAV_MAX_RECIPIENTS 128
 #define SEER_UAV_MAX_TABLE 256
+/* cand_head: pool (2 bits) << 30 | offset (22 bits) << 8 | length (8 bits) */
+#define SEER_UAV_CAND_NONE 0xFFFFFFFFu
 
 typedef struct seer_uav {
     int32_t num_uavs;
@@ -67,6 +69,20 @@ typedef struct seer_uav {
     const int32_t *cell_of;    /* N x 3 cell coordinates of each UAV            */
     const int32_t *cell_start; /* nx*ny*nz + 1 offsets into cell_items          */
     const int32_t *cell_items; /* live UAVs sorted by cell                      */
+
+    /* Broadcast candidates of the step, built by seer_uav_prepare_step in
+     * scratch buffers of seer_uav_env (uav_swarm_step.c): for each live UAV,
+     * the live UAVs of its 27 grid cells that are close enough at the step
+     * start to come within radio range before the step ends, so a TICK
+     * reads a handful of snapshot positions instead of every UAV in 27
+     * cells.  cand_head[i] packs the list's pool, offset and length
+     * (SEER_UAV_CAND_NONE: no list, scan the cells).  Used only for ticks in
+     * [cand_tick_lo, cand_tick_hi); the readout reuses the pools, so it
+     * empties that range first.  NULL / an empty range: scan the cells. */
+    const uint32_t *cand_head;   /* N                                          */
+    const int32_t *cand_pool[4]; /* the lists                                  */
+    int64_t cand_tick_lo;
+    int64_t cand_tick_hi;
 } seer_uav;
 
 int seer_uav_tick(seer_ctx *ctx, const seer_event *ev);

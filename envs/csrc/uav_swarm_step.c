@@ -74,11 +74,164 @@ static void prepare_slice(void *arg, int64_t lo, int64_t hi, int32_t worker) {
     }
 }
 
+/* ---- broadcast candidates ------------------------------------------------
+ *
+ * A TICK's recipients are the live UAVs of the 27 grid cells around the
+ * sender within radio range at the window start.  Scanning the cells reads
+ * the snapshot position of some 50 UAVs per broadcast, scattered over the
+ * arrays (ids are not in space order), which is most of a big swarm's tick
+ * cost.  Once per step, in cell order (neighbouring UAVs share their
+ * cells, so this pass stays in cache), we keep for each live UAV the UAVs
+ * of its 27 cells that can come within range during the step: a UAV moves
+ * at most D = max(|v|, v_max) * T in the step (T: the control periods that
+ * begin in it; the first period starts from the current velocity, the
+ * later ones from speeds clipped to v_max), so a pair within the radio
+ * range at any window start of the step is within radius + 2 D now.  The
+ * lists hold a handful of UAVs each.
+ *
+ * They live in scratch buffers that are free from here until the readout
+ * (sep_sorted, sep_a, sep_b, dist: 2N int32 slots each, 8 per UAV on
+ * average); a UAV whose list does not fit, or is longer than
+ * CAND_MAX_LEN, gets SEER_UAV_CAND_NONE and scans its cells.  Which it
+ * does never changes a result: both give the same recipients. */
+
+#define CAND_SLOTS 8     /* list slots per UAV across the four pools */
+#define CAND_MAX_LEN 254 /* longest list (8 bits; 255 is CAND_NONE's) */
+#define CAND_BUF 512     /* a list being gathered: up to CAND_MAX_LEN plus a row */
+
+typedef struct cand_ctx {
+    seer_uav_env *e;
+    double r2;        /* squared pre-selection radius at the step start */
+    int64_t pool_len; /* int32 slots per pool                           */
+} cand_ctx;
+
+static void cand_slice(void *arg, int64_t lo, int64_t hi, int32_t worker) {
+    (void)worker;
+    const cand_ctx *cc = arg;
+    seer_uav_env *e = cc->e;
+    seer_uav *m = e->m;
+    const int32_t *start = e->cell_start, *items = e->cell_items;
+    const int64_t nx = m->grid_nx, ny = m->grid_ny, nz = m->grid_nz, P = cc->pool_len;
+    uint32_t *head = (uint32_t *)e->sep_key;
+    const double r2 = cc->r2;
+    int32_t buf[CAND_BUF];
+    /* this slice's share of the slots: [CAND_SLOTS lo, CAND_SLOTS hi) */
+    int64_t g = CAND_SLOTS * lo;
+    const int64_t g_end = CAND_SLOTS * hi;
+    int64_t last_cell = -1;
+    for (int64_t r = lo; r < hi; r++) {
+        const int32_t i = items[r];
+        const double *p = m->pos + 3 * (int64_t)i;
+        const int32_t *co = e->cell_of + 3 * (int64_t)i;
+        const int64_t cell = ((int64_t)co[2] * ny + co[1]) * nx + co[0];
+        if (cell != last_cell && co[0] + 2 < nx) {
+            /* A new cell: the next one along x needs the cells two to our
+             * right; fetch their positions now, so those misses overlap
+             * (a big swarm's rows do not stay in cache from one pass of a
+             * z slab to the next). */
+            for (int64_t z = co[2] - 1; z <= co[2] + 1; z++) {
+                if (z < 0 || z >= nz) continue;
+                for (int64_t y = co[1] - 1; y <= co[1] + 1; y++) {
+                    if (y < 0 || y >= ny) continue;
+                    const int64_t c2 = (z * ny + y) * nx + co[0] + 2;
+                    for (int32_t k = start[c2]; k < start[c2 + 1]; k++)
+                        __builtin_prefetch(m->pos + 3 * (int64_t)items[k]);
+                }
+            }
+        }
+        last_cell = cell;
+        int32_t len = 0;
+        for (int64_t z = co[2] - 1; z <= co[2] + 1 && len >= 0; z++) {
+            if (z < 0 || z >= nz) continue;
+            for (int64_t y = co[1] - 1; y <= co[1] + 1 && len >= 0; y++) {
+                if (y < 0 || y >= ny) continue;
+                const int64_t row = (z * ny + y) * nx;
+                const int32_t klo = start[row + (co[0] > 0 ? co[0] - 1 : 0)];
+                const int32_t khi = start[row + (co[0] + 1 < nx ? co[0] + 1 : nx - 1) + 1];
+                if (len + (khi - klo) > CAND_BUF) { /* the row might not fit */
+                    for (int32_t k = klo; k < khi && len >= 0; k++) {
+                        const int32_t c = items[k];
+                        const double *q = m->pos + 3 * (int64_t)c;
+                        const double dx = q[0] - p[0], dy = q[1] - p[1], dz = q[2] - p[2];
+                        if (c == i || !(dx * dx + dy * dy + dz * dz <= r2)) continue;
+                        if (len == CAND_MAX_LEN) len = -1; /* too many: scan the cells */
+                        else buf[len++] = c;
+                    }
+                    continue;
+                }
+                /* branch-free: most candidates fail, at random */
+                for (int32_t k = klo; k < khi; k++) {
+                    const int32_t c = items[k];
+                    const double *q = m->pos + 3 * (int64_t)c;
+                    const double dx = q[0] - p[0], dy = q[1] - p[1], dz = q[2] - p[2];
+                    buf[len] = c;
+                    len += (dx * dx + dy * dy + dz * dz <= r2) & (c != i);
+                }
+                if (len > CAND_MAX_LEN) len = -1;
+            }
+        }
+        uint32_t h = SEER_UAV_CAND_NONE;
+        if (len == 0) {
+            h = 0; /* pool 0, offset 0, no candidates */
+        } else if (len > 0) {
+            const int64_t pool_end = (g / P + 1) * P; /* a list stays in one pool */
+            if (g + len > pool_end) g = pool_end;
+            if (g + len <= g_end) {
+                int32_t *dst = (int32_t *)m->cand_pool[g / P] + g % P;
+                memcpy(dst, buf, sizeof(int32_t) * (size_t)len);
+                h = (uint32_t)(g / P) << 30 | (uint32_t)(g % P) << 8 | (uint32_t)len;
+                g += len;
+            }
+        }
+        head[i] = h;
+    }
+}
+
+/* The candidate lists of a step that starts at tick J (see above). */
+static void build_candidates(seer_uav_env *e, int64_t J) {
+    seer_uav *m = e->m;
+    const int32_t n = m->num_uavs, steps = e->ticks_per_step;
+    const int64_t live = e->cell_start[(int64_t)m->grid_nx * m->grid_ny * m->grid_nz];
+    m->cand_tick_hi = m->cand_tick_lo = J; /* none while building */
+    if (n <= 0 || (int64_t)n > ((int64_t)1 << 21) || steps < 1) return; /* offsets need 22 bits */
+    /* the fastest start speed (squared) and the longest time a UAV
+     * integrates over before the step's last window starts: its periods
+     * that begin at ticks J .. J + steps - 2 */
+    double v2 = m->v_max2, tmax = 0.0;
+    for (int32_t i = 0; i < n; i++) {
+        if (!m->alive[i]) continue;
+        const double *v = m->vel + 3 * (int64_t)i;
+        const double s2 = v[0] * v[0] + v[1] * v[1] + v[2] * v[2];
+        if (s2 > v2) v2 = s2;
+        const int32_t per = m->period[i];
+        const double T = m->ctrl_dt[i];
+        if (per < 1 || !(T >= 0.0)) return; /* no bound: scan the cells */
+        const double t = (double)((steps - 1 + per - 1) / per) * T;
+        if (t > tmax) tmax = t;
+    }
+    const double R = sqrt(m->radius2) + 2.0 * sqrt(v2) * tmax;
+    /* rounding margin: the float distances are off by ~1e-16 relative */
+    const double Rm = R * (1.0 + 1e-9) + 1e-6;
+    cand_ctx cc = {e, Rm * Rm, 2 * (int64_t)n};
+    if (!(cc.r2 < INFINITY)) return;
+    m->cand_head = (const uint32_t *)e->sep_key;
+    m->cand_pool[0] = (const int32_t *)(void *)e->sep_sorted;
+    m->cand_pool[1] = (const int32_t *)(void *)e->sep_a;
+    m->cand_pool[2] = (const int32_t *)(void *)e->sep_b;
+    m->cand_pool[3] = (const int32_t *)(void *)e->dist;
+    run_phase(e, live, cand_slice, &cc);
+    m->cand_tick_hi = J + steps;
+}
+
+/* The readout (and a new episode) reuse the lists' buffers. */
+static inline void drop_candidates(seer_uav_env *e) { e->m->cand_tick_hi = e->m->cand_tick_lo; }
+
 void seer_uav_prepare_step(seer_uav_env *e) {
     const seer_uav *m = e->m;
     run_phase(e, m->num_uavs, prepare_slice, e);
     bucket(e->alive, e->sep_key, m->num_uavs, (int64_t)m->grid_nx * m->grid_ny * m->grid_nz, e->cell_start,
            e->cell_items);
+    build_candidates(e, e->episode[SEER_UAV_EP_TICK]);
 }
 
 /* ---- reset ---------------------------------------------------------------- */
@@ -124,6 +277,7 @@ void seer_uav_initial_state(seer_uav_env *e, uint64_t seed) {
     const int32_t n = m->num_uavs, C = m->table_cap, side = e->lattice_side;
     const int32_t slots = side * side * e->layers;
     uint64_t rng = seed;
+    drop_candidates(e); /* they were for the positions being replaced */
     /* cell_of is rebuilt before every step: scratch for the lattice picks */
     int32_t *start = e->cell_of;
     lattice_sample(e, &rng, n, slots, start);
@@ -466,6 +620,8 @@ static void dist_slice(void *arg, int64_t lo, int64_t hi, int32_t worker) {
     }
 }
 
+#define OBS_AHEAD 8 /* UAVs ahead whose neighbour tables we prefetch */
+
 /* Per UAV: out-of-bounds, reward (unless first), the distance to
  * remember, the observation. */
 static void finish_slice(void *arg, int64_t lo, int64_t hi, int32_t worker) {
@@ -486,12 +642,19 @@ static void finish_slice(void *arg, int64_t lo, int64_t hi, int32_t worker) {
                            e->r_goal * (double)(e->dist[i] < e->goal_radius);
         }
         e->prev_dist[i] = e->dist[i];
+        if (i + OBS_AHEAD < hi) { /* tables are 1.4 KiB apart: too far for the hardware prefetcher */
+            const int64_t C = m->table_cap, f = i + OBS_AHEAD;
+            __builtin_prefetch(m->nb_tick + C * f);
+            __builtin_prefetch(m->nb_state + 6 * C * f);
+            __builtin_prefetch(m->nb_state + 6 * C * f + 8);
+        }
         observe_one(e, rc->J, i);
     }
 }
 
 void seer_uav_readout(seer_uav_env *e, int64_t J, int32_t first) {
     const int32_t n = e->m->num_uavs;
+    drop_candidates(e); /* their buffers are the readout's scratch */
     if (first)
         run_phase(e, n, dist_slice, e);
     else
