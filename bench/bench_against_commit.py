@@ -26,7 +26,7 @@ import tempfile
 
 import numpy as np
 
-from seer.bench.common import machine_info, markdown_table, write_report
+from seer.bench.common import add_report_args, machine_info, markdown_table, write_report
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -115,8 +115,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--commit", required=True, help="the earlier commit to build beside this tree")
     ap.add_argument("--rounds", type=int, default=5)
-    ap.add_argument("--json")
-    ap.add_argument("--md")
+    add_report_args(ap)
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         site = build_old(args.commit, tmp)

@@ -18,7 +18,6 @@ Rounds alternate the configurations; medians decide.
 
 from __future__ import annotations
 
-import argparse
 import os
 import subprocess
 import sys
@@ -30,7 +29,7 @@ import numpy as np
 
 import seer
 import seer.numba as snb
-from seer.bench.common import machine_info, parallel_capacity, write_report
+from seer.bench.common import machine_info, markdown_table, parallel_capacity, rounds_main, steps_per_s
 from seer.synthetic import SyntheticModel
 
 TICK, MSG = 0, 1
@@ -134,11 +133,7 @@ def _env_rates(rounds):
         env.reset(seed=0)
         rng = np.random.default_rng(0)
         pool = [{a: rng.uniform(-1, 1, 1).astype(np.float32) for a in env.agents} for _ in range(4)]
-        env.step(pool[0])
-        t0 = time.perf_counter()
-        for k in range(steps):
-            env.step(pool[k % 4])
-        rate = steps / (time.perf_counter() - t0)
+        rate = steps_per_s(env.step, pool, steps)
         env.close()
         return rate
 
@@ -147,11 +142,7 @@ def _env_rates(rounds):
                                 8, backend="thread", workers=workers)
         envs.reset(seed=0)
         acts = np.random.default_rng(0).uniform(-1, 1, (4, *envs.action_space.shape)).astype(np.float32)
-        envs.step(acts[0])
-        t0 = time.perf_counter()
-        for k in range(steps):
-            envs.step(acts[k % 4])
-        rate = steps / (time.perf_counter() - t0)
+        rate = steps_per_s(envs.step, acts, steps)
         envs.close()
         return rate
 
@@ -193,27 +184,24 @@ def _startup():
 
 def markdown(doc):
     s = doc["synthetic"]
+    synthetic = [[k, f"{s[k]['events_per_s_w1']:,.0f}", f"{s[k]['events_per_s_w2']:,.0f}", f"{s[k]['w2_over_w1']:.2f}x",
+                  f"{s[k]['ns_per_event_w1']:.0f}"] for k in ("C/heavy", "Numba/heavy", "C/empty", "Numba/empty")]
     lines = ["# seer.numba benchmark", "", f"Machine: {doc['machine']['cpu']}, {doc['machine']['usable_cores']} usable "
              f"cores, load at start {doc['machine']['loadavg_at_start']}; parallel capacity per round "
              f"{[round(c, 2) for c in doc['parallel_capacity']]} (2.0 = two free cores).", "",
              "Command: `python bench/bench_numba.py --json bench/results/numba.json --md bench/results/numba.md`", "",
              "## Synthetic workload", "",
-             "| handlers / work | events/s, 1 worker | events/s, 2 workers | 2 / 1 | ns per event, 1 worker |",
-             "|---|---|---|---|---|"]
-    for k in ("C/heavy", "Numba/heavy", "C/empty", "Numba/empty"):
-        r = s[k]
-        lines.append(f"| {k} | {r['events_per_s_w1']:,.0f} | {r['events_per_s_w2']:,.0f} | {r['w2_over_w1']:.2f}x | "
-                     f"{r['ns_per_event_w1']:.0f} |")
+             markdown_table(["handlers / work", "events/s, 1 worker", "events/s, 2 workers", "2 / 1",
+                             "ns per event, 1 worker"], synthetic)]
     lines += ["", f"Per-event cost of an (almost) empty handler, Numba over C: "
               f"{s['numba_over_c_ns_per_event_empty']:.2f}x.", ""]
     e = doc["env"]
     if "skipped" not in e:
         lines += ["## consensus_v0 `large` (1024 agents): C, Numba and plain Python", "",
-                  "| engine / workers | ParallelEnv.step/s |", "|---|---|"]
-        lines += [f"| {k} | {v:,.1f} |" for k, v in e["parallel_env_steps_per_s"].items()]
-        lines += ["", "| copy step / workers | seer.vector thread backend, 8 copies: steps/s |", "|---|---|"]
-        lines += [f"| {k} | {v:,.1f} |" for k, v in e["vector_8_copies_steps_per_s"].items()]
-        lines.append("")
+                  markdown_table(["engine / workers", "ParallelEnv.step/s"],
+                                 [[k, f"{v:,.1f}"] for k, v in e["parallel_env_steps_per_s"].items()]), "",
+                  markdown_table(["copy step / workers", "seer.vector thread backend, 8 copies: steps/s"],
+                                 [[k, f"{v:,.1f}"] for k, v in e["vector_8_copies_steps_per_s"].items()]), ""]
     st = doc["startup"]
     lines += ["## Start-up", "", f"A fresh process importing SEER and Numba and building a two-handler Numba model: "
               f"{st['first_run_s']:.2f} s with an empty cache, {st['second_run_s']:.2f} s with the cache of the first "
@@ -221,18 +209,15 @@ def markdown(doc):
     return "\n".join(lines)
 
 
-if __name__ == "__main__":
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--rounds", type=int, default=3)
-    ap.add_argument("--json")
-    ap.add_argument("--md")
-    args = ap.parse_args()
-    doc = {"machine": machine_info(("numba",)), "parallel_capacity": [], "rounds": args.rounds}
+def run(rounds):
+    doc = {"machine": machine_info(("numba",)), "parallel_capacity": [], "rounds": rounds}
     doc["parallel_capacity"].append(parallel_capacity())
-    doc["synthetic"] = _synthetic(args.rounds)
-    doc["env"] = _env_rates(args.rounds)
+    doc["synthetic"] = _synthetic(rounds)
+    doc["env"] = _env_rates(rounds)
     doc["parallel_capacity"].append(parallel_capacity())
     doc["startup"] = _startup()
-    text = markdown(doc)
-    print(text)
-    write_report(doc, args.json, args.md, text)
+    return doc
+
+
+if __name__ == "__main__":
+    rounds_main(__doc__.splitlines()[0], run, markdown, rounds=3)

@@ -20,12 +20,9 @@ Usage (needs ``pip install --no-build-isolation ./examples/seer_consensus``)::
 
 from __future__ import annotations
 
-import argparse
-import time
-
 import numpy as np
 
-from seer.bench.common import machine_info, parallel_capacity, write_report
+from seer.bench.common import machine_info, markdown_table, parallel_capacity, rounds_main, steps_per_s
 
 
 def _vector_rate(workers: int, copies: int, scenario: str, steps: int) -> float:
@@ -37,12 +34,7 @@ def _vector_rate(workers: int, copies: int, scenario: str, steps: int) -> float:
     try:
         envs.reset(seed=0)
         acts = np.random.default_rng(0).uniform(-1, 1, (8, *envs.action_space.shape)).astype(np.float32)
-        for k in range(5):
-            envs.step(acts[k % 8])
-        t0 = time.perf_counter()
-        for k in range(steps):
-            envs.step(acts[k % 8])
-        return steps / (time.perf_counter() - t0)
+        return steps_per_s(envs.step, acts, steps, warmup=5)
     finally:
         envs.close()
 
@@ -55,11 +47,7 @@ def _env_rate(engine: str, scenario: str, steps: int) -> float:
         env.reset(seed=0)
         rng = np.random.default_rng(0)
         pool = [{a: rng.uniform(-1, 1, 1).astype(np.float32) for a in env.agents} for _ in range(8)]
-        env.step(pool[0])
-        t0 = time.perf_counter()
-        for k in range(steps):
-            env.step(pool[k % 8])
-        return steps / (time.perf_counter() - t0)
+        return steps_per_s(env.step, pool, steps)
     finally:
         env.close()
 
@@ -107,32 +95,20 @@ def markdown(doc: dict) -> str:
         "",
         "## seer.vector thread backend, 8 copies of `large` (1024 agents each)",
         "",
-        "| workers | vector steps/s |",
-        "|---|---|",
-        f"| 1 | {v['steps_per_s']['workers=1']:.1f} |",
-        f"| 2 | {v['steps_per_s']['workers=2']:.1f} |",
+        markdown_table(["workers", "vector steps/s"], [[w, f"{v['steps_per_s'][f'workers={w}']:.1f}"] for w in (1, 2)]),
         "",
         f"workers=2 / workers=1: median {v['ratio_2_over_1_median']:.2f}x "
         f"(per round {[round(r, 2) for r in v['ratio_2_over_1_per_round']]}).",
         "",
         "## ParallelEnv.step: native path vs the same env in plain Python",
         "",
-        "| engine / scenario | steps/s |",
-        "|---|---|",
+        markdown_table(["engine / scenario", "steps/s"],
+                       [[k, f"{r:.1f}"] for k, r in doc["parallel_env_step_per_s"].items()]),
     ]
-    lines += [f"| {k} | {r:.1f} |" for k, r in doc["parallel_env_step_per_s"].items()]
     lines += ["", "Native over Python (median of per-round ratios): "
               + ", ".join(f"{s} {r:.0f}x" for s, r in doc["native_over_python"].items()), ""]
     return "\n".join(lines)
 
 
 if __name__ == "__main__":
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--rounds", type=int, default=5)
-    ap.add_argument("--json")
-    ap.add_argument("--md")
-    args = ap.parse_args()
-    doc = run(args.rounds)
-    text = markdown(doc)
-    print(text)
-    write_report(doc, args.json, args.md, text)
+    rounds_main(__doc__.splitlines()[0], run, markdown, rounds=5)

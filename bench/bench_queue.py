@@ -53,10 +53,11 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 import argparse  # noqa: E402
+import functools  # noqa: E402
 import gc  # noqa: E402
 import heapq  # noqa: E402
-import json  # noqa: E402
 import math  # noqa: E402
+import operator  # noqa: E402
 import shlex  # noqa: E402
 import sys  # noqa: E402
 import threading  # noqa: E402
@@ -67,7 +68,7 @@ from datetime import datetime, timezone  # noqa: E402
 import numpy as np  # noqa: E402
 
 from seer import EVENT_DTYPE, EventQueue  # noqa: E402
-from seer.bench.common import machine_info  # noqa: E402
+from seer.bench.common import add_report_args, machine_info, markdown_table, write_report  # noqa: E402
 
 ENTITIES = 1024
 CAPACITY = 1 << 20
@@ -160,51 +161,48 @@ def entity_sets(threads: int, entities: int = ENTITIES) -> list[np.ndarray]:
     return [ids[t::threads] for t in range(threads)]
 
 
-def seer_worker(q: EventQueue, b: Batches, rounds: int, stats: dict, barrier: threading.Barrier):
-    out = np.empty(b.n, EVENT_DTYPE)
+def _heap_entities(batch: list) -> set:
+    return {ev[0] for ev in batch}
+
+
+#: What each implementation's ``release`` takes of a popped batch.
+RELEASE_ARG = {"seer": operator.itemgetter("entity"), "baseline": _heap_entities}
+
+
+def worker_calls(impl: str, q, b: Batches, rounds: int):
+    """What one thread calls, all made before the clock starts: each round's
+    ``push_many`` arguments (the baseline gets Python lists, which favours
+    it) and ``pop()`` (SEER's into a reused array)."""
+    if impl == "seer":
+        out = np.empty(b.n, EVENT_DTYPE)
+        pushes = [(b.entities, b.times(r * ROUND_SPAN), b.kinds, b.payloads) for r in range(rounds)]
+        return pushes, functools.partial(q.pop, math.inf, max_events=b.n, out=out)
+    pushes = [(b.entities_list, b.times_list(r * ROUND_SPAN), b.kinds_list, b.payloads_list) for r in range(rounds)]
+    return pushes, functools.partial(q.pop, math.inf, max_events=b.n)
+
+
+def worker(impl: str, q, b: Batches, rounds: int, stats: dict, barrier: threading.Barrier):
+    """One thread's rounds: push a batch, then pop and release until a pop comes back empty; each phase timed."""
+    pushes, pop = worker_calls(impl, q, b, rounds)
+    push, release, release_arg = q.push_many, q.release, RELEASE_ARG[impl]
     t_push = t_pop = t_rel = 0.0
     popped = 0
-    times = [b.times(r * ROUND_SPAN) for r in range(rounds)]  # before the clock starts, as for the baseline
     barrier.wait()
     pc = time.perf_counter
-    for r in range(rounds):
+    for args in pushes:
         t0 = pc()
-        q.push_many(b.entities, times[r], b.kinds, b.payloads)
+        push(*args)
         t1 = pc()
         t_push += t1 - t0
         while True:
             t0 = pc()
-            batch = q.pop(math.inf, max_events=b.n, out=out)
+            batch = pop()
             t1 = pc()
             t_pop += t1 - t0
             if len(batch) == 0:
                 break
             popped += len(batch)
-            q.release(batch["entity"])
-            t_rel += pc() - t1
-    stats.update(push=t_push, pop=t_pop, release=t_rel, popped=popped)
-
-
-def base_worker(q: HeapQueue, b: Batches, rounds: int, stats: dict, barrier: threading.Barrier):
-    times = [b.times_list(r * ROUND_SPAN) for r in range(rounds)]  # before the clock starts
-    t_push = t_pop = t_rel = 0.0
-    popped = 0
-    barrier.wait()
-    pc = time.perf_counter
-    for r in range(rounds):
-        t0 = pc()
-        q.push_many(b.entities_list, times[r], b.kinds_list, b.payloads_list)
-        t1 = pc()
-        t_push += t1 - t0
-        while True:
-            t0 = pc()
-            batch = q.pop(math.inf, b.n)
-            t1 = pc()
-            t_pop += t1 - t0
-            if not batch:
-                break
-            popped += len(batch)
-            q.release({ev[0] for ev in batch})
+            release(release_arg(batch))
             t_rel += pc() - t1
     stats.update(push=t_push, pop=t_pop, release=t_rel, popped=popped)
 
@@ -217,8 +215,8 @@ def run_once(impl: str, q, batch: int, threads: int, order: str, events: int, se
     work = [Batches(batch, order, sets[t], seed + 17 * t) for t in range(threads)]
     stats = [dict() for _ in range(threads)]
     barrier = threading.Barrier(threads + 1)
-    fn = seer_worker if impl == "seer" else base_worker
-    ths = [threading.Thread(target=fn, args=(q, work[t], per_thread[t], stats[t], barrier)) for t in range(threads)]
+    ths = [threading.Thread(target=worker, args=(impl, q, work[t], per_thread[t], stats[t], barrier))
+           for t in range(threads)]
     for t in ths:
         t.start()
     gc.collect()
@@ -230,20 +228,12 @@ def run_once(impl: str, q, batch: int, threads: int, order: str, events: int, se
             t.join()
         # What one thread left behind (held by the other at its last pop).
         residual = 0
-        if impl == "seer":
-            while True:
-                left = q.pop(math.inf, max_events=1 << 16)
-                if len(left) == 0:
-                    break
-                residual += len(left)
-                q.release(left["entity"])
-        else:
-            while True:
-                left = q.pop(math.inf, 1 << 16)
-                if not left:
-                    break
-                residual += len(left)
-                q.release({ev[0] for ev in left})
+        while True:
+            left = q.pop(math.inf, max_events=1 << 16)
+            if len(left) == 0:
+                break
+            residual += len(left)
+            q.release(RELEASE_ARG[impl](left))
         wall = time.perf_counter() - t0
     finally:
         gc.enable()
@@ -356,11 +346,7 @@ def call_overhead_us(q: EventQueue, calls: int = 2000) -> dict:
     return {"push_many": t_push / calls * 1e6, "pop": t_pop / calls * 1e6, "release": t_rel / calls * 1e6}
 
 
-# ---- machine ---------------------------------------------------------------------------------
-
-
-def machine() -> dict:
-    return machine_info()
+# ---- report ----------------------------------------------------------------------------------
 
 
 def fmt_rate(x: float) -> str:
@@ -411,6 +397,14 @@ def print_table(rows: list[list[str]], title: str) -> None:
     console.print(table)
 
 
+def phase_rows(results: list[dict], impl: str) -> list[list]:
+    """``impl``'s 1-thread runs: order, batch, and nanoseconds per event of push, pop, release and the whole run."""
+    runs = sorted((r for r in results if r["impl"] == impl and r["threads"] == 1),
+                  key=lambda r: (r["order"], r["batch"]))
+    phases = ("push_s", "pop_s", "release_s", "seconds")
+    return [[r["order"], r["batch"], *(f"{r[k] / r['events'] * 1e9:.1f}" for k in phases)] for r in runs]
+
+
 def markdown(report: dict) -> str:
     m, mem, tgt = report["machine"], report["memory"], report["targets"]
     lines = [
@@ -427,44 +421,27 @@ def markdown(report: dict) -> str:
         "push_many one batch, then pop(+inf, max_events=batch) + release until empty. "
         "Baseline: per-entity heapq behind one threading.Lock (see bench/bench_queue.py).",
         "",
-        "| " + " | ".join(HEADERS) + " |",
-        "|" + "---|" * len(HEADERS),
+        markdown_table(HEADERS, report["table"]),
     ]
-    lines += ["| " + " | ".join(r) + " |" for r in report["table"]]
     lines += [
         "",
         "Where the time goes (1 thread, nanoseconds per event, each phase timed on its own; "
         "pop includes moving each lane's inbox into its sorted list, i.e. the per-lane sort):",
         "",
-        "| times | batch | push_many | pop | release | total |",
-        "|---|---|---|---|---|---|",
+        markdown_table(["times", "batch", "push_many", "pop", "release", "total"],
+                       phase_rows(report["results"], "seer")),
+        "",
+        markdown_table(["baseline: times", "batch", "push", "pop", "release", "total"],
+                       phase_rows(report["results"], "baseline")),
     ]
-    for r in sorted((r for r in report["results"] if r["impl"] == "seer" and r["threads"] == 1),
-                    key=lambda r: (r["order"], r["batch"])):
-        n = r["events"]
-        lines.append(
-            f"| {r['order']} | {r['batch']} | {r['push_s'] / n * 1e9:.1f} | {r['pop_s'] / n * 1e9:.1f} | "
-            f"{r['release_s'] / n * 1e9:.1f} | {r['seconds'] / n * 1e9:.1f} |"
-        )
-    lines.append("")
-    lines.append("| baseline: times | batch | push | pop | release | total |")
-    lines.append("|---|---|---|---|---|---|")
-    for r in sorted((r for r in report["results"] if r["impl"] == "baseline" and r["threads"] == 1),
-                    key=lambda r: (r["order"], r["batch"])):
-        n = r["events"]
-        lines.append(
-            f"| {r['order']} | {r['batch']} | {r['push_s'] / n * 1e9:.1f} | {r['pop_s'] / n * 1e9:.1f} | "
-            f"{r['release_s'] / n * 1e9:.1f} | {r['seconds'] / n * 1e9:.1f} |"
-        )
     if report.get("depth_sweep"):
+        sw = report["depth_sweep"]
         lines += ["", "Lane-depth sweep (1 thread, batch 65536, entities = 65536 / depth, so each round puts `depth` "
                   "events on every lane; same push/pop/release loop):", "",
-                  "| times | lane depth | entities | SEER | baseline | ratio | SEER pop ns/event |", "|---|---|---|---|---|---|---|"]
-        sw = report["depth_sweep"]
-        for r, b in zip(sw[0::2], sw[1::2]):
-            lines.append(f"| {r['order']} | {r['lane_depth']} | {r['entities']} | {fmt_rate(r['events_per_s'])} | "
-                         f"{fmt_rate(b['events_per_s'])} | {r['events_per_s'] / b['events_per_s']:.1f}x | "
-                         f"{r['pop_s'] / r['events'] * 1e9:.1f} |")
+                  markdown_table(["times", "lane depth", "entities", "SEER", "baseline", "ratio", "SEER pop ns/event"],
+                                 [[r["order"], r["lane_depth"], r["entities"], fmt_rate(r["events_per_s"]),
+                                   fmt_rate(b["events_per_s"]), f"{r['events_per_s'] / b['events_per_s']:.1f}x",
+                                   f"{r['pop_s'] / r['events'] * 1e9:.1f}"] for r, b in zip(sw[0::2], sw[1::2])])]
     oh = report["call_overhead_us"]
     lines += [
         "",
@@ -495,8 +472,7 @@ def markdown(report: dict) -> str:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--json", help="write the results here")
-    ap.add_argument("--md", help="write a human-readable summary here")
+    add_report_args(ap)
     ap.add_argument("--events", type=int, default=1 << 20, help="events per run (default 2**20)")
     ap.add_argument("--batches", type=int, nargs="+", default=[4096, 16384, 65536])
     ap.add_argument("--threads", type=int, nargs="+", default=[1, 2])
@@ -557,7 +533,7 @@ def main(argv=None) -> int:
     report = {
         "command": "python " + " ".join(shlex.quote(a) for a in [sys.argv[0]] + list(argv if argv is not None else sys.argv[1:])),
         "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "machine": machine(),
+        "machine": machine_info(),
         "config": {
             "entities": ENTITIES, "capacity": CAPACITY, "kinds": KINDS, "events": args.events,
             "batches": args.batches, "threads": args.threads, "orders": args.orders, "repeat": args.repeat,
@@ -600,15 +576,7 @@ def main(argv=None) -> int:
     print(f"targets: >= {TARGET_RATE / 1e6:.0f}M ev/s {'met' if tgt['rate_met'] else 'MISSED'} "
           f"(min {tgt['min_rate_1thread'] / 1e6:.2f}M); >= {TARGET_RATIO:.0f}x baseline "
           f"{'met' if tgt['ratio_met'] else 'MISSED'} (min {tgt['min_ratio_1thread']:.1f}x)")
-    if args.json:
-        os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
-        with open(args.json, "w") as f:
-            json.dump(report, f, indent=2)
-            f.write("\n")
-    if args.md:
-        os.makedirs(os.path.dirname(os.path.abspath(args.md)), exist_ok=True)
-        with open(args.md, "w") as f:
-            f.write(markdown(report))
+    write_report(report, args.json, args.md, markdown(report), make_dirs=True)
     return 0
 
 

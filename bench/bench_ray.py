@@ -356,8 +356,8 @@ def main(argv=None):
     for k, v in doc["verdicts"].items():
         print(f"{k}: {v}")
     if out_dir:
-        os.makedirs(out_dir, exist_ok=True)
-        write_report(doc, os.path.join(out_dir, "ray.json"), os.path.join(out_dir, "ray.md"), markdown(doc), indent=1)
+        write_report(doc, os.path.join(out_dir, "ray.json"), os.path.join(out_dir, "ray.md"), markdown(doc), indent=1,
+                     make_dirs=True)
         print(f"wrote {out_dir}/ray.json and ray.md")
     return doc
 

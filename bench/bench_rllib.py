@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import json
 import os
 import pathlib
 import sys
@@ -24,7 +23,9 @@ import numpy as np
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "bench"))
-from bench_trainers import machine  # noqa: E402
+from bench_trainers import PACKAGES, machine_text  # noqa: E402
+
+from seer.bench.common import machine_info, write_report  # noqa: E402
 
 AGENTS = 8
 
@@ -123,7 +124,7 @@ def main(argv=None) -> dict:
     env_steps = 16 if args.quick else 64
     repeats = 2 if args.quick else 7
     secs = 1.0 if args.quick else 3.0
-    res = {"machine": machine(), "started": datetime.datetime.now().isoformat(timespec="seconds"),
+    res = {"machine": machine_info(PACKAGES), "started": datetime.datetime.now().isoformat(timespec="seconds"),
            "copies": copies, "agents_per_copy": AGENTS, "env_steps_per_sample": env_steps, "raw": {}, "rllib": []}
     res["raw"]["uav_swarm_v0 small, seer.vector thread backend (1 worker)"] = raw_seer(copies, secs)
     res["raw"]["uav_swarm_v0 small, Python loop over ParallelEnvs"] = raw_plain(make_uav, copies, secs)
@@ -162,9 +163,10 @@ def main(argv=None) -> dict:
         ray.shutdown()
     res["loadavg_at_end"] = os.getloadavg()
     out = pathlib.Path(args.out)
-    out.with_suffix(".json").write_text(json.dumps(res, indent=1))
-    out.with_suffix(".md").write_text(markdown(res, args))
-    print(out.with_suffix(".md").read_text())
+    write_report(res, out.with_suffix(".json"), indent=1)
+    text = markdown(res, args)
+    write_report(res, md_path=out.with_suffix(".md"), text=text)
+    print(text)
     return res
 
 
@@ -173,8 +175,7 @@ def markdown(res, args) -> str:
     runner = {"seer": "`SeerMultiAgentEnvRunner` (all copies in one seer.vector step)",
               "stock": "RLlib's `MultiAgentEnvRunner` over `SeerMultiAgentEnv` (one copy per step call)"}
     lines = [f"# RLlib sampling on SEER vs mpe2 (`python bench/bench_rllib.py{' --quick' if args.quick else ''}`)", "",
-             f"Run {res['started']} on {m['cpu']}, {m['usable_cores']} usable cores, {m['memory']}, Python "
-             f"{m['python']}; load average {tuple(round(x, 2) for x in m['loadavg_at_start'])} -> "
+             f"Run {res['started']} on {machine_text(m)}; load average {tuple(round(x, 2) for x in m['loadavg_at_start'])} -> "
              f"{tuple(round(x, 2) for x in res['loadavg_at_end'])} (a shared machine: other jobs ran too).",
              f"Packages: {', '.join(f'{k} {v}' for k, v in m['packages'].items() if v)}.", "",
              f"{res['copies']} env copies of {res['agents_per_copy']} agents (64 agents) unless stated; PPO's env "

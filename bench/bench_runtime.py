@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import gc
-import json
 import statistics
 import sys
 import tempfile
@@ -24,14 +23,10 @@ import time
 
 import numpy as np
 
-from seer.bench.common import machine_info
+from seer.bench.common import add_report_args, latency_stats, machine_info, write_report
 
 import seer
 from seer.synthetic import PythonSyntheticModel, SyntheticModel
-
-
-def machine() -> dict:
-    return machine_info()
 
 
 def time_runtime(model, workers, steps, dt=1.0, warmup=3, trace=False):
@@ -57,9 +52,7 @@ def time_runtime(model, workers, steps, dt=1.0, warmup=3, trace=False):
 def summarize(lat: np.ndarray, events_per_step: float) -> dict:
     return {
         "steps_per_s": float(1.0 / lat.mean()),
-        "mean_ms": float(lat.mean() * 1e3),
-        "p50_ms": float(np.percentile(lat, 50) * 1e3),
-        "p99_ms": float(np.percentile(lat, 99) * 1e3),
+        **latency_stats(lat, "ms"),
         "events_per_step": events_per_step,
         "ns_per_event": float(lat.mean() / max(events_per_step, 1) * 1e9),
     }
@@ -257,8 +250,7 @@ def render(results) -> str:
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--json", help="write results as JSON here")
-    ap.add_argument("--md", help="write a markdown report here")
+    add_report_args(ap)
     ap.add_argument("--quick", action="store_true", help="fewer steps (smoke run)")
     args = ap.parse_args(argv)
     from seer.bench.common import parallel_capacity
@@ -266,7 +258,7 @@ def main(argv=None):
     cap_start = parallel_capacity()
     ns_per_iter = calibrate_ns_per_iter()
     results = {
-        "machine": machine(),
+        "machine": machine_info(),
         "command": "python bench/bench_runtime.py " + " ".join(argv if argv is not None else sys.argv[1:]),
         "ns_per_work_iter": ns_per_iter,
         "scaling": bench_scaling(ns_per_iter, args.quick),
@@ -280,22 +272,18 @@ def main(argv=None):
     results["parallel_capacity"] = {"start": cap_start, "end": parallel_capacity()}
     table = render(results)
     print(table)
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(results, f, indent=2)
-    if args.md:
-        m = results["machine"]
-        with open(args.md, "w") as f:
-            f.write(f"# Runtime benchmark\n\nCommand: `{results['command']}`\n\n"
-                    f"Machine: {m['cpu']}, {m['usable_cores']} usable cores, Python {m['python']}, "
-                    f"numpy {m['numpy']}, {m['platform']}; load average at start "
-                    f"{tuple(round(x, 2) for x in m['loadavg_at_start'])}, at end "
-                    f"{tuple(round(x, 2) for x in m['loadavg_at_end'])}; parallel capacity (seer.bench.common."
-                    f"parallel_capacity: cores two busy processes get, 2.0 when both are free) at start "
-                    f"{results['parallel_capacity']['start']:.2f}, at end {results['parallel_capacity']['end']:.2f}"
-                    f"\n\n"
-                    f"Handler work: one iteration of the synthetic arithmetic = {ns_per_iter:.2f} ns.\n\n"
-                    f"{table}\n")
+    m = results["machine"]
+    write_report(results, args.json, args.md,
+                 f"# Runtime benchmark\n\nCommand: `{results['command']}`\n\n"
+                 f"Machine: {m['cpu']}, {m['usable_cores']} usable cores, Python {m['python']}, "
+                 f"numpy {m['numpy']}, {m['platform']}; load average at start "
+                 f"{tuple(round(x, 2) for x in m['loadavg_at_start'])}, at end "
+                 f"{tuple(round(x, 2) for x in m['loadavg_at_end'])}; parallel capacity (seer.bench.common."
+                 f"parallel_capacity: cores two busy processes get, 2.0 when both are free) at start "
+                 f"{results['parallel_capacity']['start']:.2f}, at end {results['parallel_capacity']['end']:.2f}"
+                 f"\n\n"
+                 f"Handler work: one iteration of the synthetic arithmetic = {ns_per_iter:.2f} ns.\n\n"
+                 f"{table}\n")
     return results
 
 

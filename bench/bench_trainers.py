@@ -14,12 +14,11 @@ from __future__ import annotations
 import argparse
 import datetime
 import importlib.util
-import json
 import os
 import pathlib
-import platform
-import sys
 import time
+
+from seer.bench.common import machine_info, write_report
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "bench" / "results"
@@ -28,23 +27,10 @@ RESULTS = ROOT / "bench" / "results"
 PACKAGES = ("numpy", "gymnasium", "pettingzoo", "torch", "stable_baselines3", "torchrl", "ray", "mpe2")
 
 
-def machine(packages=PACKAGES) -> dict:
-    """This machine and the versions that shape the numbers."""
-    cpu, mem = "?", "?"
-    try:
-        cpu = next(line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if line.startswith("model name"))
-        mem = open("/proc/meminfo").readline().split(":", 1)[1].strip()
-    except (OSError, StopIteration):
-        pass
-    vers = {}
-    for mod in packages:
-        try:
-            vers[mod] = getattr(__import__(mod), "__version__", "?")
-        except ImportError:
-            vers[mod] = None
-    return {"cpu": cpu, "cores": os.cpu_count(), "usable_cores": len(os.sched_getaffinity(0)), "memory": mem,
-            "kernel": platform.release(), "python": sys.version.split()[0], "packages": vers,
-            "loadavg_at_start": os.getloadavg()}
+def machine_text(m: dict) -> str:
+    """What ran a report (of :func:`seer.bench.common.machine_info`): CPU, usable cores, memory, Python."""
+    memory = f"{m['memory_bytes'] // 1024} kB" if m.get("memory_bytes") else "?"
+    return f"{m['cpu']}, {m['usable_cores']} usable cores, {memory}, Python {m['python']}"
 
 
 def load(name):
@@ -83,7 +69,7 @@ def main(argv=None) -> dict:
     timing_steps = 20_000 if args.quick else 100_000
     iters_curve = max(2, curve_steps // 3_600)
     iters_timing = max(2, timing_steps // 3_600)
-    res = {"machine": machine(), "started": datetime.datetime.now().isoformat(timespec="seconds"),
+    res = {"machine": machine_info(PACKAGES), "started": datetime.datetime.now().isoformat(timespec="seconds"),
            "env": "uav_swarm_v0 small (8 UAVs), max_cycles 100, 4 copies = 32 rows, seer.vector thread backend "
                   "workers=1", "curves": {}, "timing": {}}
     t0 = time.perf_counter()
@@ -98,11 +84,11 @@ def main(argv=None) -> dict:
     res["total_s"] = time.perf_counter() - t0
     res["loadavg_at_end"] = os.getloadavg()
     out = pathlib.Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.with_suffix(".json").write_text(json.dumps(res, indent=1))
+    write_report(res, out.with_suffix(".json"), indent=1, make_dirs=True)
     plot(res, out.parent / (out.name + "_curve.png"))
-    out.with_suffix(".md").write_text(markdown(res, args, out.name + "_curve.png"))
-    print(out.with_suffix(".md").read_text())
+    text = markdown(res, args, out.name + "_curve.png")
+    write_report(res, md_path=out.with_suffix(".md"), text=text)
+    print(text)
     return res
 
 
@@ -129,8 +115,7 @@ def plot(res, path) -> None:
 def markdown(res, args, curve_png: str) -> str:
     m = res["machine"]
     lines = [f"# Trainers on uav_swarm_v0 (`python bench/bench_trainers.py{' --quick' if args.quick else ''}`)", "",
-             f"Run {res['started']} on {m['cpu']}, {m['usable_cores']} usable cores, {m['memory']}, Python "
-             f"{m['python']}; load average {tuple(round(x, 2) for x in m['loadavg_at_start'])} -> "
+             f"Run {res['started']} on {machine_text(m)}; load average {tuple(round(x, 2) for x in m['loadavg_at_start'])} -> "
              f"{tuple(round(x, 2) for x in res['loadavg_at_end'])} (the machine is shared: other jobs ran too).",
              f"Packages: {', '.join(f'{k} {v}' for k, v in m['packages'].items() if v)}.", "",
              f"Env: {res['env']}.  Returns are per UAV per episode; agent-steps count live UAVs' transitions.", "",

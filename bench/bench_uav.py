@@ -35,7 +35,7 @@ import time  # noqa: E402
 
 import numpy as np  # noqa: E402
 
-from seer.bench.common import machine_info  # noqa: E402
+from seer.bench.common import add_report_args, latency_stats, machine_info, write_report  # noqa: E402
 
 PAGE = os.sysconf("SC_PAGE_SIZE")
 
@@ -49,10 +49,6 @@ NUM_UAVS = {"small": 8, "default": 32, "large": 256, "xlarge": 4096, "xxlarge": 
 def rss_bytes() -> int:
     with open("/proc/self/statm") as f:
         return int(f.read().split()[1]) * PAGE
-
-
-def machine() -> dict:
-    return machine_info()
 
 
 class HoverPolicy:
@@ -88,14 +84,13 @@ def time_env(scenario, engine, workers, steps, warmup, seed=0):
         env.step(actions)
         t1 = time.perf_counter_ns()
         if k >= warmup:
-            lat[k - warmup] = (t1 - t0) / 1e6
+            lat[k - warmup] = (t1 - t0) / 1e9
             events += env._sim.last_events
     row = {
         "scenario": scenario, "num_uavs": env.cfg.num_uavs, "engine": engine,
         "workers": workers, "workers_used": env.workers, "steps": steps,
-        "mean_ms": float(lat.mean()), "p50_ms": float(np.percentile(lat, 50)),
-        "p99_ms": float(np.percentile(lat, 99)), "steps_per_s": float(1e3 / lat.mean()),
-        "uav_steps_per_s": float(env.cfg.num_uavs * 1e3 / lat.mean()),
+        **latency_stats(lat, "ms"), "steps_per_s": float(1.0 / lat.mean()),
+        "uav_steps_per_s": float(env.cfg.num_uavs / lat.mean()),
         "live_at_end": len(env.agents),
         "events_per_step": events / steps,
     }
@@ -281,8 +276,7 @@ def main(argv=None):
         print(json.dumps(globals()[sys.argv[2]]()))
         return None
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--json", help="write results as JSON here")
-    ap.add_argument("--md", help="write a markdown report here")
+    add_report_args(ap)
     ap.add_argument("--scenarios", default="small,default,large,xlarge,xxlarge")
     ap.add_argument("--quick", action="store_true", help="a tenth of the steps, no 10k-step memory run")
     ap.add_argument("--against", metavar="DIR", help="also time a build of an earlier commit installed in DIR "
@@ -293,21 +287,20 @@ def main(argv=None):
                          "readout, losses; no PettingZoo dicts)")
     ap.add_argument("--rounds", type=int, default=3, help="rounds of --against")
     ap.add_argument("--skip-main", action="store_true", help="only the --against comparison")
+    ap.add_argument("--against-label", help="what --against DIR holds, for the report (default: an earlier commit "
+                    "installed with pip install --target)")
     args = ap.parse_args(argv)
     if args.skip_main:
         ab = against(args.against, args.against_scenarios.split(","), args.rounds, args.level)
+        if args.against_label:
+            ab["baseline_label"] = args.against_label
         md = against_markdown(ab, "python " + " ".join([os.path.relpath(__file__, os.getcwd())] + (
-            argv if argv is not None else sys.argv[1:])), machine())
+            argv if argv is not None else sys.argv[1:])), machine_info())
         print(md)
-        if args.json:
-            with open(args.json, "w") as f:
-                json.dump(ab, f, indent=1)
-        if args.md:
-            with open(args.md, "w") as f:
-                f.write(md)
+        write_report(ab, args.json, args.md, md, indent=1)
         return ab
     scenarios = args.scenarios.split(",")
-    info = machine()
+    info = machine_info()
     print(json.dumps(info, indent=1), flush=True)
     rows = []
     for sc in scenarios:
@@ -388,12 +381,7 @@ def main(argv=None):
     result = {"benchmark": "uav_swarm_v0", "date": datetime.datetime.now(datetime.timezone.utc).isoformat(
         timespec="seconds"), "command": command, "machine": info, "policy": HoverPolicy.__doc__,
         "rows": rows, "memory": mem, "targets": targets, "bookkeeping": book}
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(result, f, indent=1)
-    if args.md:
-        with open(args.md, "w") as f:
-            f.write(markdown(result))
+    write_report(result, args.json, args.md, markdown(result) if args.md else None, indent=1)
     print(json.dumps(targets, indent=1))
     return result
 
@@ -411,8 +399,9 @@ def against_markdown(ab, command, m) -> str:
            ("Timed: `ParallelEnv.step(actions)`" if ab.get("level", "env") == "env" else
             "Timed: the C step alone (`SeerSim.step`: broadcast grid, the step's events, readout, losses; no "
             "PettingZoo dicts)") + " (hover policy, outside the timer), each configuration in a fresh "
-           f"process, old and new alternating; medians over {ab['rounds']} rounds. Old: the previous commit built "
-           f"with `pip install --target` into `{ab['baseline_path']}`.", "",
+           f"process, old and new alternating; medians over {ab['rounds']} rounds. Old: "
+           + (ab.get("baseline_label") or f"the previous commit built with `pip install --target` into "
+              f"`{ab['baseline_path']}`") + ".", "",
            "| scenario | workers | old ms/step | new ms/step | new vs old | old w=2 / w=1 | new w=2 / w=1 |",
            "|---|---|---|---|---|---|---|"]
     scen = sorted({k.split()[0] for k in med}, key=lambda x: NUM_UAVS.get(x, 0))

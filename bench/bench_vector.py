@@ -464,10 +464,6 @@ def bench_ppo(args) -> dict:
 # ---- report ------------------------------------------------------------------------------------
 
 
-def machine() -> dict:
-    return machine_info(("numpy", "gymnasium", "pettingzoo", "mpe2", "supersuit"))
-
-
 def summary(res: dict) -> list[str]:
     """Targets of the vector-env issue against what was measured."""
     rows = []
@@ -633,8 +629,7 @@ def main(argv=None):
         out_dir = args.out or os.path.join(HERE, "results")
         with open(os.path.join(out_dir, "vector.json")) as f:
             res = json.load(f)
-        with open(os.path.join(out_dir, "vector.md"), "w") as f:
-            f.write(markdown(res) + "\n")
+        write_report(res, None, os.path.join(out_dir, "vector.md"), markdown(res) + "\n")
         return res
     if args.quick:
         args.rounds, args.seconds, args.warmup, args.memory_steps, args.ppo_iterations = 1, 0.3, 0.1, 2000, 2
@@ -653,7 +648,7 @@ def main(argv=None):
         with open(path) as f:
             res = json.load(f)
     res["method"] = __doc__.split("Method.  ", 1)[1].split("\n\n")[0].replace("\n", " ")
-    res["machine"] = machine()
+    res["machine"] = machine_info(("numpy", "gymnasium", "pettingzoo", "mpe2", "supersuit"))
     for name in args.only or list(SECTIONS):
         title, fn = SECTIONS[name]
         print(f"{title}:", flush=True)
@@ -665,8 +660,7 @@ def main(argv=None):
     md = markdown(res)
     print(md)
     if out_dir:
-        os.makedirs(out_dir, exist_ok=True)
-        write_report(res, path, os.path.join(out_dir, "vector.md"), md + "\n", indent=1)
+        write_report(res, path, os.path.join(out_dir, "vector.md"), md + "\n", indent=1, make_dirs=True)
     return res
 
 

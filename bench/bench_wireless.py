@@ -26,7 +26,7 @@ import time
 
 import numpy as np
 
-from seer.bench.common import machine_info
+from seer.bench.common import latency_stats, machine_info, write_report
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -35,14 +35,9 @@ from seer.envs import wireless_v0  # noqa: E402
 MOBILE_ENV_CLASSES = {"small": "MComSmall", "medium": "MComMedium", "large": "MComLarge"}
 
 
-def machine() -> dict:
-    return machine_info(("pettingzoo", "mobile-env"))
-
-
 def _stats(lat_ns: np.ndarray) -> dict:
-    us = lat_ns / 1e3
-    return {"steps": int(us.size), "mean_us": float(us.mean()), "p50_us": float(np.percentile(us, 50)),
-            "p99_us": float(np.percentile(us, 99)), "steps_per_s": float(1e6 / us.mean())}
+    stats = latency_stats(lat_ns / 1e9, "us")
+    return {"steps": int(lat_ns.size), **stats, "steps_per_s": float(1e6 / stats["mean_us"])}
 
 
 def _actions(num_ue: int, num_bs: int, steps: int, seed: int = 0) -> np.ndarray:
@@ -156,7 +151,7 @@ def run(args) -> dict:
             results.append(r)
             print(f"{scenario:7s} {'(mobile-env)':11s} {r['impl']:10s} mean {r['mean_us']:9.1f} us  "
                   f"{r['steps_per_s']:9.0f} steps/s", flush=True)
-    return {"machine": machine(), "results": results, "notes": notes,
+    return {"machine": machine_info(("pettingzoo", "mobile-env")), "results": results, "notes": notes,
             "settings": {"steps": args.steps, "steps_xlarge": args.steps_xlarge, "warmup": args.warmup,
                          "mobile_steps": args.mobile_steps, "actions": "uniform random over Discrete(B+1)",
                          "api": "PettingZoo ParallelEnv dicts (mobile-env: its multi-agent env's dicts)"}}
@@ -249,10 +244,7 @@ def regenerate(json_path: str) -> None:
         doc = json.load(f)
     doc["speedups"] = speedups(doc)
     doc["targets"] = targets(doc)
-    with open(json_path, "w") as f:
-        json.dump(doc, f, indent=2)
-    with open(json_path[: -len(".json")] + ".md", "w") as f:
-        f.write(markdown(doc, doc["command"]))
+    write_report(doc, json_path, json_path[: -len(".json")] + ".md", markdown(doc, doc["command"]))
 
 
 def main(argv=None) -> int:
@@ -289,10 +281,7 @@ def main(argv=None) -> int:
     print()
     print(md)
     if args.out:
-        with open(args.out + ".json", "w") as f:
-            json.dump(doc, f, indent=2)
-        with open(args.out + ".md", "w") as f:
-            f.write(md)
+        write_report(doc, args.out + ".json", args.out + ".md", md)
     return 0
 
 

@@ -1,5 +1,6 @@
 """Plumbing shared by SEER's PettingZoo environments: argument checks,
-action validation, seeding and the AEC factories."""
+action validation, seeding, native-step errors, the AEC factories and the
+``make_traced`` hook's result."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from pettingzoo.utils.conversions import parallel_to_aec_wrapper
 
 from seer._checks import check_workers  # noqa: F401  (re-exported for the envs)
 from seer.actions import validate_actions  # noqa: F401  (re-exported for the envs)
+from seer.errors import HandlerError
 
 
 def check_render_mode(render_mode: Any, modes) -> Any:
@@ -64,6 +66,33 @@ def make_raw_aec(parallel_env_cls, **kwargs):
 def make_aec(parallel_env_cls, **kwargs):
     """PettingZoo's ``env``: the AEC version of a ParallelEnv, with the usual order-enforcing wrapper."""
     return wrappers.OrderEnforcingWrapper(make_raw_aec(parallel_env_cls, **kwargs))
+
+
+def native_error(runtime, rc: int) -> BaseException:
+    """The error behind status ``rc`` of an env's native step on ``runtime``:
+    the one the runtime records (a handler's), else a HandlerError."""
+    try:
+        runtime.fail(rc)
+    except BaseException as exc:
+        return exc
+    return HandlerError(f"the native step failed with status {rc}")
+
+
+def traced(core, step):
+    """What an env's ``make_traced`` hook returns (the hook ``seer trace <env>``
+    uses; see :mod:`seer.registry`) for ``core``, the env's engine on a
+    runtime built with ``trace=True``: it is reset with seed 0 here.
+
+    Args:
+        core: Has ``runtime``, ``reset(seed)`` and ``close()``.
+        step: ``step()`` advances ``core`` one env step and returns the
+            number of events it ran.
+
+    Returns:
+        ``(runtime, step, close)``: ``close()`` frees the runtime.
+    """
+    core.reset(0)
+    return core.runtime, step, core.close
 
 
 class ClosingParallelEnv(ParallelEnv):

@@ -69,7 +69,7 @@ import copy
 import gymnasium
 import numpy as np
 
-from seer.errors import ClosedError, HandlerError, MisuseError
+from seer.errors import ClosedError, MisuseError
 from seer.vector.native import NativeCopy, NativeSpec
 from seer.envs import _uav_model as M
 from seer.envs._common import (
@@ -79,7 +79,9 @@ from seer.envs._common import (
     check_workers,
     make_aec,
     make_raw_aec,
+    native_error,
     seed_from,
+    traced,
     validate_actions,
 )
 
@@ -207,11 +209,7 @@ class UavSwarmEnv(ClosingParallelEnv):
                           state=self._sim.model.native_env, error=self._native_error, owner=self)
 
     def _native_error(self, rc: int) -> BaseException:
-        try:
-            self._sim.runtime.fail(rc)
-        except BaseException as exc:
-            return exc
-        return HandlerError(f"the native step failed with status {rc}")
+        return native_error(self._sim.runtime, rc)
 
     def _actions_array(self, actions) -> np.ndarray:
         """The live agents' actions as an (n, 3) array; any problem goes to
@@ -385,20 +383,14 @@ def env(**kwargs):
 
 
 def make_traced(scenario=None, entities=None, workers=2):
-    """The swarm's events on a runtime built with ``trace=True`` (the hook
-    ``seer trace uav_swarm_v0`` uses; see :mod:`seer.registry`).
+    """The swarm's events on a runtime built with ``trace=True``: the
+    ``make_traced`` hook (:func:`seer.envs._common.traced`) of
+    ``seer trace uav_swarm_v0``.
 
     Only the events run (no actions, no readout), so the trace shows the
-    runtime's work on the model.
-
-    Args:
-        scenario: A key of :data:`SCENARIOS` (None: ``"default"``).
-        entities: The number of UAVs (None: the scenario's).
-        workers: The pool size.
-
-    Returns:
-        ``(runtime, step, close)``: ``step()`` advances one env step and
-        returns the events it ran; ``close()`` frees the runtime.
+    runtime's work on the model.  ``scenario`` is a key of
+    :data:`SCENARIOS` (None: ``"default"``), ``entities`` the number of UAVs
+    (None: the scenario's), ``workers`` the pool size.
 
     Example:
         >>> runtime, step, close = make_traced("small", workers=1)
@@ -408,10 +400,9 @@ def make_traced(scenario=None, entities=None, workers=2):
     """
     cfg = M.make_config("default" if scenario is None else scenario, entities)
     sim = M.SeerSim(cfg, workers=workers, trace=True)
-    sim.reset(0)
 
     def step() -> int:
         sim.advance()
         return sim.last_events
 
-    return sim.runtime, step, sim.close
+    return traced(sim, step)

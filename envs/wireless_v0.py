@@ -61,7 +61,7 @@ from typing import Any
 import gymnasium
 import numpy as np
 
-from seer.errors import ClosedError, HandlerError, MisuseError
+from seer.errors import ClosedError, MisuseError
 from seer.vector.native import NativeCopy, NativeSpec
 
 from . import _common
@@ -213,11 +213,7 @@ class WirelessEnv(_common.ClosingParallelEnv):
                           autoreset=False, error=self._native_error, owner=self)
 
     def _native_error(self, rc: int) -> BaseException:
-        try:
-            self._core.runtime.fail(rc)
-        except BaseException as exc:
-            return exc
-        return HandlerError(f"the native step failed with status {rc}")
+        return _common.native_error(self._core.runtime, rc)
 
     def _action_array(self, actions) -> np.ndarray:
         agents = self.agents
@@ -376,20 +372,14 @@ def env(**kwargs):
 
 
 def make_traced(scenario=None, entities=None, workers=2):
-    """The network's events on a runtime built with ``trace=True`` (the hook
-    ``seer trace wireless_v0`` uses; see :mod:`seer.registry`).
+    """The network's events on a runtime built with ``trace=True``: the
+    ``make_traced`` hook (:func:`seer.envs._common.traced`) of
+    ``seer trace wireless_v0``.
 
     Every step sends the no-op action of every UE, so the trace shows the
-    runtime's work on the model alone.
-
-    Args:
-        scenario: A key of :data:`SCENARIOS` (None: ``"large"``).
-        entities: The number of UEs (None: the scenario's).
-        workers: The pool size.
-
-    Returns:
-        ``(runtime, step, close)``: ``step()`` advances one env step and
-        returns the events it ran; ``close()`` frees the runtime.
+    runtime's work on the model alone.  ``scenario`` is a key of
+    :data:`SCENARIOS` (None: ``"large"``), ``entities`` the number of UEs
+    (None: the scenario's), ``workers`` the pool size.
 
     Example:
         >>> runtime, step, close = make_traced("small", workers=1)
@@ -401,7 +391,6 @@ def make_traced(scenario=None, entities=None, workers=2):
 
     params = wm.make_params("large" if scenario is None else scenario, num_ue=entities)
     core = WirelessSeer(params, workers, trace=True)
-    core.reset(0)
     actions = np.zeros(params.num_ue, np.int64)
 
     def step() -> int:
@@ -409,4 +398,4 @@ def make_traced(scenario=None, entities=None, workers=2):
         core.step(actions)
         return core.events - e0
 
-    return core.runtime, step, core.close
+    return _common.traced(core, step)

@@ -25,72 +25,39 @@ Episode returns are per agent, counted over the steps it acted.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
+from pathlib import Path
 
 import numpy as np
+
+if str(Path(__file__).resolve().parent) not in sys.path:  # also when loaded by file path (the tests, bench/)
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+import ppo_common  # noqa: E402
 
 
 def parse(argv):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawTextHelpFormatter)
-    p.add_argument("--env", default="uav", choices=["uav", "simple_spread"])
-    p.add_argument("--scenario", default="small", help="uav_swarm_v0 scenario (small: 8 UAVs)")
-    p.add_argument("--max-cycles", type=int, default=None, help="episode length (default: uav 100, spread 25)")
-    p.add_argument("--num-copies", type=int, default=4, help="env copies (rows = copies x agents)")
+    ppo_common.add_env_args(p)
     p.add_argument("--backend", default="thread", help="seer.vector backend (thread: SEER's envs step in C)")
     p.add_argument("--workers", default="1",
                    help='SEER pool threads, or "auto" (default 1: on a small machine the learner needs the other '
                         'cores, and one thread steps small copies fastest)')
     p.add_argument("--plain", action="store_true",
                    help="step plain ParallelEnvs in a Python loop instead (bench/bench_trainers.py)")
-    p.add_argument("--iterations", type=int, default=8)
-    p.add_argument("--num-steps", type=int, default=128, help="vector steps per rollout")
-    p.add_argument("--lr", type=float, default=3e-4)
-    p.add_argument("--gamma", type=float, default=0.99)
-    p.add_argument("--gae-lambda", type=float, default=0.95)
-    p.add_argument("--update-epochs", type=int, default=4)
-    p.add_argument("--num-minibatches", type=int, default=4)
-    p.add_argument("--clip-coef", type=float, default=0.2)
-    p.add_argument("--ent-coef", type=float, default=None, help="default: uav 0.0, spread 0.01")
-    p.add_argument("--vf-coef", type=float, default=0.5)
-    p.add_argument("--max-grad-norm", type=float, default=0.5)
-    p.add_argument("--hidden", type=int, default=64)
-    p.add_argument("--seed", type=int, default=1)
-    p.add_argument("--log", action="store_true", help="print one line per iteration")
-    p.add_argument("--json", default=None, help="write the per-iteration history here")
-    args = p.parse_args(argv)
-    if args.max_cycles is None:
-        args.max_cycles = 100 if args.env == "uav" else 25
-    if args.ent_coef is None:
-        args.ent_coef = 0.0 if args.env == "uav" else 0.01
-    return args
+    ppo_common.add_ppo_args(p, iterations=8)
+    return ppo_common.parse_args(p, argv)
 
 
 def make_envs(args):
     """seer.vector's rows (NEXT_STEP autoreset: a finished agent's returned
     observation is its last one, which truncation bootstraps from)."""
-    if args.env == "uav":
-        from seer.envs import uav_swarm_v0
-
-        def env_fn():
-            return uav_swarm_v0.parallel_env(scenario=args.scenario, max_cycles=args.max_cycles, workers=1)
-    else:
-        from mpe2 import simple_spread_v3
-
-        def env_fn():
-            return simple_spread_v3.parallel_env(N=3, max_cycles=args.max_cycles)
+    env_fn = ppo_common.env_fn(args.env, args.scenario, args.max_cycles)
     if args.plain:
-        from pathlib import Path
-
-        sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
-        from plain_vector import PlainVectorEnv
-
-        return PlainVectorEnv(env_fn, args.num_copies)
+        return ppo_common.plain_vector_env(env_fn, args.num_copies)
     import seer.vector
 
-    workers = args.workers if args.workers == "auto" else int(args.workers)
-    return seer.vector.make(env_fn, args.num_copies, backend=args.backend, workers=workers)
+    return seer.vector.make(env_fn, args.num_copies, backend=args.backend, workers=ppo_common.workers_arg(args.workers))
 
 
 def build_agent(obs_dim: int, action_space, hidden: int):
@@ -206,30 +173,26 @@ def train(args) -> dict:
             f_logp, f_adv, f_ret = b_logp.reshape(-1)[m], adv.reshape(-1)[m], ret.reshape(-1)[m]
             f_val = b_val.reshape(-1)[m]
             n = len(f_obs)
-            mb = max(1, n // args.num_minibatches)
             stats = {}
-            for _ in range(args.update_epochs):
-                perm = torch.randperm(n)
-                for s in range(0, n, mb):
-                    idx = perm[s:s + mb]
-                    _, logp, entropy, v = agent.act(f_obs[idx], f_act[idx])
-                    log_ratio = logp - f_logp[idx]
-                    ratio = log_ratio.exp()
-                    a = f_adv[idx]
-                    a = (a - a.mean()) / (a.std() + 1e-8) if len(a) > 1 else a
-                    clipped = torch.clamp(ratio, 1 - args.clip_coef, 1 + args.clip_coef)
-                    pg_loss = torch.max(-a * ratio, -a * clipped).mean()
-                    v_loss = 0.5 * ((v - f_ret[idx]) ** 2).mean()
-                    ent = entropy.mean()
-                    loss = pg_loss - args.ent_coef * ent + args.vf_coef * v_loss
-                    opt.zero_grad()
-                    loss.backward()
-                    torch.nn.utils.clip_grad_norm_(agent.parameters(), args.max_grad_norm)
-                    opt.step()
-                    with torch.no_grad():
-                        stats = {"pg_loss": float(pg_loss), "v_loss": float(v_loss), "entropy": float(ent),
-                                 "approx_kl": float(((ratio - 1) - log_ratio).mean()),
-                                 "clipfrac": float(((ratio - 1).abs() > args.clip_coef).float().mean())}
+            for idx in ppo_common.minibatches(n, args.num_minibatches, args.update_epochs, torch.randperm):
+                _, logp, entropy, v = agent.act(f_obs[idx], f_act[idx])
+                log_ratio = logp - f_logp[idx]
+                ratio = log_ratio.exp()
+                a = f_adv[idx]
+                a = (a - a.mean()) / (a.std() + 1e-8) if len(a) > 1 else a
+                clipped = torch.clamp(ratio, 1 - args.clip_coef, 1 + args.clip_coef)
+                pg_loss = torch.max(-a * ratio, -a * clipped).mean()
+                v_loss = 0.5 * ((v - f_ret[idx]) ** 2).mean()
+                ent = entropy.mean()
+                loss = pg_loss - args.ent_coef * ent + args.vf_coef * v_loss
+                opt.zero_grad()
+                loss.backward()
+                torch.nn.utils.clip_grad_norm_(agent.parameters(), args.max_grad_norm)
+                opt.step()
+                with torch.no_grad():
+                    stats = {"pg_loss": float(pg_loss), "v_loss": float(v_loss), "entropy": float(ent),
+                             "approx_kl": float(((ratio - 1) - log_ratio).mean()),
+                             "clipfrac": float(((ratio - 1).abs() > args.clip_coef).float().mean())}
             var = float(f_ret.var()) if n > 1 else 0.0
             stats["explained_variance"] = float("nan") if var == 0 else 1 - float((f_ret - f_val).var()) / var
             recent = ep_returns[-200:]
@@ -250,14 +213,7 @@ def train(args) -> dict:
 def main(argv=None) -> dict:
     args = parse(argv)
     result = train(args)
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(result, f, indent=1)
-    h = [r["episode_return"] for r in result["history"] if r["episode_return"] is not None]
-    if h:
-        k = max(1, len(h) // 5)
-        print(f"{result['env']}: {result['history'][-1]['agent_steps']} agent-steps; mean episode return "
-              f"first {k} iterations {np.mean(h[:k]):.3f}, last {k} {np.mean(h[-k:]):.3f}")
+    ppo_common.report(result, args.json, agent_steps=True)
     return result
 
 

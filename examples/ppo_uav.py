@@ -19,12 +19,16 @@ Episode returns are per agent, from Gymnasium's
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
+from pathlib import Path
 
 import numpy as np
 from gymnasium import spaces
+
+if str(Path(__file__).resolve().parent) not in sys.path:  # also when loaded by file path (the tests, bench/)
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+import ppo_common  # noqa: E402
 
 
 # ---- environment -------------------------------------------------------------------------------
@@ -34,19 +38,8 @@ def make_envs(args):
     import seer.vector
     from gymnasium.wrappers.vector import RecordEpisodeStatistics
 
-    if args.env == "uav":
-        from seer.envs import uav_swarm_v0
-
-        def env_fn():
-            return uav_swarm_v0.parallel_env(scenario=args.scenario, max_cycles=args.max_cycles, workers=1)
-    elif args.env == "simple_spread":
-        from mpe2 import simple_spread_v3
-
-        def env_fn():
-            return simple_spread_v3.parallel_env(N=3, max_cycles=args.max_cycles)
-    else:
-        raise ValueError(f"--env {args.env!r} is unknown: expected uav or simple_spread")
-    workers = args.workers if args.workers == "auto" else int(args.workers)
+    env_fn = ppo_common.env_fn(args.env, args.scenario, args.max_cycles)
+    workers = ppo_common.workers_arg(args.workers)
     envs = seer.vector.make(env_fn, args.num_copies, backend=args.backend, workers=workers)
     return RecordEpisodeStatistics(envs, buffer_length=1000)
 
@@ -193,34 +186,12 @@ def _gauss_logp(a, mean, logstd):
 
 def parse(argv):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawTextHelpFormatter)
-    p.add_argument("--env", default="uav", choices=["uav", "simple_spread"])
-    p.add_argument("--scenario", default="small", help="uav_swarm_v0 scenario (small: 8 UAVs)")
-    p.add_argument("--max-cycles", type=int, default=None, help="episode length (default: uav 100, spread 25)")
-    p.add_argument("--num-copies", type=int, default=4, help="env copies (rows = copies x agents)")
+    ppo_common.add_env_args(p)
     p.add_argument("--backend", default="process", choices=["process", "thread"],
                    help="process (default: both envs hold the GIL for most of a step) or thread")
     p.add_argument("--workers", default="auto")
-    p.add_argument("--iterations", type=int, default=30)
-    p.add_argument("--num-steps", type=int, default=128, help="vector steps per rollout")
-    p.add_argument("--lr", type=float, default=3e-4)
-    p.add_argument("--gamma", type=float, default=0.99)
-    p.add_argument("--gae-lambda", type=float, default=0.95)
-    p.add_argument("--update-epochs", type=int, default=4)
-    p.add_argument("--num-minibatches", type=int, default=4)
-    p.add_argument("--clip-coef", type=float, default=0.2)
-    p.add_argument("--ent-coef", type=float, default=None, help="default: uav 0.0, spread 0.01")
-    p.add_argument("--vf-coef", type=float, default=0.5)
-    p.add_argument("--max-grad-norm", type=float, default=0.5)
-    p.add_argument("--hidden", type=int, default=64)
-    p.add_argument("--seed", type=int, default=1)
-    p.add_argument("--log", action="store_true", help="print one line per iteration")
-    p.add_argument("--json", default=None, help="write the per-iteration history here")
-    args = p.parse_args(argv)
-    if args.max_cycles is None:
-        args.max_cycles = 100 if args.env == "uav" else 25
-    if args.ent_coef is None:
-        args.ent_coef = 0.0 if args.env == "uav" else 0.01
-    return args
+    ppo_common.add_ppo_args(p, iterations=30)
+    return ppo_common.parse_args(p, argv)
 
 
 def train(args) -> dict:
@@ -271,20 +242,16 @@ def train(args) -> dict:
             if agent.discrete:
                 f_act = f_act.astype(np.int64)
             n = len(f_obs)
-            mb = max(1, n // args.num_minibatches)
             stats = {}
-            for _ in range(args.update_epochs):
-                perm = rng.permutation(n)
-                for s in range(0, n, mb):
-                    idx = perm[s:s + mb]
-                    a_ = f_adv[idx]
-                    a_ = (a_ - a_.mean()) / (a_.std() + 1e-8)
-                    grads, stats = agent.loss_grads(f_obs[idx], f_act[idx], f_logp[idx], a_, f_ret[idx],
-                                                    args.clip_coef, args.ent_coef, args.vf_coef)
-                    norm = np.sqrt(sum(float((g ** 2).sum()) for g in grads))
-                    if norm > args.max_grad_norm:
-                        grads = [g * (args.max_grad_norm / (norm + 1e-6)) for g in grads]
-                    opt.step(grads, lr)
+            for idx in ppo_common.minibatches(n, args.num_minibatches, args.update_epochs, rng.permutation):
+                a_ = f_adv[idx]
+                a_ = (a_ - a_.mean()) / (a_.std() + 1e-8)
+                grads, stats = agent.loss_grads(f_obs[idx], f_act[idx], f_logp[idx], a_, f_ret[idx],
+                                                args.clip_coef, args.ent_coef, args.vf_coef)
+                norm = np.sqrt(sum(float((g ** 2).sum()) for g in grads))
+                if norm > args.max_grad_norm:
+                    grads = [g * (args.max_grad_norm / (norm + 1e-6)) for g in grads]
+                opt.step(grads, lr)
             returns = list(envs.return_queue)
             row = {"iteration": it, "agent_steps": agent_steps,
                    "episode_return": float(np.mean(returns[-200:])) if returns else None,
@@ -310,14 +277,7 @@ def main(argv=None) -> dict:
     else:
         with threadpool_limits(1):
             result = train(args)
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(result, f, indent=1)
-    h = [r["episode_return"] for r in result["history"] if r["episode_return"] is not None]
-    if h:
-        k = max(1, len(h) // 5)
-        print(f"{result['env']}: mean episode return first {k} iterations {np.mean(h[:k]):.3f}, "
-              f"last {k} {np.mean(h[-k:]):.3f}")
+    ppo_common.report(result, args.json)
     return result
 
 

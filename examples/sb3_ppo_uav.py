@@ -15,9 +15,13 @@ Returns are per UAV per episode (SB3's ``ep_rew_mean``).
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
+from pathlib import Path
+
+if str(Path(__file__).resolve().parent) not in sys.path:  # also when loaded by file path (the tests, bench/)
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+import ppo_common  # noqa: E402
 
 
 def parse(argv):
@@ -43,21 +47,12 @@ def parse(argv):
 
 def make_env(args):
     """The SB3 VecEnv: seer.vector's rows, or (``--plain``) the same rows from a Python loop."""
-    from seer.envs import uav_swarm_v0
     from seer.integrations.sb3 import SeerVecEnv, make_vec_env
 
-    def env_fn():
-        return uav_swarm_v0.parallel_env(scenario=args.scenario, max_cycles=args.max_cycles, workers=1)
-
+    env_fn = ppo_common.env_fn("uav", args.scenario, args.max_cycles)
     if args.plain:
-        from pathlib import Path
-
-        sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
-        from plain_vector import PlainVectorEnv
-
-        return SeerVecEnv(PlainVectorEnv(env_fn, args.num_copies, autoreset_mode="same_step"))
-    workers = args.workers if args.workers == "auto" else int(args.workers)
-    return make_vec_env(env_fn, args.num_copies, backend=args.backend, workers=workers)
+        return SeerVecEnv(ppo_common.plain_vector_env(env_fn, args.num_copies, autoreset_mode="same_step"))
+    return make_vec_env(env_fn, args.num_copies, backend=args.backend, workers=ppo_common.workers_arg(args.workers))
 
 
 def train(args) -> dict:
@@ -108,10 +103,8 @@ def train(args) -> dict:
 def main(argv=None) -> dict:
     args = parse(argv)
     result = train(args)
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(result, f, indent=1)
-    h = [r["episode_return"] for r in result["history"] if r["episode_return"] is not None]
+    ppo_common.save(result, args.json)
+    h = ppo_common.episode_returns(result)
     steps = result["history"][-1]["agent_steps"] if result["history"] else 0
     if h:
         print(f"{result['env']}: {steps} agent-steps in {result['wall_s']:.1f} s; mean episode return "

@@ -1,5 +1,5 @@
-"""What every SEER benchmark shares: the machine's description, latency percentiles,
-markdown tables and the JSON/markdown report files.
+"""What every SEER benchmark shares: the machine's description, step rates, latency percentiles,
+markdown tables and the JSON/markdown report files (and the flags that name them).
 
 Used by ``seer bench`` (:mod:`seer.bench.harness`) and by every script in
 ``bench/``, so that recorded runs describe the machine and summarise
@@ -8,6 +8,7 @@ latencies the same way.
 
 from __future__ import annotations
 
+import argparse
 import importlib.metadata
 import json
 import os
@@ -22,7 +23,8 @@ from seer._host import usable_cores
 from seer._io import atomic_write_text
 from seer._version import __version__
 
-__all__ = ["machine_info", "parallel_capacity", "latency_stats", "markdown_table", "write_report"]
+__all__ = ["machine_info", "parallel_capacity", "steps_per_s", "latency_stats", "markdown_table", "add_report_args",
+           "write_report", "rounds_main"]
 
 
 def _cpu_model() -> str:
@@ -115,6 +117,22 @@ def parallel_capacity(seconds: float = 0.2) -> float:
     return two / max(one, 1)
 
 
+def steps_per_s(step, inputs: Sequence[Any], steps: int, warmup: int = 1) -> float:
+    """Calls per second of ``step(inputs[k % len(inputs)])`` for ``k`` in
+    ``range(steps)``, timed after ``warmup`` untimed calls (from ``k = 0`` too).
+
+    ``inputs`` are made before the clock starts (a few action batches, say),
+    so the timed loop is the calls alone.
+    """
+    n = len(inputs)
+    for k in range(warmup):
+        step(inputs[k % n])
+    t0 = time.perf_counter()
+    for k in range(steps):
+        step(inputs[k % n])
+    return steps / (time.perf_counter() - t0)
+
+
 def latency_stats(seconds: Iterable[float], unit: str = "ms") -> dict[str, float]:
     """Mean, p50 and p99 of latencies given in seconds, in ``unit`` (``"s"``, ``"ms"``, ``"us"``, ``"ns"``).
 
@@ -141,8 +159,14 @@ def markdown_table(header: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
     return "\n".join(lines)
 
 
+def add_report_args(parser) -> None:
+    """``--json`` and ``--md`` on an argparse parser: the files :func:`write_report` writes."""
+    parser.add_argument("--json", help="write the run as JSON here")
+    parser.add_argument("--md", help="write the markdown report here")
+
+
 def write_report(doc: Any, json_path: str | os.PathLike | None = None, md_path: str | os.PathLike | None = None,
-                 text: str | None = None, *, indent: int = 2) -> None:
+                 text: str | None = None, *, indent: int = 2, make_dirs: bool = False) -> None:
     """Write a run's JSON and its markdown text, each atomically (never through a symlink).
 
     Args:
@@ -151,8 +175,31 @@ def write_report(doc: Any, json_path: str | os.PathLike | None = None, md_path: 
         md_path: Where ``text`` goes (None: not written).
         text: The markdown report.
         indent: JSON indentation.
+        make_dirs: Create missing folders of the two paths first (the
+            scripts in ``bench/`` do, for ``bench/results/``); otherwise a
+            missing folder is an error.
     """
+    if make_dirs:
+        for path in (json_path, md_path if text is not None else None):
+            if path:
+                os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     if json_path:
         atomic_write_text(json_path, json.dumps(doc, indent=indent), what="JSON report")
     if md_path and text is not None:
         atomic_write_text(md_path, text, what="markdown report")
+
+
+def rounds_main(description: str, run, markdown, *, rounds: int, argv: Sequence[str] | None = None) -> Any:
+    """The command line of a benchmark measured in rounds: ``--rounds`` (default
+    ``rounds``), ``--json`` and ``--md``.  ``run(rounds)`` measures and returns
+    the run, ``markdown(run)`` its report, which is printed and written
+    (:func:`write_report`); returns the run."""
+    ap = argparse.ArgumentParser(description=description)
+    ap.add_argument("--rounds", type=int, default=rounds)
+    add_report_args(ap)
+    args = ap.parse_args(argv)
+    doc = run(args.rounds)
+    text = markdown(doc)
+    print(text)
+    write_report(doc, args.json, args.md, text)
+    return doc

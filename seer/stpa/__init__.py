@@ -44,46 +44,18 @@ Modules, by role (none imports a module that imports it back):
 
 from seer.errors import IncompatibleModelError
 from seer.stpa.estimator import PortableEstimator
-from seer.stpa.features import (
-    ProbeResult,
-    candidate_features,
-    probe,
-    probe_stepper,
-    static_workload_features,
-    trace_features,
-)
+from seer.stpa.features import (ProbeResult, candidate_features, probe, probe_stepper, static_workload_features,
+                                trace_features)
 from seer.stpa.hardware import hardware_features, machine_features
 from seer.stpa.load import background_load, cpu_pressure, free_cores, restricted_affinity
 from seer.stpa.lookup import active_model, cache_dir, model_search_path, shipped_dataset_path, shipped_model_path
-from seer.stpa.model import (
-    FEATURE_SCHEMA,
-    MODEL_VERSION,
-    SCHEMA_VERSION,
-    StpaFallbackWarning,
-    StpaModel,
-    allowed_sizes,
-    candidate_sizes,
-    choose_by_rules,
-    choose_from_scores,
-    feature_matrix,
-    load_model,
-    save_model,
-)
+from seer.stpa.model import (FEATURE_SCHEMA, MODEL_VERSION, SCHEMA_VERSION, StpaFallbackWarning, StpaModel,
+                             allowed_sizes, candidate_sizes, choose_by_rules, choose_from_scores, feature_matrix,
+                             load_model, save_model)
 from seer.stpa.online import online_refine
-from seer.stpa.selector import (
-    Selection,
-    capture,
-    clear_cache,
-    current_pool_limit,
-    default_pool_limit,
-    heuristic_workers,
-    nested_pool,
-    resolve_workers,
-    select_for_model,
-    select_for_stepper,
-    select_workers,
-    select_workers_for_model,
-)
+from seer.stpa.selector import (Selection, capture, clear_cache, current_pool_limit, default_pool_limit,
+                                heuristic_workers, nested_pool, resolve_workers, select_for_model, select_for_stepper,
+                                select_workers, select_workers_for_model)
 
 __all__ = [
     "FEATURE_SCHEMA", "MODEL_VERSION", "SCHEMA_VERSION", "IncompatibleModelError", "PortableEstimator", "ProbeResult",

@@ -24,6 +24,7 @@ import collections
 import contextlib
 import contextvars
 import dataclasses
+import functools
 import os
 import threading
 import time
@@ -304,6 +305,10 @@ def select_for_model(model, *, capacity: int | None = None, stpa_model: StpaMode
         hw = machine_features()
         cores = int(hw["usable_cores"])
         static = static_workload_features(model)
+
+        def heuristic() -> int:
+            return heuristic_workers(model.num_entities, static["native_kind_share"], cores)
+
         if features_only:
             m, why = None, "features only"
         elif stpa_model is not None:
@@ -312,32 +317,11 @@ def select_for_model(model, *, capacity: int | None = None, stpa_model: StpaMode
             m, reasons = lookup.active_model()
             why = "; ".join(reasons) or "no STPA model found"
         if not features_only and getattr(model, "stpa_probe", True) is False:
-            w = heuristic_workers(model.num_entities, static["native_kind_share"], cores)
-            sel = Selection(w, "heuristic", "the model sets stpa_probe = False", {**hw, **static})
-        elif m is None and not features_only:
-            warnings.warn(f"STPA: {why}; workers=\"auto\" uses the heuristic (run `seer tune` to train a model)",
-                          StpaFallbackWarning, stacklevel=4)
-            w = heuristic_workers(model.num_entities, static["native_kind_share"], cores)
-            sel = Selection(w, "heuristic", why, {**hw, **static})
+            sel = Selection(heuristic(), "heuristic", "the model sets stpa_probe = False", {**hw, **static})
         else:
-            t0 = time.perf_counter()
-            feats = probe(model, capacity=capacity, budget_s=probe_budget_s)
-            dt = time.perf_counter() - t0
-            raw = {**hw, **feats}
-            if features_only:
-                sel = Selection(1, "features-only", "" if feats.ok else f"the probe failed ({feats.error})", raw,
-                                probe_s=dt)
-            elif not feats.ok:
-                reason = f"the probe failed ({feats.error})"
-                warnings.warn(f"STPA: {reason}; workers=\"auto\" uses the heuristic", StpaFallbackWarning,
-                              stacklevel=4)
-                w = heuristic_workers(model.num_entities, static["native_kind_share"], cores)
-                sel = Selection(w, "heuristic", reason, raw, probe_s=dt)
-            else:
-                sel = _choose(m, raw, cores, limit, dt)
-        if limit is not None and sel.workers > limit:  # the heuristic's choice, over the cap
-            sel = dataclasses.replace(sel, workers=limit, source="limited",
-                                      reason=f"{sel.source} chose {sel.workers}, capped at max_workers={limit}")
+            sel = _decide(m, why, functools.partial(probe, model, capacity=capacity, budget_s=probe_budget_s), hw,
+                          static, limit, features_only, heuristic, 'workers="auto" uses the heuristic', stacklevel=4)
+        sel = _capped(sel, limit)
         if key is not None:
             _choices[key] = sel
             while len(_choices) > 256:
@@ -345,6 +329,39 @@ def select_for_model(model, *, capacity: int | None = None, stpa_model: StpaMode
         for records, _ in _captures:
             records.append(sel)
         return sel
+
+
+def _decide(m: StpaModel | None, why: str, run_probe, hw: dict, static: Mapping[str, float], limit: int | None,
+            features_only: bool, heuristic, fallback: str, stacklevel: int) -> Selection:
+    """The choice from the model ``m``: without one, the heuristic (with a
+    warning that says ``why`` and ends in ``fallback``); with one, from the
+    features of ``run_probe()``, or none for a features-only capture, or the
+    heuristic if the probe failed.  ``stacklevel`` is the warnings', as seen by
+    the caller."""
+    if m is None and not features_only:
+        warnings.warn(f"STPA: {why}; {fallback} (run `seer tune` to train a model)", StpaFallbackWarning,
+                      stacklevel=stacklevel + 1)
+        return Selection(heuristic(), "heuristic", why, {**hw, **static})
+    t0 = time.perf_counter()
+    feats = run_probe()
+    probe_s = time.perf_counter() - t0
+    raw = {**hw, **feats}
+    if features_only:
+        return Selection(1, "features-only", "" if feats.ok else f"the probe failed ({feats.error})", raw,
+                         probe_s=probe_s)
+    if not feats.ok:
+        reason = f"the probe failed ({feats.error})"
+        warnings.warn(f"STPA: {reason}; {fallback}", StpaFallbackWarning, stacklevel=stacklevel + 1)
+        return Selection(heuristic(), "heuristic", reason, raw, probe_s=probe_s)
+    return _choose(m, raw, int(hw["usable_cores"]), limit, probe_s)
+
+
+def _capped(sel: Selection, limit: int | None) -> Selection:
+    """``sel`` held to ``max_workers``: the heuristic's choice may be over the cap."""
+    if limit is not None and sel.workers > limit:
+        sel = dataclasses.replace(sel, workers=limit, source="limited",
+                                  reason=f"{sel.source} chose {sel.workers}, capped at max_workers={limit}")
+    return sel
 
 
 def _choose(m: StpaModel, raw: dict, cores: int, limit: int | None, probe_s: float) -> Selection:
@@ -381,35 +398,18 @@ def select_for_stepper(make, static: Mapping[str, float], *, max_workers: int | 
     cores = int(hw["usable_cores"])
     with _lock:
         features_only = any(fo for _, fo in _captures)
+
+    def heuristic() -> int:
+        return heuristic_workers(int(static.get("entities", 1)), float(static.get("native_kind_share", 1.0)), cores)
+
     if limit == 1:
         sel = Selection(1, "limited", "max_workers=1 (an explicit argument or seer.stpa.default_pool_limit)")
     else:
         m, why = (None, "features only") if features_only else (
             (stpa_model, "") if stpa_model is not None else _resolve(None))
-        if m is None and not features_only:
-            warnings.warn(f"STPA: {why}; using the heuristic (run `seer tune` to train a model)",
-                          StpaFallbackWarning, stacklevel=2)
-            w = heuristic_workers(int(static.get("entities", 1)), float(static.get("native_kind_share", 1.0)), cores)
-            sel = Selection(w, "heuristic", why, {**hw, **static})
-        else:
-            t0 = time.perf_counter()
-            feats = probe_stepper(make, static, budget_s=probe_budget_s)
-            dt = time.perf_counter() - t0
-            raw = {**hw, **feats}
-            if features_only:
-                sel = Selection(1, "features-only", "" if feats.ok else f"the probe failed ({feats.error})", raw,
-                                probe_s=dt)
-            elif not feats.ok:
-                warnings.warn(f"STPA: the probe failed ({feats.error}); using the heuristic", StpaFallbackWarning,
-                              stacklevel=2)
-                w = heuristic_workers(int(static.get("entities", 1)), float(static.get("native_kind_share", 1.0)),
-                                      cores)
-                sel = Selection(w, "heuristic", f"the probe failed ({feats.error})", raw, probe_s=dt)
-            else:
-                sel = _choose(m, raw, cores, limit, dt)
-        if limit is not None and sel.workers > limit:
-            sel = dataclasses.replace(sel, workers=limit, source="limited",
-                                      reason=f"{sel.source} chose {sel.workers}, capped at max_workers={limit}")
+        sel = _decide(m, why, functools.partial(probe_stepper, make, static, budget_s=probe_budget_s), hw, static,
+                      limit, features_only, heuristic, "using the heuristic", stacklevel=2)
+        sel = _capped(sel, limit)
     with _lock:
         for records, _ in _captures:
             records.append(sel)

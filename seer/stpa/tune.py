@@ -404,26 +404,17 @@ def comparison_table(meta: dict) -> str:
 def evaluation_tables(ev: dict) -> str:
     s = ev["summary"]
     held = ", ".join(ev.get("envs_held_out") or []) or "none"
-    lines = ["| rule | mean frac of oracle | min frac of oracle |", "|---|---|---|",
-             f"| STPA ({ev.get('model_family', '?')}; envs held out: {held}) | {s['frac_chosen']['mean']:.3f} | "
-             f"{s['frac_chosen']['min']:.3f} |"]
-    for group in ("synthetic", "envs"):
-        if f"frac_chosen_{group}" in s:
-            g = s[f"frac_chosen_{group}"]
-            lines.append(f"| - of which {group} workloads | {g['mean']:.3f} | {g['min']:.3f} |")
-    if "frac_chosen_all" in s:
-        lines.append(f"| STPA, the model trained on every env (envs not held out) | {s['frac_chosen_all']['mean']:.3f} | "
-                     f"{s['frac_chosen_all']['min']:.3f} |")
-    if "frac_refined" in s:
-        lines.append(f"| STPA + online check (online_refine from its choice) | {s['frac_refined']['mean']:.3f} | "
-                     f"{s['frac_refined']['min']:.3f} |")
-    lines += [
-             f"| 1 worker | {s['frac_rule_1']['mean']:.3f} | {s['frac_rule_1']['min']:.3f} |",
-             f"| os.cpu_count() = {ev['rule_cpu_workers']} | {s['frac_rule_cpu']['mean']:.3f} | "
-             f"{s['frac_rule_cpu']['min']:.3f} |",
-             f"| heuristic_workers (fallback) | {s['frac_heuristic']['mean']:.3f} | {s['frac_heuristic']['min']:.3f} |",
-             "", "| workload | free cores | steps/s by pool size | oracle | chosen | frac | online check: tried -> kept "
-             "| frac | 1 worker | cpu_count |", "|---|---|---|---|---|---|---|---|---|---|"]
+    rules = [("frac_chosen", f"STPA ({ev.get('model_family', '?')}; envs held out: {held})")]
+    rules += [(key, rule) for key, rule in (
+        ("frac_chosen_synthetic", "- of which synthetic workloads"), ("frac_chosen_envs", "- of which envs workloads"),
+        ("frac_chosen_all", "STPA, the model trained on every env (envs not held out)"),
+        ("frac_refined", "STPA + online check (online_refine from its choice)")) if key in s]
+    rules += [("frac_rule_1", "1 worker"), ("frac_rule_cpu", f"os.cpu_count() = {ev['rule_cpu_workers']}"),
+              ("frac_heuristic", "heuristic_workers (fallback)")]
+    lines = ["| rule | mean frac of oracle | min frac of oracle |", "|---|---|---|"]
+    lines += [f"| {rule} | {s[key]['mean']:.3f} | {s[key]['min']:.3f} |" for key, rule in rules]
+    lines += ["", "| workload | free cores | steps/s by pool size | oracle | chosen | frac | online check: tried -> "
+              "kept | frac | 1 worker | cpu_count |", "|---|---|---|---|---|---|---|---|---|---|"]
     for p in ev["workloads"]:
         sps = ", ".join(f"{w}: {v:.1f}" for w, v in p["steps_per_s"].items())
         ref = (f"{p['refine_tried']} -> {p['refined']} | {p['frac_refined']:.3f}" if "refined" in p else "- | -")

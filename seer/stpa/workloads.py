@@ -224,23 +224,30 @@ def stepper_workload(name: str, env: str, params: dict, make, static: dict) -> W
     return Workload(name, f"vector-{env}", dict(params), "stepper", make, env=env, static=dict(static))
 
 
+def _env_step(env):
+    """``step()`` of a ParallelEnv with fixed random actions (agent ``i``'s
+    space seeded with ``i``): ``env`` is reset with seed 0 here, and with
+    seed 1 whenever its episode is over."""
+    env.reset(seed=0)
+    acts = {}
+    for i, a in enumerate(env.possible_agents):
+        space = env.action_space(a)
+        space.seed(i)
+        acts[a] = space.sample()
+
+    def step():
+        if not env.agents:
+            env.reset(seed=1)
+        env.step({a: acts[a] for a in env.agents})
+
+    return step
+
+
 def _env_stepper(factory):
     """``make(workers) -> (step, close)`` for a ParallelEnv factory, fixed random actions."""
     def make(workers):
         env = factory(workers)
-        env.reset(seed=0)
-        acts = {}
-        for i, a in enumerate(env.possible_agents):
-            space = env.action_space(a)
-            space.seed(i)
-            acts[a] = space.sample()
-
-        def step():
-            if not env.agents:
-                env.reset(seed=1)
-            env.step({a: acts[a] for a in env.agents})
-
-        return step, env.close
+        return _env_step(env), env.close
     return make
 
 
@@ -279,25 +286,32 @@ def workload_features(wl: Workload):
     return feats, None
 
 
+def _rate(step, steps: int, warmup: int) -> float:
+    """Calls per second of ``step()`` over ``steps`` calls after ``warmup``
+    untimed ones; the garbage collector is off while the clock runs, so a
+    collection does not land in one pool size's timing and not another's."""
+    for _ in range(warmup):
+        step()
+    gc_was = gc.isenabled()
+    gc.disable()
+    try:
+        t0 = time.perf_counter()
+        for _ in range(steps):
+            step()
+        el = time.perf_counter() - t0
+    finally:
+        if gc_was:
+            gc.enable()
+    return steps / el
+
+
 def time_stepper(make, workers: int, steps: int, warmup: int = 2) -> float:
     """Steps/s of a stepper (``make(workers) -> (step, close)``) after ``warmup`` steps."""
     step, close = make(workers)
     try:
-        for _ in range(warmup):
-            step()
-        gc_was = gc.isenabled()
-        gc.disable()
-        try:
-            t0 = time.perf_counter()
-            for _ in range(steps):
-                step()
-            el = time.perf_counter() - t0
-        finally:
-            if gc_was:
-                gc.enable()
+        return _rate(step, steps, warmup)
     finally:
         close()
-    return steps / el
 
 
 def time_model(model, workers: int, steps: int, step_length: float, capacity: int | None, warmup: int = 1) -> float:
@@ -306,54 +320,22 @@ def time_model(model, workers: int, steps: int, step_length: float, capacity: in
 
     with Runtime(model, workers=workers, capacity=capacity) as rt:
         t = 0.0
-        for _ in range(warmup):
+
+        def one():
+            nonlocal t
             t += step_length
             rt.step(t)
-        gc_was = gc.isenabled()
-        gc.disable()
-        try:
-            t0 = time.perf_counter()
-            for _ in range(steps):
-                t += step_length
-                rt.step(t)
-            el = time.perf_counter() - t0
-        finally:
-            if gc_was:
-                gc.enable()
-    return steps / el
+
+        return _rate(one, steps, warmup)
 
 
 def time_env(factory, workers: int, steps: int, warmup: int = 2) -> float:
     """Steps/s of a PettingZoo ParallelEnv (fixed random actions)."""
     env = factory(workers)
     try:
-        env.reset(seed=0)
-        acts = {}
-        for i, a in enumerate(env.possible_agents):
-            space = env.action_space(a)
-            space.seed(i)
-            acts[a] = space.sample()
-
-        def one():
-            if not env.agents:
-                env.reset(seed=1)
-            env.step({a: acts[a] for a in env.agents})
-
-        for _ in range(warmup):
-            one()
-        gc_was = gc.isenabled()
-        gc.disable()
-        try:
-            t0 = time.perf_counter()
-            for _ in range(steps):
-                one()
-            el = time.perf_counter() - t0
-        finally:
-            if gc_was:
-                gc.enable()
+        return _rate(_env_step(env), steps, warmup)
     finally:
         env.close()
-    return steps / el
 
 
 def plan_steps(seconds_per_step: float, target_s: float, lo: int = 3, hi: int = 400) -> int:

@@ -82,10 +82,13 @@ def _auto_workers(model, env_fn, num_copies: int, specs, layout, pad: bool, auto
         return _native_choices[key]
 
     def make(workers):
-        from seer.vector import make as make_vector
-
-        envs = make_vector(env_fn, num_copies, backend="thread", workers=workers, pad=pad,
-                           autoreset_mode=autoreset)
+        # what seer.vector.make(env_fn, num_copies, backend="thread", workers=workers) builds
+        impl = ThreadBackend(env_fn, num_copies, workers, pad=pad, autoreset=autoreset, restart=False)
+        try:
+            envs = ThreadVectorEnv(impl, autoreset, copy=False, validate_actions=False)
+        except BaseException:
+            impl.close()
+            raise
         envs.reset(seed=0)
         envs.action_space.seed(0)
         action = envs.action_space.sample()

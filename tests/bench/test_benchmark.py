@@ -92,6 +92,22 @@ def test_shared_helpers(tmp_path):
     assert (tmp_path / "r.md").read_text() == "# r\n"
 
 
+def test_the_helpers_the_bench_scripts_share(tmp_path, capsys):
+    calls = []
+    assert common.steps_per_s(calls.append, "abc", 4, warmup=2) > 0
+    assert calls == list("ab" + "abca")  # the warm-up calls, then the timed ones, both cycling from the first input
+    # a bench script's folder for its results is made on demand; seer bench's output folders are not
+    with pytest.raises(ValueError, match="does not exist"):
+        common.write_report({"x": 1}, tmp_path / "missing" / "r.json")
+    common.write_report({"x": 1}, tmp_path / "new" / "r.json", tmp_path / "new2" / "r.md", "# r\n", make_dirs=True)
+    assert json.loads((tmp_path / "new" / "r.json").read_text()) == {"x": 1}
+    assert (tmp_path / "new2" / "r.md").read_text() == "# r\n"
+    doc = common.rounds_main("a bench", lambda rounds: {"rounds": rounds}, lambda d: f"# {d['rounds']} rounds",
+                             rounds=5, argv=["--rounds", "2", "--json", str(tmp_path / "b.json")])
+    assert doc == {"rounds": 2} and capsys.readouterr().out == "# 2 rounds\n"
+    assert json.loads((tmp_path / "b.json").read_text()) == {"rounds": 2} and not (tmp_path / "b.md").exists()
+
+
 # ---- auto against the best fixed pool size -------------------------------------------------------
 
 def _row(domain, scenario, system, workers, mean_ms, kind="seer"):

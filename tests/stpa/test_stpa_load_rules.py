@@ -258,8 +258,13 @@ def test_env_and_vector_workloads_appear_in_a_tiny_sweep(tmp_path, monkeypatch):
     assert {r["workers"] for r in rows} == {1, 2}
 
 
-def test_an_env_whose_model_cannot_be_probed_is_stepped_instead():
+def test_an_env_whose_model_cannot_be_probed_is_stepped_instead(monkeypatch):
     pytest.importorskip("seer_consensus", reason="the example plug-in env is not installed")
+    from seer_consensus import consensus_v0
+
+    # a model that schedules its events only in the env's own reset (as consensus_v0 did before it
+    # scheduled its first ticks in Model.reset too): a runtime probe sees no events
+    monkeypatch.setattr(consensus_v0.ConsensusModel, "reset", lambda self, runtime, seed: None)
     wl = W._env_workloads([("consensus_v0", {"scenario": "small"})])[0]
     feats, _ = W.workload_features(wl)
     assert feats["probe_traced"] == 0.0 and feats["entities"] == 8.0 and feats["step_ms"] > 0

@@ -33,12 +33,14 @@ Ray restarts the actor (``max_restarts``) and its rows come back truncated and
 reset, as a restarted worker process does in the process backend.  Every
 reply carries the actor's incarnation token, so an actor that died *between*
 two calls (and that Ray restarted with new copies) is caught as well.
-"
 
-Files: ``cluster`` (importing Ray and owning the Ray session), ``batch`` (the
-buffers a shard sends back and the rollout batch layout), ``shard`` (the shard
-actor), ``driver`` (:class:`RayBackend`, the driver's side), ``env``
-(:class:`RayVectorEnv` and ``make_ray``).
+Files: ``cluster`` (importing Ray, owning the Ray session, pickling for the
+actors), ``batch`` (the buffers a shard sends back and the rollout batch
+layout), ``shard`` (the shard actor), ``driver`` (:class:`RayBackend`, the
+driver's side: ops fanned out to the shards, their rows gathered) with its
+parts ``startup`` (starting the shards), ``restart`` (a shard that died) and
+``rollout`` (batched rollouts), ``env`` (:class:`RayVectorEnv` and
+``make_ray``).
 """
 
 from seer.vector.ray.cluster import RAY_MISSING, import_ray

@@ -1,7 +1,11 @@
-"""Ray for the Ray backend: importing it (naming the extra when missing) and owning the Ray session (shut down only if make() started it)."""
+"""Ray for the Ray backend: importing it (naming the extra when missing), owning the Ray session (shut down only if make() started it), and pickling what the driver sends its actors."""
 
 from __future__ import annotations
 
+
+#: Ray inlines task arguments up to 100 KiB; larger policies go through the
+#: object store once per rollout instead of once per shard.
+_INLINE_BYTES = 100 * 1024
 
 RAY_MISSING = ('backend="ray" needs Ray, an optional dependency of SEER: install it with pip install "seer[ray]" '
                '(or pip install "ray>=2.9")')
@@ -15,6 +19,13 @@ def import_ray():
         raise ImportError(RAY_MISSING) from exc
     return ray
 
+
+def _dumps(obj) -> bytes:
+    """``obj`` (an env factory, a policy) as bytes, pickled as Ray pickles task arguments (cloudpickle: lambdas
+    and closures by value)."""
+    import cloudpickle
+
+    return cloudpickle.dumps(obj)
 
 
 # ---- Ray ownership: shut Ray down only if make() started it ---------------------------------------

@@ -2,46 +2,28 @@
 
 from __future__ import annotations
 
-import hashlib
 import multiprocessing
 import weakref
-from typing import Any
 
 import numpy as np
-from gymnasium.vector import AutoresetMode
 
-from seer.errors import ActorRestartedError, ClosedError, WorkerError
+from seer.errors import ClosedError
 from seer.vector import shm as shm_blocks
-from seer.vector._layout import build_layout
-from seer.vector._runner import restart_seed, same_spaces
-from seer.vector.messages import CopyRestarted, restarts, shifted
-from seer.vector.ray.batch import COPY_FIELDS, _batch_spec, _views, shard_fields
+from seer.vector.messages import restarts, shifted
+from seer.vector.ray.batch import COPY_FIELDS
 from seer.vector.ray.cluster import _connect, _release, import_ray
-from seer.vector.ray.shard import _Shard
+from seer.vector.ray.restart import CALL, RESET, STEP, ShardRestarts, _ShardDied
+from seer.vector.ray.rollout import ShardRollouts
+from seer.vector.ray.startup import ShardStartup
 
 
-#: Ray inlines task arguments up to 100 KiB; larger policies go through the
-#: object store once per rollout instead of once per shard.
-_INLINE_BYTES = 100 * 1024
-
-STEP, RESET, CALL, ROLLOUT = "stepping", "resetting", "calling into", "rolling out"
-
-
-def _dumps(obj) -> bytes:
-    import cloudpickle
-
-    return cloudpickle.dumps(obj)
-
-class _ShardDied(Exception):
-    def __init__(self, s, exc, result=None):
-        super().__init__(s, exc)
-        self.s, self.exc, self.result = s, exc, result
-
-
-class RayBackend:
+class RayBackend(ShardStartup, ShardRestarts, ShardRollouts):
     """The backend interface of :class:`SeerVectorEnv` (see ``_thread.py``)
     over shard actors, plus ``send`` / ``recv`` for env-pool stepping and
-    ``rollout``."""
+    ``rollout``.  Its parts in files of their own: starting the shards
+    (:class:`~seer.vector.ray.startup.ShardStartup`), a shard that died
+    (:class:`~seer.vector.ray.restart.ShardRestarts`) and rollouts
+    (:class:`~seer.vector.ray.rollout.ShardRollouts`)."""
 
     name = "ray"
 
@@ -76,105 +58,6 @@ class RayBackend:
         except BaseException:
             self.close()
             raise
-
-    # ---- start-up ----------------------------------------------------------------------------
-
-    def _start(self, env_fn, num_copies, workers, pad, num_shards, shard_backend, cpus, shard_options,
-               validate, context, inline) -> None:
-        ray = self.ray
-        cluster_cpus = float(ray.cluster_resources().get("CPU", 0))
-        if num_shards is None:
-            per = cpus if cpus else 1
-            num_shards = max(1, min(num_copies, int(cluster_cpus // per) if cluster_cpus else 1))
-        if not isinstance(num_shards, (int, np.integer)) or isinstance(num_shards, bool) \
-                or not 1 <= num_shards <= num_copies:
-            raise ValueError(f"num_shards={num_shards!r} is invalid: expected an integer in [1, num_envs={num_copies}] "
-                             f"(each shard runs at least one env copy)")
-        num_shards = int(num_shards)
-        opts: dict[str, Any] = {"max_restarts": -1 if self.restart_failed else 0, "max_task_retries": 0}
-        if cpus is not None:
-            opts["num_cpus"] = cpus
-        opts.update(shard_options or {})
-        need = num_shards * float(opts.get("num_cpus") or 0)
-        if need > cluster_cpus:
-            raise ValueError(
-                f"{num_shards} shards x num_cpus_per_shard={opts.get('num_cpus')} need {need:g} CPUs but the Ray "
-                f"cluster has {cluster_cpus:g}: lower num_shards or num_cpus_per_shard (fractions and 0 are "
-                f"allowed), or add nodes"
-            )
-        splits = [s for s in np.array_split(np.arange(num_copies), num_shards)]
-        self.copy_ranges = [(int(s[0]), int(s[-1]) + 1) for s in splits]
-        self.num_shards = num_shards
-        kw = {"workers": workers, "backend": shard_backend, "autoreset": self.autoreset, "pad": bool(pad),
-              "restart": self.restart_failed, "validate": bool(validate), "context": context,
-              "inline": None if inline == "auto" else inline}
-        actor_cls = ray.remote(_Shard)
-        fn_bytes = _dumps(env_fn)
-        fn_arg = ray.put(fn_bytes) if len(fn_bytes) > _INLINE_BYTES else fn_bytes
-        self.actors = [actor_cls.options(**opts).remote(s, fn_arg, c1 - c0, num_copies, kw)
-                       for s, (c0, c1) in enumerate(self.copy_ranges)]
-        refs = [a.start.remote() for a in self.actors]
-        ready, pending = ray.wait(refs, num_returns=len(refs), timeout=self.startup_timeout)
-        if pending:
-            late = [refs.index(r) for r in pending]
-            raise WorkerError(f"shards {late} did not start within {self.startup_timeout} s (Ray resources: "
-                              f"{ray.available_resources()}; each shard asks for {opts})")
-        starts = []
-        for s, r in enumerate(refs):
-            try:
-                starts.append(ray.get(r))
-            except ray.exceptions.RayTaskError as exc:
-                raise _cause(exc, f"while shard {s} created env copies {self.copy_ranges[s][0]}.."
-                                  f"{self.copy_ranges[s][1] - 1}") from None
-        self.shard_info = starts
-        self.tokens = [st["token"] for st in starts]
-        self.specs = [spec for st in starts for spec in st["specs"]]
-        self.layout = build_layout(self.specs, pad, same_step=self.autoreset == AutoresetMode.SAME_STEP)
-        L = self.layout
-        for s, (c0, c1) in enumerate(self.copy_ranges):
-            local = build_layout(self.specs[c0:c1], pad, same_step=L.same_step)
-            if local.slots != L.slots or local.obs_space != L.obs_space or local.act_space != L.act_space:
-                raise ValueError(
-                    f"shard {s} (env copies {c0}..{c1 - 1}) lays its rows out differently from the whole vector env "
-                    f"(agent slots {local.slots} vs {L.slots}, observation space {local.obs_space} vs "
-                    f"{L.obs_space}, action space {local.act_space} vs {L.act_space}): with pad=True every shard's "
-                    f"copies must pad to the same spaces; use num_shards that group copies with the same agents, "
-                    f"or give the copies equal spaces"
-                )
-        A = L.slots
-        self.row_ranges = [(c0 * A, c1 * A) for c0, c1 in self.copy_ranges]
-        try:
-            self._node_id = ray.get_runtime_context().get_node_id()
-        except Exception:
-            self._node_id = None
-        self.direct: set[int] = set()  # shards that read and write the driver's buffers in shared memory
-        local = [s for s, st in enumerate(starts) if self.use_shm and st.get("node_id") == self._node_id]
-        if local:
-            shm = shm_blocks.create(L.offsets()[1])
-            self._boxes["bufs"] = shm
-            self.bufs = L.allocate(shm.buf)
-        else:
-            self.bufs = L.allocate()
-        self._names = shard_fields(L)
-        self._dest = []
-        for (c0, c1), (r0, r1) in zip(self.copy_ranges, self.row_ranges):
-            self._dest.append(tuple(self.bufs[n][c0:c1] if n in COPY_FIELDS else self.bufs[n][r0:r1]
-                                    for n in self._names))
-        self.num_workers = sum(st["workers"] for st in starts)
-        self._step_m = [a.step for a in self.actors]
-        self.restart_counts = [0] * num_copies
-        self.last_seeds: list = [None] * num_copies
-        self.pending: dict[int, tuple] = {}  # shard -> (seeded, seeds) of its due NEXT_STEP reset (restarted)
-        self.inflight: dict[int, tuple] = {}  # shard -> (op, ref)
-        self._acc: list = []  # messages of the shards gathered so far in this step ...
-        self._done_shards: list[int] = []  # ... and those shards
-        self._policy_keys: dict[int, bytes] = {}
-        self._alive_before = None
-        if local:
-            tokens = ray.get([self.actors[s].attach.remote(self._boxes["bufs"].name, self._row_spec(s))
-                              for s in local], timeout=self.startup_timeout)
-            if tokens == [self.tokens[s] for s in local]:
-                self.direct = set(local)
 
     # ---- helpers -----------------------------------------------------------------------------
 
@@ -212,107 +95,6 @@ class RayBackend:
     def _count_restarts(self, msgs) -> None:
         for m in restarts(msgs):
             self.restart_counts[m.copy] += 1
-
-    def _get(self, s: int, ref, result=None):
-        """The result of shard ``s``'s call (``result``: already fetched), less
-        its incarnation token.  A dead actor -- or one that Ray restarted
-        since the last call -- raises _ShardDied; a call that raised becomes
-        a WorkerError (the vector env closes)."""
-        ray = self.ray
-        try:
-            if result is None:
-                result = ray.get(ref)
-            if result[0] != self.tokens[s]:
-                raise _ShardDied(s, ActorRestartedError(
-                    "its process died between two calls and Ray restarted it (its env copies are new)"), result[1:])
-            return result[1:]
-        except ray.exceptions.RayActorError as exc:
-            raise _ShardDied(s, exc) from exc
-        except ray.exceptions.RayError as exc:  # the call raised (a broken local pool), or Ray failed
-            what = f"{self.describe(s)} failed while running {self._what(s)}"
-            self.broken = what
-            self.close()
-            raise WorkerError(f"{what}; the vector env is closed:\n{exc}") from None
-
-    def _adopt(self, s: int, info: dict) -> None:
-        """Take shard ``s``'s new incarnation (Ray restarted its actor) on."""
-        self.shard_info[s] = info
-        self.tokens[s] = info["token"]
-        self._policy_keys.pop(s, None)
-        self._step_m[s] = self.actors[s].step
-        if s in self.direct:
-            self.direct.discard(s)
-            token = self.ray.get(self.actors[s].attach.remote(self._boxes["bufs"].name, self._row_spec(s)),
-                                 timeout=self.startup_timeout)
-            if token == info["token"]:
-                self.direct.add(s)
-
-    def _died(self, d: _ShardDied, op: str) -> list:
-        """Shard ``d.s``'s actor died during ``op``: raise WorkerError (and
-        close), or restart it (restart_failed, step/rollout) and return the
-        restart messages of its copies."""
-        s = d.s
-        what = f"{self.describe(s)} died while {op} {self._what(s)}"
-        first = str(d.exc).strip().splitlines()[0] if str(d.exc).strip() else type(d.exc).__name__
-        if not (self.restart_failed and op in (STEP, ROLLOUT)):
-            self.broken = what
-            self.close()
-            raise WorkerError(f"{what} ({type(d.exc).__name__}: {first}); the vector env is closed"
-                              + ("" if self.restart_failed else " (pass restart_failed=True to restart failed "
-                                 "shards and go on)")) from d.exc
-        ray = self.ray
-        try:  # Ray restarts the actor (max_restarts): its constructor recreates the copies
-            ref = self.actors[s].start.remote()
-            ready, _ = ray.wait([ref], timeout=self.startup_timeout)
-            if not ready:
-                raise TimeoutError(f"not back within {self.startup_timeout} s")
-            info = ray.get(ref)
-            c0, c1 = self.copy_ranges[s]
-            if len(info["specs"]) != c1 - c0 or not all(same_spaces(a, b) for a, b in
-                                                        zip(info["specs"], self.specs[c0:c1])):
-                raise ValueError("its new env copies have other agents or spaces than the original ones")
-            self._adopt(s, info)
-        except BaseException as exc:
-            self.broken = f"{what}, and restarting it failed: {exc}"
-            self.close()
-            raise WorkerError(f"{what}; restarting it failed: {exc}") from exc
-        b, L = self.bufs, self.layout
-        (c0, c1), (r0, r1) = self.copy_ranges[s], self.row_ranges[s]
-        C = L.num_copies
-        seeds = []
-        for c in range(c0, c1):
-            seeds.append(restart_seed(self.last_seeds[c], C, self.restart_counts[c] + 1))
-        sl = slice(r0, r1)
-        alive_before = self._alive_before[sl].copy() if self._alive_before is not None else b["alive"][sl].copy()
-        for n in ("obs", "rew", "term", "mask", "alive"):
-            b[n][sl] = 0
-        b["trunc"][sl] = alive_before
-        b["ended"][c0:c1] = True
-        b["restarted"][c0:c1] = True
-        if L.same_step:
-            b["final_mask"][sl] = False
-        seeded = np.array([x is not None for x in seeds])
-        seed_arr = np.array([0 if x is None else x for x in seeds], np.int64)
-        tb = (f"{what} ({type(d.exc).__name__}: {first}); Ray restarted the actor (pid {info['pid']} on "
-              f"{info['node']}) and its copies start new episodes")
-        msgs = [CopyRestarted(c, tb) for c in range(c0, c1)]
-        if self.autoreset == AutoresetMode.NEXT_STEP:
-            self.pending[s] = (seeded, seed_arr)
-        elif self.autoreset == AutoresetMode.SAME_STEP:
-            try:
-                state, rmsgs = self._get(s, self.actors[s].reset.remote(np.ones(c1 - c0, bool), seeded, seed_arr,
-                                                                         None))
-            except _ShardDied as again:
-                self.broken = f"{what}, and it died again while resetting"
-                self.close()
-                raise WorkerError(f"{self.broken}") from again.exc
-            names = self._names
-            b["obs"][sl] = state[names.index("obs")]
-            b["alive"][sl] = state[names.index("alive")]
-            msgs += self._remap(s, rmsgs)
-        for c in range(c0, c1):
-            self.restart_counts[c] += 1
-        return msgs
 
     # ---- backend interface -------------------------------------------------------------------
 
@@ -458,105 +240,6 @@ class RayBackend:
             errs += self._remap(s, m)
         return results, errs
 
-    def rollout(self, policy, num_steps: int, want_infos: bool, validate: bool):
-        """Run ``num_steps`` steps in every shard; returns (batch dict with
-        arrays (T, rows, ...), steps done, per-step messages, failures)."""
-        self._check()
-        ray = self.ray
-        data = _dumps(policy)
-        key = hashlib.blake2b(data, digest_size=16).digest()
-        payload = None
-        b = self.bufs
-        self._alive_before = b["alive"].copy() if self.restart_failed else None
-        refs, views = {}, {}
-        T, L = num_steps, self.layout
-        for s in range(self.num_shards):
-            send = None
-            if self._policy_keys.get(s) != key:
-                if payload is None:
-                    payload = [ray.put(data)] if len(data) > _INLINE_BYTES else data
-                send = payload
-            reset_first = self.pending.get(s)
-            box = self._box(s, T)
-            if box is not None:
-                views[s] = box[1]
-            refs[s] = self.actors[s].rollout.remote(key, send, num_steps, reset_first, want_infos, validate,
-                                                    box and box[0])
-            self._policy_keys[s] = key
-        R = L.rows
-        out = {n: np.empty((T, *sh[1:]), dt) for n, sh, dt, _ in
-               _batch_spec(1, R, b["obs"].shape[1:], b["obs"].dtype, b["act"].shape[1:], b["act"].dtype)[0]}
-        steps = [[] for _ in range(T)]
-        failures = []
-        for s, ref in refs.items():
-            r0, r1 = self.row_ranges[s]
-            try:
-                batch, done, smsgs, failure, state = self._get(s, ref)
-            except _ShardDied as d:
-                self._policy_keys.pop(s, None)
-                for v in out.values():
-                    v[:, r0:r1] = 0
-                out["obs"][0, r0:r1] = b["obs"][r0:r1]  # what the policy saw (its rows are untouched so far)
-                msgs = self._died(d, ROLLOUT)
-                out["truncations"][0, r0:r1] = self._alive_before[r0:r1]
-                steps[0] += msgs
-                continue
-            if s in self.pending and done > 0:
-                self.pending.pop(s)
-            if batch is None:  # written into this shard's shared-memory block
-                batch = views[s]
-            for k, v in batch.items():
-                out[k][:done, r0:r1] = v[:done]
-            if state is not None:
-                self._put(s, state)
-            for t, m in smsgs:
-                m = self._remap(s, m)
-                self._count_restarts(m)
-                steps[t] += m
-            if failure is not None:
-                failures.append((s, failure))
-                if failure[0] == "load":
-                    self._policy_keys.pop(s, None)
-        return out, steps, failures
-
-    def _row_spec(self, s: int) -> list:
-        """(field, dtype, shape, byte offset) of shard ``s``'s rows (copies)
-        in the driver's buffers, for the fields it writes and ``act``."""
-        L = self.layout
-        off, _ = L.offsets()
-        (c0, c1), (r0, r1) = self.copy_ranges[s], self.row_ranges[s]
-        spec = []
-        for name, shape, dt in L.fields():
-            if name not in self._names and name != "act":
-                continue
-            lo, hi = (c0, c1) if name in COPY_FIELDS else (r0, r1)
-            per = int(np.prod(shape[1:], dtype=np.int64)) * dt.itemsize
-            spec.append((name, dt.str, (hi - lo, *shape[1:]), off[name] + lo * per))
-        return spec
-
-    def _box(self, s: int, T: int):
-        """(name, views) of shard ``s``'s shared-memory block for a batch of
-        ``T`` steps; None when the shard runs on another node (its batch
-        comes back through Ray's object store)."""
-        if not self.use_shm or self._node_id is None or self.shard_info[s].get("node_id") != self._node_id:
-            return None
-        cached = self._box_views.get(s)
-        if cached is not None and cached[0] == T:
-            return cached[1]
-        b = self.bufs
-        r0, r1 = self.row_ranges[s]
-        spec, size = _batch_spec(T, r1 - r0, b["obs"].shape[1:], b["obs"].dtype, b["act"].shape[1:], b["act"].dtype)
-        shm = self._boxes.get(s)
-        if shm is None or shm.size < size:
-            self._box_views.pop(s, None)
-            if shm is not None:  # (a shard still mapping it keeps it until it attaches anew)
-                shm_blocks.release(self._boxes.pop(s), unlink=True)
-            shm = shm_blocks.create(size)
-            self._boxes[s] = shm
-        box = (shm.name, _views(shm.buf, spec))
-        self._box_views[s] = (T, box)
-        return box
-
     def worker_of(self, c: int) -> str:
         for s, (c0, c1) in enumerate(self.copy_ranges):
             if c0 <= c < c1:
@@ -594,16 +277,3 @@ class RayBackend:
             if self._owns_ray:
                 self._owns_ray = False
                 _release(ray)
-
-
-def _cause(exc, where: str):
-    """The exception a shard's method raised (with the remote traceback as a
-    note), from Ray's RayTaskError."""
-    cause = getattr(exc, "cause", None)
-    if isinstance(cause, BaseException):
-        try:
-            cause.add_note(f"(raised in a seer.vector Ray shard, {where}; remote traceback:\n{exc})")
-        except Exception:
-            pass
-        return cause
-    return WorkerError(f"{where}: {exc}")

@@ -1,0 +1,124 @@
+"""A Ray shard that died (`ShardRestarts`, a part of `RayBackend`): telling a dead or restarted actor from a call's result, then failing with a WorkerError or, with ``restart_failed``, taking Ray's restart on and truncating the shard's rows."""
+
+from __future__ import annotations
+
+import numpy as np
+from gymnasium.vector import AutoresetMode
+
+from seer.errors import ActorRestartedError, WorkerError
+from seer.vector._runner import restart_seed, same_spaces
+from seer.vector.messages import CopyRestarted
+
+#: What the driver was doing with a shard, as its errors say it; only a step or a rollout is restarted.
+STEP, RESET, CALL, ROLLOUT = "stepping", "resetting", "calling into", "rolling out"
+
+
+class _ShardDied(Exception):
+    def __init__(self, s, exc, result=None):
+        super().__init__(s, exc)
+        self.s, self.exc, self.result = s, exc, result
+
+
+class ShardRestarts:
+    """How :class:`~seer.vector.ray.driver.RayBackend` notices and handles a dead shard actor."""
+
+    def _get(self, s: int, ref, result=None):
+        """The result of shard ``s``'s call (``result``: already fetched), less
+        its incarnation token.  A dead actor -- or one that Ray restarted
+        since the last call -- raises _ShardDied; a call that raised becomes
+        a WorkerError (the vector env closes)."""
+        ray = self.ray
+        try:
+            if result is None:
+                result = ray.get(ref)
+            if result[0] != self.tokens[s]:
+                raise _ShardDied(s, ActorRestartedError(
+                    "its process died between two calls and Ray restarted it (its env copies are new)"), result[1:])
+            return result[1:]
+        except ray.exceptions.RayActorError as exc:
+            raise _ShardDied(s, exc) from exc
+        except ray.exceptions.RayError as exc:  # the call raised (a broken local pool), or Ray failed
+            what = f"{self.describe(s)} failed while running {self._what(s)}"
+            self.broken = what
+            self.close()
+            raise WorkerError(f"{what}; the vector env is closed:\n{exc}") from None
+
+    def _adopt(self, s: int, info: dict) -> None:
+        """Take shard ``s``'s new incarnation (Ray restarted its actor) on."""
+        self.shard_info[s] = info
+        self.tokens[s] = info["token"]
+        self._policy_keys.pop(s, None)
+        self._step_m[s] = self.actors[s].step
+        if s in self.direct:
+            self.direct.discard(s)
+            token = self.ray.get(self.actors[s].attach.remote(self._boxes["bufs"].name, self._row_spec(s)),
+                                 timeout=self.startup_timeout)
+            if token == info["token"]:
+                self.direct.add(s)
+
+    def _died(self, d: _ShardDied, op: str) -> list:
+        """Shard ``d.s``'s actor died during ``op``: raise WorkerError (and
+        close), or restart it (restart_failed, step/rollout) and return the
+        restart messages of its copies."""
+        s = d.s
+        what = f"{self.describe(s)} died while {op} {self._what(s)}"
+        first = str(d.exc).strip().splitlines()[0] if str(d.exc).strip() else type(d.exc).__name__
+        if not (self.restart_failed and op in (STEP, ROLLOUT)):
+            self.broken = what
+            self.close()
+            raise WorkerError(f"{what} ({type(d.exc).__name__}: {first}); the vector env is closed"
+                              + ("" if self.restart_failed else " (pass restart_failed=True to restart failed "
+                                 "shards and go on)")) from d.exc
+        ray = self.ray
+        try:  # Ray restarts the actor (max_restarts): its constructor recreates the copies
+            ref = self.actors[s].start.remote()
+            ready, _ = ray.wait([ref], timeout=self.startup_timeout)
+            if not ready:
+                raise TimeoutError(f"not back within {self.startup_timeout} s")
+            info = ray.get(ref)
+            c0, c1 = self.copy_ranges[s]
+            if len(info["specs"]) != c1 - c0 or not all(same_spaces(a, b) for a, b in
+                                                        zip(info["specs"], self.specs[c0:c1])):
+                raise ValueError("its new env copies have other agents or spaces than the original ones")
+            self._adopt(s, info)
+        except BaseException as exc:
+            self.broken = f"{what}, and restarting it failed: {exc}"
+            self.close()
+            raise WorkerError(f"{what}; restarting it failed: {exc}") from exc
+        b, L = self.bufs, self.layout
+        (c0, c1), (r0, r1) = self.copy_ranges[s], self.row_ranges[s]
+        C = L.num_copies
+        seeds = []
+        for c in range(c0, c1):
+            seeds.append(restart_seed(self.last_seeds[c], C, self.restart_counts[c] + 1))
+        sl = slice(r0, r1)
+        alive_before = self._alive_before[sl].copy() if self._alive_before is not None else b["alive"][sl].copy()
+        for n in ("obs", "rew", "term", "mask", "alive"):
+            b[n][sl] = 0
+        b["trunc"][sl] = alive_before
+        b["ended"][c0:c1] = True
+        b["restarted"][c0:c1] = True
+        if L.same_step:
+            b["final_mask"][sl] = False
+        seeded = np.array([x is not None for x in seeds])
+        seed_arr = np.array([0 if x is None else x for x in seeds], np.int64)
+        tb = (f"{what} ({type(d.exc).__name__}: {first}); Ray restarted the actor (pid {info['pid']} on "
+              f"{info['node']}) and its copies start new episodes")
+        msgs = [CopyRestarted(c, tb) for c in range(c0, c1)]
+        if self.autoreset == AutoresetMode.NEXT_STEP:
+            self.pending[s] = (seeded, seed_arr)
+        elif self.autoreset == AutoresetMode.SAME_STEP:
+            try:
+                state, rmsgs = self._get(s, self.actors[s].reset.remote(np.ones(c1 - c0, bool), seeded, seed_arr,
+                                                                         None))
+            except _ShardDied as again:
+                self.broken = f"{what}, and it died again while resetting"
+                self.close()
+                raise WorkerError(f"{self.broken}") from again.exc
+            names = self._names
+            b["obs"][sl] = state[names.index("obs")]
+            b["alive"][sl] = state[names.index("alive")]
+            msgs += self._remap(s, rmsgs)
+        for c in range(c0, c1):
+            self.restart_counts[c] += 1
+        return msgs
