@@ -1,4 +1,4 @@
-"""Argument checks that several layers share: pool sizes and seeds.
+"""Argument checks that several layers share: pool sizes, seeds and worker timeouts.
 
 One definition each, so that ``Runtime``, the envs, ``seer.wrap``,
 ``seer.vector`` and the CLI accept and refuse the same values with the
@@ -7,6 +7,7 @@ same message.
 
 from __future__ import annotations
 
+import math
 import numbers
 from typing import Any
 
@@ -47,3 +48,13 @@ def check_seed(seed: Any) -> int:
     if not isinstance(seed, numbers.Integral) or isinstance(seed, bool) or not 0 <= seed < 2**64:
         raise InvalidArgumentError(f"seed={seed!r} is invalid: expected an integer in [0, 2**64)")
     return int(seed)
+
+
+def check_worker_timeout(value: Any) -> float | None:
+    """``worker_timeout`` of the process and Ray backends: seconds > 0, or None to wait forever."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
+        raise InvalidArgumentError(f"worker_timeout={value!r} is invalid: expected a number of seconds > 0, or None "
+                                   f"to wait for the workers forever")
+    return float(value)

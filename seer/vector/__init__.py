@@ -169,7 +169,11 @@ def make(env_fn: Callable[[], Any], num_copies: int | None = None, backend: str 
             allowed), ``shard_options`` (more ``actor.options()``, e.g.
             ``{"scheduling_strategy": "SPREAD"}``), ``ray_init`` (keyword
             arguments of ``ray.init`` when ``make`` starts Ray),
-            ``startup_timeout``, ``shared_memory`` (default True: shards
+            ``startup_timeout``, ``worker_timeout`` (as for the process
+            backend, per shard actor: a shard that does not answer a step,
+            reset or call in time is named in a :class:`seer.WorkerError`, or
+            killed and restarted in a step with ``restart_failed``; process
+            shards bound their own workers by it too), ``shared_memory`` (default True: shards
             on the driver's node read actions and write rows and rollout
             batches in shared memory, not through Ray's object store).
     """

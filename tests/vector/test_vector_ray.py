@@ -323,6 +323,56 @@ def test_dead_shard_restarts_with_restart_failed(ray_cluster):
         envs.close()
 
 
+@pytest.mark.timeout(120)
+def test_unresponsive_shard_raises_worker_error_naming_it(ray_cluster):
+    envs = seer.vector.make(functools.partial(ToyEnv, max_steps=50), 4, num_shards=2, worker_timeout=1.0, **RAY)
+    a = np.zeros(12, np.int64)
+    try:
+        envs.reset(seed=0)
+        envs.step(a)
+        envs.set_attr("sleep", [20.0, 20.0, 0.0, 0.0])  # shard 0 hangs in its copies' step
+        t0 = time.monotonic()
+        with pytest.raises(WorkerError, match=r"shard 0 \(Ray actor .* did not answer within worker_timeout=1 s "
+                                              r"while stepping") as info:
+            envs.step(a)
+        assert time.monotonic() - t0 < 10.0
+        assert "shard 1" not in str(info.value) and "restart_failed=True" in str(info.value)
+        with pytest.raises(ClosedError, match="can no longer be used"):
+            envs.step(a)
+    finally:
+        t0 = time.monotonic()
+        envs.close()
+        assert time.monotonic() - t0 < 15.0
+
+
+@pytest.mark.timeout(120)
+def test_unresponsive_shard_is_killed_and_restarted_with_restart_failed(ray_cluster):
+    envs = seer.vector.make(functools.partial(ToyEnv, max_steps=50), 4, num_shards=2, worker_timeout=1.0,
+                            restart_failed=True, **RAY)
+    a = np.zeros(12, np.int64)
+    try:
+        envs.reset(seed=0)
+        envs.step(a)
+        old = envs.worker_pids()
+        envs.set_attr("sleep", [60.0, 60.0, 0.0, 0.0])
+        with pytest.warns(RuntimeWarning, match=r"shard 0 .* did not answer within worker_timeout=1 s and was killed"):
+            obs, rew, term, trunc, infos = envs.step(a)
+        assert infos["restarted"].tolist() == [True] * 6 + [False] * 6
+        assert envs.worker_pids()[0] != old[0] and envs.worker_pids()[1] == old[1]
+        envs.step(a)  # the new copies do not sleep
+    finally:
+        envs.close()
+
+
+def test_process_shards_take_worker_timeout(ray_cluster):
+    with pytest.raises(ValueError, match=r"worker_timeout=-1 is invalid"):
+        seer.vector.make(toy, 2, worker_timeout=-1, **RAY)
+    with seer.vector.make(toy, 4, num_shards=2, shard_backend="process", worker_timeout=None, **RAY) as envs:
+        ref = rollout(envs, 6, seed=1)
+    with seer.vector.make(toy, 4, backend="thread", workers=1) as envs:
+        assert_same(ref, rollout(envs, 6, seed=1))
+
+
 # ---- Ray is optional ----------------------------------------------------------------------------
 
 

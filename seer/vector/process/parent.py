@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 import multiprocessing as mp
 import multiprocessing.connection as mpc
 import os
@@ -20,6 +19,7 @@ from seer.errors import ClosedError, MisuseError, WorkerError
 from seer.guard import CLOSE_WAIT_S
 from seer.vector._layout import build_layout, describe_copy
 from seer.vector._runner import CALL, CLOSE, RESET, STEP, CopyRunner, make_parallel
+from seer._checks import check_worker_timeout
 from seer.vector.messages import restarts
 from seer.vector.process.protocol import CLOSING, PBELL, WBELL, WORKER_TIMEOUT_S, _Sealer, _Shared
 from seer.vector.process.waits import WorkerWaits, _guarded, _Proc, _signal_name
@@ -70,15 +70,6 @@ def _cleanup(procs: list, shared_box: list, runner_box: list) -> None:
         shared_box[0] = None
 
 
-def _check_timeout(value) -> float | None:
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
-        raise ValueError(f"worker_timeout={value!r} is invalid: expected a number of seconds > 0, or None to wait "
-                         f"for the workers forever")
-    return float(value)
-
-
 class ProcessBackend(WorkerWaits):
     """The copies of a :class:`ProcessVectorEnv`, in worker processes (see
     the module docstring for the protocol).
@@ -112,7 +103,7 @@ class ProcessBackend(WorkerWaits):
                 f"context={context!r} is invalid: expected 'spawn' or 'forkserver' (fork is unsafe in a process "
                 f"with threads, such as SEER's worker pools)"
             )
-        self.worker_timeout = _check_timeout(worker_timeout)
+        self.worker_timeout = check_worker_timeout(worker_timeout)
         self.ctx = mp.get_context(context)
         if context == "forkserver":
             self.ctx.set_forkserver_preload(["seer.vector.process.worker"])

@@ -12,13 +12,15 @@ from seer.vector._layout import Layout
 from seer.vector import shm as shm_blocks
 from seer.vector._runner import CALL, CLOSE, RESET, STEP
 
-#: Default ``worker_timeout``: how long the parent waits for a worker's
-#: answer before giving up on it.  No healthy env comes near it: the first
-#: reset and step can be slow (a simulator launched in reset, JIT
-#: compilation in the first step) and may take as long as creating the copies,
-#: whose own limit (``startup_timeout``) is also 120 s.  A limit that is too
-#: short breaks a healthy run, one too long only delays noticing a hang by a
-#: minute, so it errs long.
+
+#: Default ``worker_timeout`` of the process and Ray backends: how long a
+#: wait for a worker process or shard actor may take before it is named in a
+#: :class:`seer.WorkerError`.  No healthy env comes near it: the first reset
+#: and step can be slow (a simulator launched in reset, JIT compilation in the
+#: first step) and may take as long as creating the copies, whose own limit
+#: (``startup_timeout``) is also 120 s.  A limit that is too short breaks a
+#: healthy run, one too long only delays noticing a hang by a minute, so it
+#: errs long.
 WORKER_TIMEOUT_S = 120.0
 
 # control area: line 0 = the parent's; line 1 + w = worker w's (8 slots each)

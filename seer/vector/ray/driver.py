@@ -8,6 +8,8 @@ import weakref
 import numpy as np
 
 from seer.errors import ClosedError
+from seer._checks import check_worker_timeout
+from seer.vector.process.protocol import WORKER_TIMEOUT_S
 from seer.vector import shm as shm_blocks
 from seer.vector.messages import restarts, shifted
 from seer.vector.ray.batch import COPY_FIELDS
@@ -30,7 +32,7 @@ class RayBackend(ShardStartup, ShardRestarts, ShardRollouts):
     def __init__(self, env_fn, num_copies, workers, *, pad, autoreset, restart, num_shards=None,
                  ray_address=None, shard_backend="thread", num_cpus_per_shard=1, shard_options=None,
                  ray_init=None, startup_timeout=300.0, validate_actions=True, context=None, inline=None,
-                 shared_memory=True):
+                 shared_memory=True, worker_timeout=WORKER_TIMEOUT_S):
         ray = import_ray()
         self.ray = ray
         self.closed = False
@@ -43,6 +45,7 @@ class RayBackend(ShardStartup, ShardRestarts, ShardRollouts):
         self.autoreset = autoreset
         self.restart_failed = bool(restart)
         self.startup_timeout = float(startup_timeout)
+        self.worker_timeout = check_worker_timeout(worker_timeout)
         self.use_shm = bool(shared_memory)
         if shard_backend not in ("thread", "process"):
             raise ValueError(f"shard_backend={shard_backend!r} is invalid: expected 'thread' or 'process'")
@@ -64,6 +67,8 @@ class RayBackend(ShardStartup, ShardRestarts, ShardRollouts):
     def _check(self) -> None:
         if self.closed:
             raise ClosedError("this vector env is closed" + (f" ({self.broken})" if self.broken else ""))
+        if self.broken:
+            raise ClosedError(f"this vector env can no longer be used ({self.broken}); close() it")
 
     def describe(self, s: int) -> str:
         st = self.shard_info[s] if s < len(getattr(self, "shard_info", [])) else {}
@@ -176,6 +181,7 @@ class RayBackend(ShardStartup, ShardRestarts, ShardRollouts):
         have = len(self._done_shards)
         if min_shards is None and timeout is None:
             got = order
+            self._wait_all(refs, order)  # bounded by worker_timeout
             try:  # the usual case: one call for every shard's result
                 results = dict(zip(order, ray.get(refs)))
             except ray.exceptions.RayError:

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import time
+import warnings
+
 import numpy as np
 from gymnasium.vector import AutoresetMode
 
@@ -30,7 +33,11 @@ class ShardRestarts:
         ray = self.ray
         try:
             if result is None:
-                result = ray.get(ref)
+                t0 = time.monotonic()
+                try:
+                    result = ray.get(ref, timeout=self.worker_timeout)
+                except ray.exceptions.GetTimeoutError:
+                    self._unanswered([s], time.monotonic() - t0, f"running its {self._what(s)}")
             if result[0] != self.tokens[s]:
                 raise _ShardDied(s, ActorRestartedError(
                     "its process died between two calls and Ray restarted it (its env copies are new)"), result[1:])
@@ -42,6 +49,43 @@ class ShardRestarts:
             self.broken = what
             self.close()
             raise WorkerError(f"{what}; the vector env is closed:\n{exc}") from None
+
+    def _wait_all(self, refs: list, shards: list[int], op: str = STEP) -> None:
+        """Wait for the calls ``refs`` of ``shards``, at most ``worker_timeout``.
+        Shards that did not answer are unresponsive: in a step with
+        ``restart_failed`` their actors are killed (Ray restarts them and the
+        step's gather takes the restart on, as for a shard that died);
+        otherwise :meth:`_unanswered` raises."""
+        if self.worker_timeout is None or not refs:
+            return
+        t0 = time.monotonic()
+        _, pending = self.ray.wait(refs, num_returns=len(refs), timeout=self.worker_timeout)
+        if not pending:
+            return
+        late = [s for s, r in zip(shards, refs) if r in set(pending)]
+        if not (self.restart_failed and op == STEP):
+            self._unanswered(late, time.monotonic() - t0, "stepping")
+        for s in late:
+            warnings.warn(f"{self.describe(s)} did not answer within worker_timeout={self.worker_timeout:g} s and was "
+                          f"killed; Ray restarts it with new env copies", RuntimeWarning, stacklevel=4)
+            try:
+                self.ray.kill(self.actors[s], no_restart=False)
+            except Exception:  # already gone: the gather sees it dead
+                pass
+
+    def _unanswered(self, shards: list[int], waited: float, doing: str) -> None:
+        """Shards that did not answer within ``worker_timeout``: raise a
+        WorkerError naming them; the vector env can no longer be used (its
+        actors are left as they are, for inspection, until close())."""
+        who = "; ".join(self.describe(s) for s in shards)
+        what = (f"{who} did not answer within worker_timeout={self.worker_timeout:g} s while {doing} (the driver "
+                f"waited {waited:.2f} s)")
+        self.broken = what
+        self.inflight = {}  # nothing more is gathered: every later call raises ClosedError
+        raise WorkerError(f"{what}.  The vector env can no longer be used: close() it, which kills its shard actors. "
+                          f" Pass worker_timeout= to seer.vector.make to wait longer (None: forever)"
+                          + ("" if doing != STEP else ", or restart_failed=True to kill and restart shards that hang "
+                                                      "in a step"))
 
     def _adopt(self, s: int, info: dict) -> None:
         """Take shard ``s``'s new incarnation (Ray restarted its actor) on."""

@@ -45,6 +45,8 @@ class _Shard:
             if workers != "auto":
                 workers = min(int(workers), count)
             extra = {k: kw[k] for k in ("context", "inline") if kw.get(k) is not None}
+            if kw["backend"] == "process" and "worker_timeout" in kw:  # None too: wait forever
+                extra["worker_timeout"] = kw["worker_timeout"]
             # a restarted copy's seeds step by every copy of the vector env (as in one pool), not the shard's
             self.impl = build_local(kw["backend"], env_fn, count, workers, pad=kw["pad"], autoreset=kw["autoreset"],
                                     restart=kw["restart"], seed_stride=total_copies, **extra)

@@ -46,7 +46,9 @@ class ShardStartup:
         self.num_shards = num_shards
         kw = {"workers": workers, "backend": shard_backend, "autoreset": self.autoreset, "pad": bool(pad),
               "restart": self.restart_failed, "validate": bool(validate), "context": context,
-              "inline": None if inline == "auto" else inline}
+              "inline": None if inline == "auto" else inline,
+              # a process shard bounds its waits for its own workers the same way
+              "worker_timeout": self.worker_timeout}
         actor_cls = ray.remote(_Shard)
         fn_bytes = _dumps(env_fn)
         fn_arg = ray.put(fn_bytes) if len(fn_bytes) > _INLINE_BYTES else fn_bytes
