@@ -51,7 +51,7 @@ from seer.stpa.load import background_load, cpu_pressure, free_cores, restricted
 from seer.stpa.lookup import active_model, cache_dir, model_search_path, shipped_dataset_path, shipped_model_path
 from seer.stpa.model import (FEATURE_SCHEMA, MODEL_VERSION, SCHEMA_VERSION, StpaFallbackWarning, StpaModel,
                              allowed_sizes, candidate_sizes, choose_by_rules, choose_from_scores, feature_matrix,
-                             load_model, save_model)
+                             load_model, measured_overrule, probe_measured, save_model)
 from seer.stpa.online import online_refine
 from seer.stpa.selector import (Selection, capture, clear_cache, current_pool_limit, default_pool_limit,
                                 heuristic_workers, nested_pool, resolve_workers, select_for_model, select_for_stepper,
@@ -62,7 +62,8 @@ __all__ = [
     "Selection", "StpaFallbackWarning", "StpaModel", "active_model", "allowed_sizes", "background_load",
     "cache_dir", "candidate_features", "candidate_sizes", "capture", "choose_by_rules", "choose_from_scores", "clear_cache",
     "cpu_pressure", "current_pool_limit", "default_pool_limit", "feature_matrix", "free_cores",
-    "hardware_features", "heuristic_workers", "load_model", "machine_features", "model_search_path", "nested_pool",
+    "hardware_features", "heuristic_workers", "load_model", "machine_features", "measured_overrule", "model_search_path",
+    "nested_pool", "probe_measured",
     "online_refine", "probe", "probe_stepper", "resolve_workers", "restricted_affinity", "save_model",
     "select_for_model", "select_for_stepper", "select_workers", "select_workers_for_model", "shipped_dataset_path",
     "shipped_model_path", "static_workload_features", "trace_features",

@@ -56,6 +56,9 @@ ROW_SCHEMA_VERSIONS = (1, 2)
 #: How much faster (relative) than every size within the usable cores a
 #: measured pool size above them must be to be allowed (probe timings are noisy).
 MEASURED_GAIN = 0.10
+#: How much faster the probe must have timed an allowed size than the model's
+#: choice to overrule it (:func:`measured_overrule`).
+MEASURED_OVERRULE = 1.4
 #: A larger pool must be predicted this much faster (log units) to be chosen:
 #: ties go to fewer threads, which lose less when the prediction is off or the machine gets busier.
 TOLERANCE = 0.01
@@ -142,14 +145,20 @@ def candidate_sizes(cores: int) -> list[int]:
     return list(range(1, max(2 * int(cores), 4) + 1))
 
 
-def measured_faster(cores: int, raw: Mapping[str, Any]) -> dict[int, float]:
-    """Pool sizes above the usable ``cores`` that the probe timed faster than
-    every size it timed within them, by :data:`MEASURED_GAIN`: {size: speedup over one worker}."""
+def probe_measured(raw: Mapping[str, Any]) -> dict[int, float]:
+    """The pool sizes the probe timed on the workload itself: {size: speedup over one worker}."""
     measured = {1: 1.0}
     for k in ("probe2", "probe3"):
         w = int(round(float(raw.get(f"{k}_workers", 1.0))))
         if w > 1 and f"{k}_speedup" in raw:
             measured[w] = float(raw[f"{k}_speedup"])
+    return measured
+
+
+def measured_faster(cores: int, raw: Mapping[str, Any]) -> dict[int, float]:
+    """Pool sizes above the usable ``cores`` that the probe timed faster than
+    every size it timed within them, by :data:`MEASURED_GAIN`: {size: speedup over one worker}."""
+    measured = probe_measured(raw)
     within = max(sp for w, sp in measured.items() if w <= cores)
     return {w: sp for w, sp in measured.items() if w > cores and sp >= within * (1.0 + MEASURED_GAIN)}
 
@@ -193,7 +202,27 @@ def choose_by_rules(scores: Mapping[int, float], cores: int, raw: Mapping[str, A
     if over:
         return max(over, key=over.get)
     allowed = set(allowed_sizes(scores, cores, raw))
-    return choose_from_scores({w: v for w, v in scores.items() if w in allowed}, tolerance)
+    best = choose_from_scores({w: v for w, v in scores.items() if w in allowed}, tolerance)
+    return measured_overrule(best, allowed, raw) or best
+
+
+def measured_overrule(best: int, allowed, raw: Mapping[str, Any]) -> int | None:
+    """An allowed size the probe timed :data:`MEASURED_OVERRULE` times faster
+    than the predicted ``best`` (both timed on the workload moments ago), or None.
+
+    The model reads the probe's speedups among many features and sometimes
+    outweighs them; a gap this wide is not the probe's noise (its timings of
+    one size differ by ~10% on a quiet machine, ~25% on a busy one), so the
+    measurement wins.  Held-out evaluation (bench/results/stpa_eval.md): on a
+    busy 2-core machine it lifted the worst workloads from 0.54-0.61 of the
+    best pool size to 1.0 (a Python-handler model run on 2 workers; native
+    ones left on 1), and changed nothing under the background load."""
+    measured = probe_measured(raw)
+    if best not in measured:
+        return None
+    timed = {w: sp for w, sp in measured.items() if w in allowed}
+    top = max(timed, key=timed.get)
+    return top if top != best and timed[top] >= measured[best] * MEASURED_OVERRULE else None
 
 
 def feature_matrix(raw: Mapping[str, Any], candidates, cores: int | None = None) -> np.ndarray:

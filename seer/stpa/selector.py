@@ -46,6 +46,7 @@ from seer.stpa.model import (
     choose_by_rules,
     choose_from_scores,
     measured_faster,
+    probe_measured,
 )
 
 # Names that lived in this module before it was split by role; seer.stpa exports them all.
@@ -370,10 +371,16 @@ def _choose(m: StpaModel, raw: dict, cores: int, limit: int | None, probe_s: flo
     scores = m.scores(raw, sizes, cores)
     best = choose_by_rules(scores, cores, raw)
     unconstrained = choose_from_scores(scores)
+    allowed = allowed_sizes(sizes, cores, raw)
+    predicted = choose_from_scores({w: v for w, v in scores.items() if w in allowed})
     over = measured_faster(cores, raw)
     if best in over:
         why = (f"{best} workers (above the {cores} usable cores) measured {over[best]:.2f}x one worker by the probe, "
                f"faster than every size within them")
+    elif best != predicted:
+        timed = probe_measured(raw)
+        why = (f"the model predicted {predicted} workers best, but the probe timed {best} workers "
+               f"{timed[best] / timed[predicted]:.2f}x as fast on this workload: the measurement wins")
     elif unconstrained != best:
         why = (f"the model preferred {unconstrained} workers; the hard rule kept the choice within "
                f"{allowed_sizes(sizes, cores, raw)} (usable cores {cores}; nothing measured faster beyond them)")

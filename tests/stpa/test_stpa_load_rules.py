@@ -182,6 +182,19 @@ def test_a_size_above_the_cores_measured_faster_wins_outright():
     assert M.choose_by_rules({1: 0.0, 2: 0.3}, 2, raw) == 2  # 3 is not a candidate (a cap): never chosen
 
 
+def test_a_probe_timing_far_from_the_prediction_overrules_it():
+    raw = {"probe2_workers": 2.0, "probe2_speedup": 1.65}
+    prefers_1, prefers_2 = {1: 0.0, 2: -0.2, 3: -1.0}, {1: 0.0, 2: 0.3, 3: -1.0}
+    assert M.choose_by_rules(prefers_1, 2, raw) == 2  # timed 1.65x: the measurement wins
+    assert M.choose_by_rules(prefers_1, 2, {**raw, "probe2_speedup": 1.3}) == 1  # within the probe's noise
+    assert M.choose_by_rules(prefers_2, 2, {**raw, "probe2_speedup": 0.64}) == 1  # 2 workers timed 1.56x slower
+    assert M.choose_by_rules(prefers_2, 2, {**raw, "probe2_speedup": 0.8}) == 2
+    # a size the hard rules forbid is never chosen this way (1 usable core: 2 workers only if measured faster
+    # than 1 by MEASURED_GAIN, which 1.65x is -- then measured_faster already chose it)
+    assert M.choose_by_rules({1: 0.0, 2: -0.2}, 1, {**raw, "probe2_speedup": 1.05}) == 1
+    assert M.measured_overrule(3, {1, 2, 3}, raw) is None  # the choice was not timed: nothing to compare
+
+
 @pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs two usable cores")
 def test_a_loaded_probe_also_times_one_thread_above_the_cores(monkeypatch):
     cores = len(os.sched_getaffinity(0))
