@@ -168,17 +168,17 @@ def test_a_size_measured_faster_may_exceed_the_cores(monkeypatch, greedy):
         return r
 
     monkeypatch.setattr(S, "probe", fake_probe)
-    for speedup, want in ((1.5, 2), (1.02, 1), (0.7, 1)):
+    for speedup, want in ((2.2, 2), (1.5, 1), (1.02, 1), (0.7, 1)):
         sel = S.select_for_model(SyntheticModel(512), stpa_model=greedy, use_cache=False)
         assert sel.workers == want, (speedup, sel)
 
 
 def test_a_size_above_the_cores_measured_faster_wins_outright():
     scores = {1: 0.0, 2: 0.3, 3: -1.0, 4: -1.0}  # the model prefers 2
-    raw = {"probe2_workers": 2.0, "probe2_speedup": 0.8, "probe3_workers": 3.0, "probe3_speedup": 1.5}
+    raw = {"probe2_workers": 2.0, "probe2_speedup": 0.8, "probe3_workers": 3.0, "probe3_speedup": 2.1}
     assert M.choose_by_rules(scores, 2, raw) == 3  # a measurement on the workload beats a prediction
-    assert M.choose_by_rules(scores, 2, {**raw, "probe3_speedup": 1.05}) == 2  # within the noise margin
-    assert M.choose_by_rules(scores, 2, {**raw, "probe2_speedup": 1.45}) == 2  # not faster than 2 workers
+    assert M.choose_by_rules(scores, 2, {**raw, "probe3_speedup": 1.55}) == 2  # within the noise margin
+    assert M.choose_by_rules(scores, 2, {**raw, "probe2_speedup": 1.45}) == 2  # not 2x as fast as 2 workers
     assert M.choose_by_rules({1: 0.0, 2: 0.3}, 2, raw) == 2  # 3 is not a candidate (a cap): never chosen
 
 
@@ -189,9 +189,9 @@ def test_a_probe_timing_far_from_the_prediction_overrules_it():
     assert M.choose_by_rules(prefers_1, 2, {**raw, "probe2_speedup": 1.3}) == 1  # within the probe's noise
     assert M.choose_by_rules(prefers_2, 2, {**raw, "probe2_speedup": 0.64}) == 1  # 2 workers timed 1.56x slower
     assert M.choose_by_rules(prefers_2, 2, {**raw, "probe2_speedup": 0.8}) == 2
-    # a size the hard rules forbid is never chosen this way (1 usable core: 2 workers only if measured faster
-    # than 1 by MEASURED_GAIN, which 1.65x is -- then measured_faster already chose it)
-    assert M.choose_by_rules({1: 0.0, 2: -0.2}, 1, {**raw, "probe2_speedup": 1.05}) == 1
+    # a size the hard rules forbid is never chosen this way (1 usable core: 2 workers only if measured
+    # 1 + MEASURED_GAIN times as fast as 1, which 1.65x is not)
+    assert M.choose_by_rules({1: 0.0, 2: -0.2}, 1, raw) == 1
     assert M.measured_overrule(3, {1, 2, 3}, raw) is None  # the choice was not timed: nothing to compare
 
 
@@ -214,8 +214,8 @@ def test_a_loaded_probe_also_times_one_thread_above_the_cores(monkeypatch):
 
 def test_allowed_sizes():
     assert M.allowed_sizes([1, 2, 3, 4], 2, {}) == [1, 2]
-    assert M.allowed_sizes([1, 2, 3, 4], 1, {"probe2_workers": 2, "probe2_speedup": 1.3}) == [1, 2]
-    assert M.allowed_sizes([1, 2, 3, 4], 1, {"probe2_workers": 2, "probe2_speedup": 1.01}) == [1]
+    assert M.allowed_sizes([1, 2, 3, 4], 1, {"probe2_workers": 2, "probe2_speedup": 2.3}) == [1, 2]
+    assert M.allowed_sizes([1, 2, 3, 4], 1, {"probe2_workers": 2, "probe2_speedup": 1.6}) == [1]
     # on a big machine, a traced probe's parallelism bounds the pool
     big = {"parallelism": 5.3, "active_entities": 100.0, "probe_traced": 1.0}
     assert M.allowed_sizes(range(1, 129), 64, big) == [1, 2, 3, 4, 5, 6]
