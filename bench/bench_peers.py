@@ -439,13 +439,9 @@ def main(argv=None):
     p.add_argument("--render", action="store_true", help="only rewrite peers.md from peers.json")
     args = p.parse_args(argv)
     if args.render:
-        from seer.bench.common import write_report
+        from seer.bench.common import rerender
 
-        out_dir = args.out or os.path.join(HERE, "results")
-        with open(os.path.join(out_dir, "peers.json")) as f:
-            res = json.load(f)
-        write_report(res, None, os.path.join(out_dir, "peers.md"), markdown(res) + "\n")
-        return res
+        return rerender(args.out or os.path.join(HERE, "results"), "peers", markdown)
     args.argv = argv
     if args.quick:
         args.rounds, args.seconds, args.warmup, args.copies, args.large_copies = 1, 0.3, 0.1, [8, 16], [1, 2]

@@ -626,11 +626,9 @@ def main(argv=None):
     p.add_argument("--render", action="store_true", help="only rewrite vector.md from vector.json")
     args = p.parse_args(argv)
     if args.render:
-        out_dir = args.out or os.path.join(HERE, "results")
-        with open(os.path.join(out_dir, "vector.json")) as f:
-            res = json.load(f)
-        write_report(res, None, os.path.join(out_dir, "vector.md"), markdown(res) + "\n")
-        return res
+        from seer.bench.common import rerender
+
+        return rerender(args.out or os.path.join(HERE, "results"), "vector", markdown)
     if args.quick:
         args.rounds, args.seconds, args.warmup, args.memory_steps, args.ppo_iterations = 1, 0.3, 0.1, 2000, 2
     out_dir = args.out or (None if args.quick else os.path.join(HERE, "results"))

@@ -42,20 +42,17 @@ static void write_then_load(_Atomic int *w, _Atomic int *r, int *out, int32_t i)
     out[i] = atomic_load_explicit(&r[i], memory_order_seq_cst);
 }
 
-static void *side_a(void *arg) {
-    (void)arg;
-    for (int32_t i = 0; i < rounds; i++) {
-        meet(i);
-        write_then_load(x, y, r1, i);
-    }
-    return NULL;
-}
+/* One side of the test: T1 is (x, y, r1), T2 (y, x, r2). */
+typedef struct side_arg {
+    _Atomic int **write, **read;
+    int **out;
+} side_arg;
 
-static void *side_b(void *arg) {
-    (void)arg;
+static void *side(void *arg) {
+    const side_arg *a = arg;
     for (int32_t i = 0; i < rounds; i++) {
         meet(i);
-        write_then_load(y, x, r2, i);
+        write_then_load(*a->write, *a->read, *a->out, i);
     }
     return NULL;
 }
@@ -69,7 +66,8 @@ static int32_t both_zero(int exchange) {
         r1[i] = r2[i] = -1; /* canary: every round must overwrite both */
     }
     pthread_t a, b;
-    if (pthread_create(&a, NULL, side_a, NULL) || pthread_create(&b, NULL, side_b, NULL)) {
+    side_arg t1 = {&x, &y, &r1}, t2 = {&y, &x, &r2};
+    if (pthread_create(&a, NULL, side, &t1) || pthread_create(&b, NULL, side, &t2)) {
         fprintf(stderr, "litmus_sb: pthread_create failed\n");
         exit(2);
     }

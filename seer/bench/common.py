@@ -189,6 +189,14 @@ def write_report(doc: Any, json_path: str | os.PathLike | None = None, md_path: 
         atomic_write_text(md_path, text, what="markdown report")
 
 
+def rerender(out_dir: str, stem: str, markdown) -> dict:
+    """A script's ``--render``: rewrite ``stem``.md in ``out_dir`` from its ``stem``.json."""
+    with open(os.path.join(out_dir, f"{stem}.json")) as f:
+        res = json.load(f)
+    write_report(res, None, os.path.join(out_dir, f"{stem}.md"), markdown(res) + "\n")
+    return res
+
+
 def rounds_main(description: str, run, markdown, *, rounds: int, argv: Sequence[str] | None = None) -> Any:
     """The command line of a benchmark measured in rounds: ``--rounds`` (default
     ``rounds``), ``--json`` and ``--md``.  ``run(rounds)`` measures and returns
