@@ -443,6 +443,25 @@ class UavModel(Model):
         lib.seer_uav_prepare_step(self.native_env)
 
 
+def _auto_workers(cfg: UavConfig, model) -> int:
+    """``workers="auto"``: STPA decides from whole C steps of throwaway
+    instances (:func:`seer.stpa.select_for_stepper`), not from a probe of
+    the model's events alone.  A step also builds the sensing grid and the
+    broadcast candidate lists and reads the results out, and its ticks scan
+    those lists: a runtime probe of the events without them overrated 2
+    workers on ``large`` (the probe 1.0x, the real step 0.74x)."""
+    from seer.stpa import select_for_stepper
+
+    def make(workers):
+        sim = SeerSim(cfg, workers=workers)
+        sim.reset(0)
+        return sim.step, sim.runtime.close
+
+    static = {"entities": float(cfg.num_uavs), "kinds": float(len(model.kinds)), "native_kind_share": 1.0,
+              "lookahead": float(model.lookahead)}
+    return select_for_stepper(make, static).workers
+
+
 class SeerSim:
     """The swarm run by SEER: ``reset(seed, max_cycles)``, then per step
     write the live UAVs' actions (:func:`set_actions`) and call
@@ -462,6 +481,8 @@ class SeerSim:
         self.state = self.model.state
         self.out = self.model.out
         capacity = self.model.queue_capacity()
+        if workers == "auto":
+            workers = _auto_workers(cfg, self.model)
         workers = resolve_workers(workers, self.model, capacity=capacity)  # the runtime takes integers only
         self.runtime = Runtime(self.model, workers=workers, capacity=capacity, trace=trace)
         # the plug-in's own ffi: the runtime is an opaque seer_runtime * to it

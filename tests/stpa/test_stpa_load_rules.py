@@ -195,6 +195,31 @@ def test_a_probe_timing_far_from_the_prediction_overrules_it():
     assert M.measured_overrule(3, {1, 2, 3}, raw) is None  # the choice was not timed: nothing to compare
 
 
+def test_whole_step_probes_overrule_sooner_and_thin_predictions_yield_to_timings():
+    scores = {1: 0.0, 2: -0.2, 3: -1.0}
+    stepper = {"probe2_workers": 2.0, "probe2_speedup": 1.3, "probe_traced": 0.0}
+    assert M.choose_by_rules(scores, 2, stepper) == 2  # whole steps timed 1.3x: beyond STEPPER_OVERRULE
+    assert M.choose_by_rules(scores, 2, {**stepper, "probe_traced": 1.0}) == 1  # a model probe needs 1.4x
+    assert M.choose_by_rules(scores, 2, {**stepper, "probe2_speedup": 1.1}) == 1  # within the noise
+    # the model predicts 2 workers 2% faster, the probe timed them slower: the measurement decides
+    thin = {1: 0.0, 2: 0.02, 3: -1.0}
+    timed_slower = {"probe2_workers": 2.0, "probe2_speedup": 0.93}
+    assert M.choose_by_rules(thin, 2, timed_slower) == 1
+    assert M.choose_by_rules({**thin, 2: 0.2}, 2, timed_slower) == 2  # a clear prediction stands
+    assert M.choose_by_rules(thin, 2, {**timed_slower, "probe2_speedup": 1.02}) == 2  # not timed slower
+
+
+def test_uav_auto_workers_are_timed_on_whole_c_steps():
+    from seer.envs import uav_swarm_v0
+
+    with S.capture() as rec:
+        env = uav_swarm_v0.parallel_env(scenario="small", workers="auto")
+    env.close()
+    chosen = [r for r in rec if r.source != "limited"]
+    assert len(chosen) == 1 and chosen[0].features["probe_traced"] == 0.0
+    assert chosen[0].features["entities"] == 8.0 and env.workers == chosen[0].workers
+
+
 @pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs two usable cores")
 def test_a_loaded_probe_also_times_one_thread_above_the_cores(monkeypatch):
     cores = len(os.sched_getaffinity(0))
