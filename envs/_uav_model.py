@@ -449,7 +449,8 @@ def _auto_workers(cfg: UavConfig, model) -> int:
     the model's events alone.  A step also builds the sensing grid and the
     broadcast candidate lists and reads the results out, and its ticks scan
     those lists: a runtime probe of the events without them overrated 2
-    workers on ``large`` (the probe 1.0x, the real step 0.74x)."""
+    workers on ``large`` (the probe 1.0x, the real step 0.74x).  Kept per
+    config for the process, as the model probe's choices were."""
     from seer.stpa import select_for_stepper
 
     def make(workers):
@@ -459,7 +460,7 @@ def _auto_workers(cfg: UavConfig, model) -> int:
 
     static = {"entities": float(cfg.num_uavs), "kinds": float(len(model.kinds)), "native_kind_share": 1.0,
               "lookahead": float(model.lookahead)}
-    return select_for_stepper(make, static).workers
+    return select_for_stepper(make, static, key=("uav_swarm_v0", cfg)).workers
 
 
 class SeerSim:

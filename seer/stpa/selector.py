@@ -30,7 +30,7 @@ import threading
 import time
 import warnings
 from pathlib import Path
-from typing import Any, Iterator, Mapping
+from typing import Any, Hashable, Iterator, Mapping
 
 from seer._checks import check_workers
 from seer.errors import IncompatibleModelError
@@ -390,15 +390,19 @@ def _choose(m: StpaModel, raw: dict, cores: int, limit: int | None, probe_s: flo
 
 
 def select_for_stepper(make, static: Mapping[str, float], *, max_workers: int | None = None,
-                       stpa_model: StpaModel | None = None, probe_budget_s: float = 0.12) -> Selection:
+                       stpa_model: StpaModel | None = None, probe_budget_s: float = 0.12,
+                       key: Hashable | None = None) -> Selection:
     """The ``"auto"`` decision for a workload that only steps as a whole (see
     :func:`~seer.stpa.features.probe_stepper`): a vector env of copies, or an
     env whose model cannot be probed through a runtime.
 
     ``make(workers) -> (step, close)`` builds a throwaway instance on a pool of
     ``workers``; ``static`` is what the workload declares (``entities``,
-    ``kinds``, ``native_kind_share``, ``lookahead``).  Not memoized.  Without
-    a usable model the heuristic decides, with a warning, as for models.
+    ``kinds``, ``native_kind_share``, ``lookahead``).  ``key`` memoizes the
+    choice for the process under it, as :func:`select_for_model` does by
+    model signature (the same workload built again is not probed again);
+    None: not memoized.  Without a usable model the heuristic decides, with a
+    warning, as for models.
     """
     limit = current_pool_limit() if max_workers is None else check_workers(max_workers, auto=False)
     hw = machine_features()
@@ -409,14 +413,25 @@ def select_for_stepper(make, static: Mapping[str, float], *, max_workers: int | 
     def heuristic() -> int:
         return heuristic_workers(int(static.get("entities", 1)), float(static.get("native_kind_share", 1.0)), cores)
 
-    if limit == 1:
+    memo = (("stepper", key, ("max_workers", limit)) if key is not None and not features_only
+            and stpa_model is None and limit != 1 else None)
+    with _lock:
+        sel = _choices.get(memo) if memo is not None else None
+        if sel is not None:
+            _choices.move_to_end(memo)
+    if sel is None and limit == 1:
         sel = Selection(1, "limited", "max_workers=1 (an explicit argument or seer.stpa.default_pool_limit)")
-    else:
+    elif sel is None:
         m, why = (None, "features only") if features_only else (
             (stpa_model, "") if stpa_model is not None else _resolve(None))
         sel = _decide(m, why, functools.partial(probe_stepper, make, static, budget_s=probe_budget_s), hw, static,
                       limit, features_only, heuristic, "using the heuristic", stacklevel=2)
         sel = _capped(sel, limit)
+        if memo is not None:
+            with _lock:
+                _choices[memo] = sel
+                while len(_choices) > 256:
+                    _choices.popitem(last=False)
     with _lock:
         for records, _ in _captures:
             records.append(sel)

@@ -55,11 +55,6 @@ class _CopiesModel(Model):
         pass
 
 
-#: "auto" decisions for copies on the native path, per (env name, copies, rows, pad, autoreset): the
-#: probe builds and steps throwaway vector envs, too slow to repeat for every make() of the same env
-_native_choices: dict[tuple, int] = {}
-
-
 def _auto_workers(model, env_fn, num_copies: int, specs, layout, pad: bool, autoreset) -> int:
     """What ``workers="auto"`` means for these copies.
 
@@ -77,9 +72,8 @@ def _auto_workers(model, env_fn, num_copies: int, specs, layout, pad: bool, auto
         return resolve_workers("auto", model) if model.native_share != 1.0 else 1
     from seer.stpa import select_for_stepper
 
-    key = (specs[0].metadata.get("name"), num_copies, layout.rows, bool(pad), autoreset.value)
-    if key[0] is not None and key in _native_choices:
-        return _native_choices[key]
+    name = specs[0].metadata.get("name")
+    key = None if name is None else ("seer.vector thread", name, num_copies, layout.rows, bool(pad), autoreset.value)
 
     def make(workers):
         # what seer.vector.make(env_fn, num_copies, backend="thread", workers=workers) builds
@@ -95,10 +89,7 @@ def _auto_workers(model, env_fn, num_copies: int, specs, layout, pad: bool, auto
         return (lambda: envs.step(action)), envs.close
 
     static = {"entities": float(num_copies), "kinds": 2.0, "native_kind_share": 1.0, "lookahead": 1.0}
-    workers = max(1, min(select_for_stepper(make, static).workers, num_copies))
-    if key[0] is not None:
-        _native_choices[key] = workers
-    return workers
+    return max(1, min(select_for_stepper(make, static, key=key).workers, num_copies))
 
 
 class ThreadBackend:

@@ -218,6 +218,9 @@ def test_uav_auto_workers_are_timed_on_whole_c_steps():
     chosen = [r for r in rec if r.source != "limited"]
     assert len(chosen) == 1 and chosen[0].features["probe_traced"] == 0.0
     assert chosen[0].features["entities"] == 8.0 and env.workers == chosen[0].workers
+    with S.capture() as rec:  # the same config again: the choice is kept, not probed again
+        uav_swarm_v0.parallel_env(scenario="small", workers="auto").close()
+    assert [r for r in rec if r.source != "limited"][0] is chosen[0]
 
 
 @pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs two usable cores")

@@ -129,8 +129,9 @@ def test_auto_workers_of_native_copies_come_from_stpa_and_are_kept():
             np.testing.assert_array_equal(obs, ref.reset(seed=3)[0])
     with seer.stpa.capture() as rec:
         again = seer.vector.make(fn, 4, backend="thread")
-    with again:  # the same env, copies and rows: the choice is kept, nothing probed
-        assert again.workers == envs.workers and not [r for r in rec if r.source != "limited"]
+    with again:  # the same env, copies and rows: the choice is kept (the same record), nothing probed
+        assert again.workers == envs.workers and [r for r in rec if r.source != "limited"] == [chosen[0]]
+        assert [r for r in rec if r.source != "limited"][0] is chosen[0]
 
 
 # ---- determinism and seeding -------------------------------------------------------------------
