@@ -487,7 +487,8 @@ static void sort_buf_free(void *b) {
 }
 static void sort_key_init(void) { (void)pthread_key_create(&sort_key, sort_buf_free); }
 
-static sort_rec *sort_scratch(size_t n) { /* 3n records, NULL on failure */
+/* This thread's scratch buffers, created on first use (NULL on failure). */
+static sort_buf *thread_buf(void) {
     pthread_once(&sort_once, sort_key_init);
     sort_buf *b = pthread_getspecific(sort_key);
     if (!b) {
@@ -497,6 +498,12 @@ static sort_rec *sort_scratch(size_t n) { /* 3n records, NULL on failure */
             return NULL;
         }
     }
+    return b;
+}
+
+static sort_rec *sort_scratch(size_t n) { /* 3n records, NULL on failure */
+    sort_buf *b = thread_buf();
+    if (!b) return NULL;
     if (b->cap < 3 * n) {
         size_t cap = 3 * n < 4096 ? 4096 : 3 * n;
         sort_rec *p = malloc(cap * sizeof(sort_rec));
@@ -510,15 +517,8 @@ static sort_rec *sort_scratch(size_t n) { /* 3n records, NULL on failure */
 
 /* Per-thread int32 scratch for push_many's grouping (NULL on failure). */
 static int32_t *group_scratch(size_t n) {
-    pthread_once(&sort_once, sort_key_init);
-    sort_buf *b = pthread_getspecific(sort_key);
-    if (!b) {
-        b = calloc(1, sizeof *b);
-        if (!b || pthread_setspecific(sort_key, b) != 0) {
-            free(b);
-            return NULL;
-        }
-    }
+    sort_buf *b = thread_buf();
+    if (!b) return NULL;
     if (b->gcap < n) {
         size_t cap = n < 4096 ? 4096 : n;
         int32_t *p = malloc(cap * sizeof(int32_t));

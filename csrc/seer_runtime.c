@@ -519,26 +519,6 @@ static int run_native(seer_runtime *rt, seer_worker *w, const seer_event *ev, wi
     return rc;
 }
 
-/* Native-only models: hold one entity and run all its window events. */
-static void window_native(seer_runtime *rt, seer_worker *w, double t1, window_stats *st, int32_t window) {
-    uint32_t e;
-    for (;;) {
-        if (aborted(rt)) return;
-        if (!seer_queue_take(rt->q, &e)) {
-            st->empty_polls++;
-            return;
-        }
-        seer_event ev;
-        uint32_t id;
-        while ((id = seer_queue_next(rt->q, e, t1, &ev)) != SEER_NIL) {
-            seer_queue_recycle(rt->q, &w->cache, id);
-            w->pending_delta--;
-            if (run_native(rt, w, &ev, st, window) != SEER_OK || aborted(rt)) break;
-        }
-        note_key(w, seer_queue_unclaim_key(rt->q, e));
-    }
-}
-
 /* Run every window event of entity e, which this worker holds, then
  * unclaim it; the exact key it leaves goes into this worker's report. */
 static inline void run_entity(seer_runtime *rt, seer_worker *w, uint32_t e, double t1, window_stats *st,
@@ -551,6 +531,19 @@ static inline void run_entity(seer_runtime *rt, seer_worker *w, uint32_t e, doub
         if (run_native(rt, w, &ev, st, window) != SEER_OK || aborted(rt)) break;
     }
     note_key(w, seer_queue_unclaim_key(rt->q, e));
+}
+
+/* Native-only models: hold one entity and run all its window events. */
+static void window_native(seer_runtime *rt, seer_worker *w, double t1, window_stats *st, int32_t window) {
+    uint32_t e;
+    for (;;) {
+        if (aborted(rt)) return;
+        if (!seer_queue_take(rt->q, &e)) {
+            st->empty_polls++;
+            return;
+        }
+        run_entity(rt, w, e, t1, st, window);
+    }
 }
 
 /* Take entries of worker o's claimed list for window `seq` until none is
