@@ -60,6 +60,7 @@ from ._uav_swarm_c import ffi, lib
 PLUGIN = Plugin(_uav_swarm_c)
 
 TICK_S = 0.01                 # seconds per tick
+SEP_SLOTS = lib.SEER_UAV_SEP_SLOTS  # separation pairs kept per UAV on a pool (uav_swarm_step.c)
 RATES_HZ = (10, 20, 50)       # UAV i runs at RATES_HZ[i % 3]
 PERIOD_TICKS = (10, 5, 2)     # the same, in ticks
 LOOKAHEAD_S = 0.5 * TICK_S    # see the module docstring
@@ -372,6 +373,8 @@ class UavModel(Model):
             "prev_dist": np.zeros(n), "sep_sorted": np.zeros(n, np.uint64), "sep_key": np.zeros(n, np.int32),
             "sep_a": np.zeros(n), "sep_b": np.zeros(n), "dist": np.zeros(n),
             "perm": np.zeros(cfg.lattice_side ** 2 * cfg.layers, np.int32),
+            "sep_slot_b": np.zeros(n * SEP_SLOTS, np.uint32), "sep_slot_pen": np.zeros(n * SEP_SLOTS),
+            "sep_count": np.zeros(n, np.int32),
         }
         e.m = c
         e.rt = ffi.NULL
@@ -406,7 +409,8 @@ class UavModel(Model):
         e.reward = ptr("double *", self.out.reward)
         e.collided = ptr("uint8_t *", self.out.collided)
         e.oob = ptr("uint8_t *", self.out.oob)
-        ctypes = {np.dtype(np.int32): "int32_t *", np.dtype(np.uint64): "uint64_t *", np.dtype(np.float64): "double *"}
+        ctypes = {np.dtype(np.int32): "int32_t *", np.dtype(np.uint32): "uint32_t *", np.dtype(np.uint64): "uint64_t *",
+                  np.dtype(np.float64): "double *"}
         for name, arr in self._scratch.items():
             setattr(e, name, ptr(ctypes[arr.dtype], arr))
         self._keep = keep

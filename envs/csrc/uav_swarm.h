@@ -28,6 +28,8 @@
 /* Upper bounds of max_recipients and table_cap (stack buffers). */
 #define SEER_UAV_MAX_RECIPIENTS 128
 #define SEER_UAV_MAX_TABLE 256
+/* Separation pairs kept per UAV when the pairs are found on a pool. */
+#define SEER_UAV_SEP_SLOTS 8
 /* cand_head: pool (2 bits) << 30 | offset (22 bits) << 8 | length (8 bits) */
 #define SEER_UAV_CAND_NONE 0xFFFFFFFFu
 
@@ -164,6 +166,11 @@ typedef struct seer_uav_env {
     double *sep_b;             /* N                                        */
     double *dist;              /* N                                        */
     int32_t *perm;             /* lattice_side^2 * layers                  */
+    /* the separation pairs found on the pool (uav_swarm_step.c): per sorted
+     * position, the first SEER_UAV_SEP_SLOTS pairs and how many there were */
+    uint32_t *sep_slot_b;      /* N x SLOTS: second UAV | collided << 31   */
+    double *sep_slot_pen;      /* N x SLOTS                                */
+    int32_t *sep_count;        /* N                                        */
 } seer_uav_env;
 
 /* The initial state for seed (a pure function of it); no runtime needed. */

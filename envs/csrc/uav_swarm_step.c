@@ -370,12 +370,14 @@ static void sort_by_cell(uint64_t *a, uint64_t *tmp, int32_t n, uint64_t max_cel
  * those after this one).  sep_a / sep_b are bincount(a, pen) and
  * bincount(b, pen): each sums its pairs in pair order.
  *
- * Both sums of a UAV are computed by the slice that owns it, so slices
- * never write the same row: sep_a from its own pairs (forward, as in
- * numpy), sep_b by walking the pairs that name it second in the same order
- * (the cells that reach it, by ascending cell, then their UAVs by (cell,
- * id)), with the same float operations, so each pen and each partial sum
- * is the one numpy forms. */
+ * On a pool, the pairs are found in parallel, each UAV's by the slice that
+ * holds its sorted position (sep_a is then its own sum), and kept in
+ * SEP_SLOTS slots per position; one pass in pair order then adds each pen
+ * to its second UAV's sep_b, so every partial sum is the one numpy forms.
+ * A position with more pairs than slots is walked again in that pass. */
+#define SEP_SLOTS SEER_UAV_SEP_SLOTS
+#define SEP_COL 0x80000000u /* in a slot's id: the pair collided */
+
 typedef struct sep_ctx {
     seer_uav_env *e;
     int32_t live;
@@ -403,10 +405,8 @@ static void sep_phase_cells(void *arg, int64_t lo, int64_t hi, int32_t worker) {
  * (cell, id) order: the row (dz, dy) = (0, 0) holds this cell and the next
  * (dx = 0, 1), the four rows below hold dx = -1, 0, 1.  In HALF order and,
  * within a row, in cell order, so one binary search per row visits the
- * pairs in numpy's order.  BACK: the rows whose cells reach this one, in
- * ascending cell order (the own row, dx = -1, 0, comes last). */
+ * pairs in numpy's order. */
 static const int8_t FROWS[4][2] = {{0, 1}, {1, -1}, {1, 0}, {1, 1}};
-static const int8_t BROWS[4][2] = {{-1, -1}, {-1, 0}, {-1, 1}, {0, -1}};
 
 typedef struct sep_geom {
     const uint64_t *sorted;
@@ -435,63 +435,63 @@ static inline double pair_pen(const seer_uav_env *e, const double *pf, const dou
     return (e->d_safe - d) / e->d_safe;
 }
 
+/* The pairs (a, b) of the UAV a at sorted position r, in numpy's order.
+ * sep_a[a] becomes their sum and collided[a] is set if one collided.  With
+ * slots: the first SEP_SLOTS pairs go there (b | SEP_COL, pen); without
+ * (slot_b NULL): each pen goes to sep_b[b] at once (the pass in pair order).
+ * Returns the number of pairs. */
+static int32_t walk_pairs(seer_uav_env *e, const sep_geom *g, int32_t r, double r2, uint32_t *slot_b,
+                          double *slot_pen) {
+    const uint64_t *sorted = g->sorted;
+    const int32_t live = g->live, a = (int32_t)(uint32_t)sorted[r];
+    const uint64_t k = sorted[r] >> 32;
+    const int64_t x = (int64_t)k % g->nx, y = ((int64_t)k / g->nx) % g->ny, z = (int64_t)k / (g->nx * g->ny);
+    const double *pos = e->m->pos, *pa = pos + 3 * (int64_t)a;
+    double sum = 0.0;
+    int col = 0;
+    int32_t n = 0;
+    for (int w = -1; w < 4; w++) {
+        uint64_t klo, khi;
+        int32_t q;
+        if (w < 0) { /* this cell after a, then the next one */
+            klo = k;
+            khi = k + (x + 1 < g->nx ? 1 : 0);
+            q = r + 1;
+        } else {
+            if (!row_cells(g, x, y, z, FROWS[w][0], FROWS[w][1], &klo, &khi)) continue;
+            q = lower_cell(sorted, r + 1, live, klo);
+        }
+        for (; q < live && (sorted[q] >> 32) <= khi; q++) {
+            const int32_t b = (int32_t)(uint32_t)sorted[q];
+            int c1 = 0;
+            const double pen = pair_pen(e, pa, pos + 3 * (int64_t)b, r2, &c1);
+            if (pen < 0) continue;
+            sum += pen;
+            col |= c1;
+            if (!slot_b) {
+                e->sep_b[b] += pen;
+                if (c1) e->collided[b] = 1;
+            } else if (n < SEP_SLOTS) {
+                slot_b[n] = (uint32_t)b | (c1 ? SEP_COL : 0u);
+                slot_pen[n] = pen;
+            }
+            n++;
+        }
+    }
+    e->sep_a[a] = sum;
+    if (col) e->collided[a] = 1;
+    return n;
+}
+
 static void sep_phase_pairs(void *arg, int64_t lo, int64_t hi, int32_t worker) {
     (void)worker;
     const sep_ctx *sc = arg;
     seer_uav_env *e = sc->e;
-    const seer_uav *m = e->m;
     const sep_geom g = {e->sep_sorted, sc->live, e->sep_nx, e->sep_ny, e->sep_nz};
-    const uint64_t *sorted = g.sorted;
-    const int32_t live = g.live;
     const double r2 = e->d_safe * e->d_safe;
-    for (int64_t r = lo; r < hi; r++) {
-        const int32_t a = (int32_t)(uint32_t)sorted[r];
-        const uint64_t k = sorted[r] >> 32;
-        const int64_t x = (int64_t)k % g.nx, y = ((int64_t)k / g.nx) % g.ny, z = (int64_t)k / (g.nx * g.ny);
-        const double *pa = m->pos + 3 * (int64_t)a;
-        double sum_a = 0.0, sum_b = 0.0;
-        int col = 0, c1 = 0;
-        /* forward: the pairs (a, b), in numpy's order */
-        const uint64_t own_hi = k + (x + 1 < g.nx ? 1 : 0);
-        for (int32_t q = (int32_t)r + 1; q < live && (sorted[q] >> 32) <= own_hi; q++) {
-            const double pen = pair_pen(e, pa, m->pos + 3 * (int64_t)(uint32_t)sorted[q], r2, &c1);
-            if (pen < 0) continue;
-            sum_a += pen;
-            col |= c1;
-        }
-        for (int w = 0; w < 4; w++) {
-            uint64_t klo, khi;
-            if (!row_cells(&g, x, y, z, FROWS[w][0], FROWS[w][1], &klo, &khi)) continue;
-            for (int32_t q = lower_cell(sorted, (int32_t)r + 1, live, klo); q < live && (sorted[q] >> 32) <= khi;
-                 q++) {
-                const double pen = pair_pen(e, pa, m->pos + 3 * (int64_t)(uint32_t)sorted[q], r2, &c1);
-                if (pen < 0) continue;
-                sum_a += pen;
-                col |= c1;
-            }
-        }
-        /* backward: the pairs (c, a) that name a second, by the position of
-         * c in sorted, which is ascending cell order */
-        for (int w = 0; w < 5; w++) {
-            uint64_t klo, khi;
-            if (w < 4) {
-                if (!row_cells(&g, x, y, z, BROWS[w][0], BROWS[w][1], &klo, &khi)) continue;
-            } else {
-                klo = k - (x > 0 ? 1 : 0);
-                khi = k;
-            }
-            for (int32_t q = lower_cell(sorted, 0, (int32_t)r, klo); q < (int32_t)r && (sorted[q] >> 32) <= khi;
-                 q++) {
-                const double pen = pair_pen(e, m->pos + 3 * (int64_t)(uint32_t)sorted[q], pa, r2, &c1);
-                if (pen < 0) continue;
-                sum_b += pen;
-                col |= c1;
-            }
-        }
-        e->sep_a[a] = sum_a;
-        e->sep_b[a] = sum_b;
-        e->collided[a] = (uint8_t)col;
-    }
+    for (int64_t r = lo; r < hi; r++)
+        e->sep_count[r] = walk_pairs(e, &g, (int32_t)r, r2, e->sep_slot_b + SEP_SLOTS * r,
+                                     e->sep_slot_pen + SEP_SLOTS * r);
 }
 
 static void separation(seer_uav_env *e) {
@@ -505,45 +505,31 @@ static void separation(seer_uav_env *e) {
     /* sep_b is free until the pairs phase: the radix sort's buffer */
     sort_by_cell(sorted, (uint64_t *)(void *)e->sep_b, live,
                  (uint64_t)(e->sep_nx * e->sep_ny * e->sep_nz));
+    for (int32_t i = 0; i < n; i++) e->sep_b[i] = 0.0;
+    const sep_geom g = {sorted, live, e->sep_nx, e->sep_ny, e->sep_nz};
+    const double r2 = e->d_safe * e->d_safe;
     int32_t workers = e->rt ? seer_rt_num_workers(e->rt) : 1;
-    if (workers > 1 && live >= PAR_MIN) {
-        for (int32_t i = 0; i < n; i++)
-            if (!e->alive[i]) e->sep_b[i] = 0.0;
+    if (workers > 1 && live >= PAR_MIN && e->sep_slot_b && e->sep_slot_pen && e->sep_count) {
         sep_ctx sc = {e, live};
         run_phase(e, live, sep_phase_pairs, &sc);
+        for (int32_t r = 0; r < live; r++) { /* the sep_b sums, in pair order */
+            const int32_t c = e->sep_count[r];
+            if (c > SEP_SLOTS) {
+                (void)walk_pairs(e, &g, r, r2, NULL, NULL);
+                continue;
+            }
+            const uint32_t *sb = e->sep_slot_b + SEP_SLOTS * (int64_t)r;
+            const double *sp = e->sep_slot_pen + SEP_SLOTS * (int64_t)r;
+            for (int32_t j = 0; j < c; j++) {
+                const int32_t b = (int32_t)(sb[j] & ~SEP_COL);
+                e->sep_b[b] += sp[j];
+                if (sb[j] & SEP_COL) e->collided[b] = 1;
+            }
+        }
         return;
     }
     /* One slice: numpy's bincounts directly, each pair visited once. */
-    const sep_geom g = {sorted, live, e->sep_nx, e->sep_ny, e->sep_nz};
-    const double r2 = e->d_safe * e->d_safe;
-    for (int32_t i = 0; i < n; i++) e->sep_b[i] = 0.0;
-    for (int32_t r = 0; r < live; r++) {
-        const int32_t a = (int32_t)(uint32_t)sorted[r];
-        const uint64_t k = sorted[r] >> 32;
-        const int64_t x = (int64_t)k % g.nx, y = ((int64_t)k / g.nx) % g.ny, z = (int64_t)k / (g.nx * g.ny);
-        const double *pa = m->pos + 3 * (int64_t)a;
-        for (int w = -1; w < 4; w++) {
-            uint64_t klo, khi;
-            int32_t q;
-            if (w < 0) { /* this cell after a, then the next one */
-                klo = k;
-                khi = k + (x + 1 < g.nx ? 1 : 0);
-                q = r + 1;
-            } else {
-                if (!row_cells(&g, x, y, z, FROWS[w][0], FROWS[w][1], &klo, &khi)) continue;
-                q = lower_cell(sorted, r + 1, live, klo);
-            }
-            for (; q < live && (sorted[q] >> 32) <= khi; q++) {
-                const int32_t b = (int32_t)(uint32_t)sorted[q];
-                int c1 = 0;
-                const double pen = pair_pen(e, pa, m->pos + 3 * (int64_t)b, r2, &c1);
-                if (pen < 0) continue;
-                e->sep_a[a] += pen;
-                e->sep_b[b] += pen;
-                if (c1) e->collided[a] = e->collided[b] = 1;
-            }
-        }
-    }
+    for (int32_t r = 0; r < live; r++) (void)walk_pairs(e, &g, r, r2, NULL, NULL);
 }
 
 static inline float clip(float v, float bound) {

@@ -66,11 +66,7 @@ def vector_workloads(specs=None) -> list:
         def make(workers, _fn=env_fn, _n=copies):
             import seer.vector
 
-            envs = seer.vector.make(_fn, _n, backend="thread", workers=workers)
-            envs.reset(seed=0)
-            envs.action_space.seed(0)
-            action = envs.action_space.sample()
-            return (lambda: envs.step(action)), envs.close
+            return W.vector_stepper(seer.vector.make(_fn, _n, backend="thread", workers=workers))
 
         import seer.vector
 

@@ -243,6 +243,20 @@ def _env_step(env):
     return step
 
 
+def vector_stepper(envs):
+    """``(step, close)`` of a Gymnasium vector env stepped with one fixed random
+    action (its action space seeded with 0), after ``reset(seed=0)``: how the
+    ``vector-*`` workloads are timed, and how ``seer.vector`` probes copies."""
+    try:
+        envs.reset(seed=0)
+        envs.action_space.seed(0)
+        action = envs.action_space.sample()
+    except BaseException:
+        envs.close()
+        raise
+    return (lambda: envs.step(action)), envs.close
+
+
 def _env_stepper(factory):
     """``make(workers) -> (step, close)`` for a ParallelEnv factory, fixed random actions."""
     def make(workers):

@@ -71,6 +71,7 @@ def _auto_workers(model, env_fn, num_copies: int, specs, layout, pad: bool, auto
     if model.native_share != 1.0 or num_copies == 1 or usable_cores() == 1:
         return resolve_workers("auto", model) if model.native_share != 1.0 else 1
     from seer.stpa import select_for_stepper
+    from seer.stpa.workloads import vector_stepper
 
     name = specs[0].metadata.get("name")
     key = None if name is None else ("seer.vector thread", name, num_copies, layout.rows, bool(pad), autoreset.value)
@@ -83,10 +84,7 @@ def _auto_workers(model, env_fn, num_copies: int, specs, layout, pad: bool, auto
         except BaseException:
             impl.close()
             raise
-        envs.reset(seed=0)
-        envs.action_space.seed(0)
-        action = envs.action_space.sample()
-        return (lambda: envs.step(action)), envs.close
+        return vector_stepper(envs)
 
     static = {"entities": float(num_copies), "kinds": 2.0, "native_kind_share": 1.0, "lookahead": 1.0}
     return max(1, min(select_for_stepper(make, static, key=key).workers, num_copies))

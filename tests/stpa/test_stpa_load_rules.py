@@ -195,6 +195,17 @@ def test_a_probe_timing_far_from_the_prediction_overrules_it():
     assert M.measured_overrule(3, {1, 2, 3}, raw) is None  # the choice was not timed: nothing to compare
 
 
+def test_a_probe_with_a_core_free_for_each_thread_overrules_sooner():
+    prefers_1 = {1: 0.0, 2: -0.2, 3: -1.0}
+    raw = {"probe2_workers": 2.0, "probe2_speedup": 1.3, "free_cores": 1.5}
+    assert M.choose_by_rules(prefers_1, 2, raw) == 2  # a second core was free: 1.3x is beyond the noise
+    assert M.choose_by_rules(prefers_1, 2, {**raw, "free_cores": 1.05}) == 1  # shared with foreign load
+    assert M.choose_by_rules(prefers_1, 2, {k: v for k, v in raw.items() if k != "free_cores"}) == 1  # unknown
+    assert M.choose_by_rules(prefers_1, 2, {**raw, "probe2_speedup": 1.2}) == 1  # within the noise still
+    # the other way too: 2 predicted, 1 timed 1.3x as fast with a core free for each
+    assert M.choose_by_rules({1: 0.0, 2: 0.3, 3: -1.0}, 2, {**raw, "probe2_speedup": 1 / 1.3}) == 1
+
+
 def test_whole_step_probes_overrule_sooner_and_thin_predictions_yield_to_timings():
     scores = {1: 0.0, 2: -0.2, 3: -1.0}
     stepper = {"probe2_workers": 2.0, "probe2_speedup": 1.3, "probe_traced": 0.0}
