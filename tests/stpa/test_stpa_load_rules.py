@@ -156,7 +156,7 @@ def test_a_loaded_one_core_probe_times_a_pool_of_two(monkeypatch, greedy):
     sel = S.select_for_model(SyntheticModel(256, work=2000), stpa_model=greedy, use_cache=False)
     assert sel.features["probe2_workers"] == 2.0 and "probe3_workers" not in sel.features
     # 2 workers only if the probe measured them faster; the greedy model's wish alone never counts
-    assert sel.workers == (2 if sel.features["probe2_speedup"] >= 1 + M.MEASURED_GAIN else 1)
+    assert sel.workers == (2 if M.probe_measured(sel.features)[2] >= 1 + M.MEASURED_GAIN else 1)
 
 
 def test_a_size_measured_faster_may_exceed_the_cores(monkeypatch, greedy):
@@ -204,6 +204,35 @@ def test_a_probe_with_a_core_free_for_each_thread_overrules_sooner():
     assert M.choose_by_rules(prefers_1, 2, {**raw, "probe2_speedup": 1.2}) == 1  # within the noise still
     # the other way too: 2 predicted, 1 timed 1.3x as fast with a core free for each
     assert M.choose_by_rules({1: 0.0, 2: 0.3, 3: -1.0}, 2, {**raw, "probe2_speedup": 1 / 1.3}) == 1
+
+
+def test_the_probe_times_the_pools_again_untraced_for_the_rules(monkeypatch):
+    calls = []
+    real = F._run_probe
+
+    def spy(model, workers, *args, traced=True, **kw):
+        calls.append((workers, traced))
+        return real(model, workers, *args, traced=traced, **kw)
+
+    monkeypatch.setattr(F, "_run_probe", spy)
+    monkeypatch.setattr(F, "usable_cores", lambda: 2)
+    monkeypatch.setattr(F, "load_features", lambda: {"free_cores": 2.0})
+    f = F.probe(SyntheticModel(64, work=200), budget_s=0.01)
+    assert f.ok
+    # traced: the adaptive run, W, then 1, W again; untraced: 1, W, 1, W
+    assert calls == [(1, True), (2, True), (1, True), (2, True), (1, False), (2, False), (1, False), (2, False)]
+    assert f["probe2_speedup_plain"] > 0 and f["probe2_speedup"] > 0
+    assert M.probe_measured(f)[2] == f["probe2_speedup_plain"]
+
+
+def test_the_rules_compare_untraced_timings_where_the_probe_made_them():
+    prefers_1 = {1: 0.0, 2: -0.2, 3: -1.0}
+    traced_only = {"probe2_workers": 2.0, "probe2_speedup": 1.05}
+    assert M.choose_by_rules(prefers_1, 2, traced_only) == 1
+    # tracing hid the gain: untraced, 2 workers ran 1.5x as fast
+    assert M.choose_by_rules(prefers_1, 2, {**traced_only, "probe2_speedup_plain": 1.5}) == 2
+    assert M.probe_measured({**traced_only, "probe2_speedup_plain": 1.5}) == {1: 1.0, 2: 1.5}
+    assert M.probe_measured(traced_only) == {1: 1.0, 2: 1.05}
 
 
 def test_whole_step_probes_overrule_sooner_and_thin_predictions_yield_to_timings():
