@@ -174,14 +174,15 @@ def candidate_sizes(cores: int) -> list[int]:
 def probe_measured(raw: Mapping[str, Any]) -> dict[int, float]:
     """The pool sizes the probe timed on the workload itself: {size: speedup over one worker}.
 
-    For the compared size, its untraced timing (``probe2_speedup_plain``)
-    where the probe made one: the traced one, which the model reads, is
-    biased against pools on short steps."""
+    For the compared size, the ratio of each size's fastest run, traced or
+    not (``probe2_speedup_best``), where the probe made untraced runs: the
+    traced ratio, which the model reads, is biased against pools on short
+    steps."""
     measured = {1: 1.0}
     for k in ("probe2", "probe3"):
         w = int(round(float(raw.get(f"{k}_workers", 1.0))))
         if w > 1 and f"{k}_speedup" in raw:
-            measured[w] = float(raw.get(f"{k}_speedup_plain", raw[f"{k}_speedup"]))
+            measured[w] = float(raw.get(f"{k}_speedup_best", raw[f"{k}_speedup"]))
     return measured
 
 

@@ -200,8 +200,8 @@ def evaluate(workloads, model: StpaModel | None, sizes, *, reps: int, target_s: 
             "free_cores": feats.get("free_cores"), "cpu_pressure": feats.get("cpu_pressure"),
             "probe_speedups": {str(int(feats[f"{k}_workers"])): feats[f"{k}_speedup"] for k in ("probe2", "probe3")
                                if f"{k}_workers" in feats and f"{k}_speedup" in feats},
-            "probe_speedups_plain": {str(int(feats["probe2_workers"])): feats["probe2_speedup_plain"]}
-            if "probe2_speedup_plain" in feats else {},
+            "probe_speedups_best": {str(int(feats["probe2_workers"])): feats["probe2_speedup_best"]}
+            if "probe2_speedup_best" in feats else {},
             "steps_per_s": {str(w): v for w, v in sorted(best.items())}, "oracle": int(oracle),
             "steps_per_s_best": {str(w): v for w, v in sorted(getattr(best, "best", {}).items())},
             "chosen": int(chosen), "predicted_log_speedup": {str(w): v for w, v in scores.items()},
