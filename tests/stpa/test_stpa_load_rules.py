@@ -233,6 +233,10 @@ def test_the_rules_compare_the_fastest_runs_where_the_probe_made_untraced_ones()
     assert M.choose_by_rules(prefers_1, 2, {**traced_only, "probe2_speedup_best": 1.5}) == 2
     assert M.probe_measured({**traced_only, "probe2_speedup_best": 1.5}) == {1: 1.0, 2: 1.5}
     assert M.probe_measured(traced_only) == {1: 1.0, 2: 1.05}
+    # runs that scattered (traced 0.29x, the best 1.32x: foreign load) do not get the lucky one's say
+    scattered = {"probe2_workers": 2.0, "probe2_speedup": 0.29, "probe2_speedup_best": 1.32}
+    assert M.probe_measured(scattered) == {1: 1.0, 2: 0.29}
+    assert M.choose_by_rules(prefers_1, 2, {**scattered, "free_cores": 1.5}) == 1
 
 
 def test_whole_step_probes_overrule_sooner_and_thin_predictions_yield_to_timings():
