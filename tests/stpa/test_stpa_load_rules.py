@@ -222,7 +222,9 @@ def test_the_probe_times_the_pools_again_untraced_for_the_rules(monkeypatch):
     # traced: the adaptive run, W, then 1, W again; untraced: 1, W, 1, W
     assert calls == [(1, True), (2, True), (1, True), (2, True), (1, False), (2, False), (1, False), (2, False)]
     assert f["probe2_speedup_best"] > 0 and f["probe2_speedup"] > 0
-    assert M.probe_measured(f)[2] == f["probe2_speedup_best"]
+    # the rules read the fastest runs, unless they beat the traced ones by more than tracing costs
+    consistent = f["probe2_speedup"] * M.TRACE_COST_MAX >= f["probe2_speedup_best"]
+    assert M.probe_measured(f)[2] == (f["probe2_speedup_best"] if consistent else f["probe2_speedup"])
 
 
 def test_the_rules_compare_the_fastest_runs_where_the_probe_made_untraced_ones():
