@@ -197,6 +197,7 @@ struct seer_runtime {
     int last[2];  /* the window ends at the horizon: the step ends with it */
     int64_t windows_total;
     int64_t events_total;
+    int64_t events_base; /* events run by the workers of pools before the last resize */
     seer_barrier barrier;
     /* What the pool does on the next step_gen bump: a step or a parallel
      * loop.  Written by the stepping thread before the bump (release), read
@@ -229,6 +230,35 @@ static void *zalloc(size_t bytes) {
     return p;
 }
 
+/* A fresh worker array for a pool of n: lanes cut evenly, every per-worker
+ * counter at zero (the counters that must agree between workers, phase,
+ * decision and tag_seq, all start together). */
+static seer_worker *new_workers(seer_runtime *rt, int32_t n) {
+    seer_worker *ws = zalloc(sizeof(seer_worker) * (size_t)n);
+    if (!ws) return NULL;
+    for (int32_t w = 0; w < n; w++) {
+        ws[w].ctx.api = seer_api_table();
+        ws[w].ctx.rt = rt;
+        ws[w].ctx.worker = w;
+        ws[w].ctx.model = rt->model;
+        ws[w].lane_lo = (int32_t)((int64_t)rt->num_entities * w / n);
+        ws[w].lane_hi = (int32_t)((int64_t)rt->num_entities * (w + 1) / n);
+        ws[w].own = zalloc(sizeof(uint32_t) * (size_t)(ws[w].lane_hi - ws[w].lane_lo + 1));
+        if (!ws[w].own) {
+            for (int32_t i = 0; i <= w; i++) free(ws[i].own);
+            free(ws);
+            return NULL;
+        }
+    }
+    return ws;
+}
+
+static void free_workers(seer_worker *ws, int32_t n) {
+    if (!ws) return;
+    for (int32_t w = 0; w < n; w++) free(ws[w].own);
+    free(ws);
+}
+
 seer_runtime *seer_rt_new(seer_queue *q, int32_t num_workers, double lookahead, int32_t spin) {
     int32_t kinds = seer_queue_num_kinds(q);
     if (num_workers < 1 || !(lookahead > 0) || kinds > 1024) return NULL;
@@ -242,25 +272,13 @@ seer_runtime *seer_rt_new(seer_queue *q, int32_t num_workers, double lookahead, 
     rt->lookahead = lookahead;
     rt->spin = spin;
     rt->py_batch = PY_BATCH;
-    rt->workers = zalloc(sizeof(seer_worker) * (size_t)num_workers);
+    rt->workers = new_workers(rt, num_workers);
     rt->rng_counter = zalloc(sizeof(uint64_t) * (size_t)rt->num_entities);
     rt->emit_seq = zalloc(sizeof(uint32_t) * (size_t)rt->num_entities);
     rt->cur_time = zalloc(sizeof(double) * (size_t)rt->num_entities);
     if (!rt->workers || !rt->rng_counter || !rt->emit_seq || !rt->cur_time) {
         seer_rt_free(rt);
         return NULL;
-    }
-    for (int32_t w = 0; w < num_workers; w++) {
-        rt->workers[w].ctx.api = seer_api_table();
-        rt->workers[w].ctx.rt = rt;
-        rt->workers[w].ctx.worker = w;
-        rt->workers[w].lane_lo = (int32_t)((int64_t)rt->num_entities * w / num_workers);
-        rt->workers[w].lane_hi = (int32_t)((int64_t)rt->num_entities * (w + 1) / num_workers);
-        rt->workers[w].own = zalloc(sizeof(uint32_t) * (size_t)(rt->workers[w].lane_hi - rt->workers[w].lane_lo + 1));
-        if (!rt->workers[w].own) {
-            seer_rt_free(rt);
-            return NULL;
-        }
     }
     /* Parallel by default (1.7x the serial one per step at 4096 entities,
      * bench/results/runtime.md).  It was opt-in for a while after one state
@@ -271,11 +289,32 @@ seer_runtime *seer_rt_new(seer_queue *q, int32_t num_workers, double lookahead, 
     return rt;
 }
 
+int seer_rt_resize(seer_runtime *rt, int32_t num_workers, int32_t spin) {
+    if (num_workers < 1) return SEER_E_ARG;
+    if (rt->tracing) return SEER_E_ARG; /* trace buffers are per worker */
+    seer_worker *ws = new_workers(rt, num_workers);
+    if (!ws) return SEER_E_FULL;
+    /* Between steps every worker's node cache and pending count are settled
+     * (run_window flushes both before its end barrier); only the event
+     * count outlives its worker. */
+    for (int32_t w = 0; w < rt->num_workers; w++) rt->events_base += rt->workers[w].events;
+    free_workers(rt->workers, rt->num_workers);
+    rt->workers = ws;
+    rt->num_workers = num_workers;
+    rt->spin = spin;
+    /* relaxed: no pool thread runs (the caller joined them); the threads it
+     * starts next synchronize with it through their creation. */
+    atomic_store_explicit(&rt->step_gen, 0, memory_order_relaxed);
+    atomic_store_explicit(&rt->step_sleepers, 0, memory_order_relaxed);
+    atomic_store_explicit(&rt->shutdown, 0, memory_order_relaxed);
+    atomic_store_explicit(&rt->barrier.count, 0, memory_order_relaxed);
+    atomic_store_explicit(&rt->barrier.sleepers, 0, memory_order_relaxed);
+    return SEER_OK;
+}
+
 void seer_rt_free(seer_runtime *rt) {
     if (!rt) return;
-    if (rt->workers)
-        for (int32_t w = 0; w < rt->num_workers; w++) free(rt->workers[w].own);
-    free(rt->workers);
+    free_workers(rt->workers, rt->num_workers);
     free(rt->rng_counter);
     free(rt->emit_seq);
     free(rt->cur_time);
@@ -902,7 +941,7 @@ int seer_rt_step(seer_runtime *rt, double horizon) {
     if (rt->bookkeeping != SEER_RT_BOOK_SERIAL) rt->windows_total += rt->workers[0].win_seq;
     /* Pool workers add their counts before each window's end barrier, whose
      * edges order them before this read. */
-    int64_t events = 0;
+    int64_t events = rt->events_base;
     for (int32_t i = 0; i < rt->num_workers; i++) events += rt->workers[i].events;
     rt->events_total = events;
     /* acquire: pairs with fail()'s release store, so a nonzero code comes

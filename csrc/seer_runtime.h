@@ -82,6 +82,13 @@ int seer_rt_step(seer_runtime *rt, double horizon);
 /* Body of pool threads 1..num_workers-1; returns after seer_rt_shutdown. */
 void seer_rt_worker_main(seer_runtime *rt, int32_t worker);
 void seer_rt_shutdown(seer_runtime *rt);
+/* Between steps, with no pool thread running (after seer_rt_shutdown and
+ * joining them): a pool of num_workers from now on; the caller then starts
+ * threads 1..num_workers-1 on seer_rt_worker_main.  The queue, the random
+ * streams and the model stay as they are, so results do not change.
+ * SEER_E_ARG for num_workers < 1 or a traced runtime, SEER_E_FULL if out of
+ * memory (the old pool is then kept). */
+int seer_rt_resize(seer_runtime *rt, int32_t num_workers, int32_t spin);
 /* From any thread: make a running step stop at its workers' next event and
  * return SEER_E_CLOSED (close() from another thread waits for that return
  * before it frees the runtime).  No effect on a step that already failed. */

@@ -47,6 +47,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import time
 
 import numpy as np
 
@@ -299,6 +300,11 @@ class StepBuffers:
         ep[EP_SEED] = seed
 
     @property
+    def workers(self) -> int:
+        """The runtime's pool size now (``workers="auto"`` tunes it between steps)."""
+        return self.runtime.workers
+
+    @property
     def J(self) -> int:
         return int(self.episode[EP_TICK])
 
@@ -479,22 +485,29 @@ class SeerSim:
 
     def __init__(self, cfg: UavConfig, workers="auto", *, trace: bool = False):
         from seer.runtime import Runtime
-        from seer.stpa import resolve_workers
+        from seer.stpa import attach_tuner, resolve_workers
 
         self.cfg = cfg
         self.model = UavModel(cfg)
         self.state = self.model.state
         self.out = self.model.out
         capacity = self.model.queue_capacity()
-        if workers == "auto":
+        auto = workers == "auto"
+        if auto:
             workers = _auto_workers(cfg, self.model)
         workers = resolve_workers(workers, self.model, capacity=capacity)  # the runtime takes integers only
         self.runtime = Runtime(self.model, workers=workers, capacity=capacity, trace=trace)
+        if auto:  # the choice, checked against its neighbours on the real steps
+            attach_tuner(self.runtime)
         # the plug-in's own ffi: the runtime is an opaque seer_runtime * to it
         self.model.native_env.rt = ffi.cast("seer_runtime *", self.runtime.native_address)
-        self.workers = self.runtime.workers
         self._trace = trace
         self.last_events = 0
+
+    @property
+    def workers(self) -> int:
+        """The runtime's pool size now (``workers="auto"`` tunes it between steps)."""
+        return self.runtime.workers
 
     @property
     def J(self) -> int:
@@ -520,13 +533,16 @@ class SeerSim:
         with rt.exclusive("step()"):
             rt.check_steppable()
             events0 = rt.events_total()
+            t0 = time.perf_counter()
             rc = lib.seer_uav_env_step(self.model.native_env)
+            seconds = time.perf_counter() - t0
             self.last_events = rt.events_total() - events0
             if self._trace:
                 rt.collect_trace()
             if rc != lib.SEER_OK:
                 rt.fail(rc)
             rt.now = self.J * TICK_S
+            rt.report_step_time(seconds)
 
     def advance(self) -> None:
         self.model.prepare_step()

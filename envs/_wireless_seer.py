@@ -32,13 +32,14 @@ handler reads another entity's state: the model needs no snapshots.
 from __future__ import annotations
 
 import math
+import time
 
 import numpy as np
 
 from seer.runtime import Runtime
 from seer.capi import Plugin
 from seer.model import EventKind, Model
-from seer.stpa import resolve_workers
+from seer.stpa import attach_tuner, resolve_workers
 
 from . import _wireless_c
 from . import wireless_model as wm
@@ -175,9 +176,11 @@ class WirelessSeer:
         lo = params.move_period[0] if not params.full_buffer else 1.0
         in_flight = U * (B + 4) * (math.ceil(wm.DELAY / lo) + 2)
         capacity = max(4096, 8 * (B + U) + in_flight)
+        auto = workers == "auto"
         workers = resolve_workers(workers, self.model, capacity=capacity)  # the runtime takes integers only
         self.runtime = Runtime(self.model, workers=workers, capacity=capacity, trace=trace)
-        self.workers = self.runtime.workers
+        if auto:  # the choice, checked against its neighbours on the real steps
+            attach_tuner(self.runtime)
         self.tracing = trace
         self.macro = np.zeros(U)
         self.bs_util = np.zeros(B)
@@ -200,6 +203,11 @@ class WirelessSeer:
         self.native_env = e
         self._actions = np.zeros(U, np.int64)
         self._p_actions = _ptr("int64_t *", self._actions)
+
+    @property
+    def workers(self) -> int:
+        """The runtime's pool size now (``workers="auto"`` tunes it between steps)."""
+        return self.runtime.workers
 
     @property
     def t(self) -> float:
@@ -230,12 +238,15 @@ class WirelessSeer:
         self._actions[:] = actions
         with rt.exclusive("step()"):
             rt.check_steppable()
+            t0 = time.perf_counter()
             rc = lib.wl_env_step(self.native_env, self._p_actions)
+            seconds = time.perf_counter() - t0
             if self.tracing:
                 rt.collect_trace()
             if rc != lib.SEER_OK:
                 rt.fail(rc)
             rt.now = self.t
+            rt.report_step_time(seconds)
         return self.obs, self.reward
 
     # ---- views for rendering and tests -----------------------------------------

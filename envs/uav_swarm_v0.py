@@ -126,7 +126,6 @@ class UavSwarmEnv(ClosingParallelEnv):
 
             self._sim = ReferenceSim(cfg)
         self.engine = engine
-        self.workers = self._sim.workers
         self.state_arrays = self._sim.state
         self._out = self._sim.out
         self._agents: list[str] = []
@@ -134,6 +133,13 @@ class UavSwarmEnv(ClosingParallelEnv):
         self._live = np.zeros(0, np.int64)
 
     # ---- spaces ------------------------------------------------------------------------------
+
+
+    @property
+    def workers(self) -> int:
+        """SEER's pool size now: ``workers="auto"`` may move it between steps
+        (STPA's tuner; results do not change).  The reference engine: 1."""
+        return self._sim.workers
 
     def observation_space(self, agent):
         space = self._obs_spaces.get(agent)

@@ -141,10 +141,15 @@ class WirelessEnv(_common.ClosingParallelEnv):
         else:
             self._core = WirelessReference(self.params)
         self.engine = engine
-        self.workers = self._core.workers
         self._np_random = None
         self._was_reset = False
         self._closed = False
+
+    @property
+    def workers(self) -> int:
+        """SEER's pool size now: ``workers="auto"`` may move it between steps
+        (STPA's tuner; results do not change).  The reference engine: 1."""
+        return self._core.workers
 
     # ---- spaces ----------------------------------------------------------------------
 

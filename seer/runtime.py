@@ -6,6 +6,7 @@ import dataclasses
 import math
 import numbers
 import threading
+import time
 import traceback
 import warnings
 import weakref
@@ -65,8 +66,7 @@ class _Core:
         self.num_workers = workers
         self.kinds = list(model.kinds)
         self.snapshots = model.snapshot_targets()
-        spin = 2000 if workers <= usable_cores() else 20
-        rt = lib.seer_rt_new(queue._q, workers, float(model.lookahead), spin)
+        rt = lib.seer_rt_new(queue._q, workers, float(model.lookahead), _spin(workers))
         if rt == ffi.NULL:
             raise MemoryError(f"cannot allocate a runtime for {workers} workers")
         self.rt = rt
@@ -77,6 +77,31 @@ class _Core:
         self.closed = False
         self.guard = CallGuard("this Runtime")
         self.local = self.guard.local
+
+    def start_pool(self) -> None:
+        """Start pool threads 1..num_workers-1 (the stepping thread is worker 0)."""
+        for w in range(1, self.num_workers):
+            t = threading.Thread(target=lib.seer_rt_worker_main, args=(self.rt, w),
+                                 name=f"seer-worker-{w}", daemon=True)
+            t.start()
+            self.threads.append(t)
+
+    def stop_pool(self) -> None:
+        lib.seer_rt_shutdown(self.rt)
+        for t in self.threads:
+            t.join()
+        self.threads = []
+
+    def resize(self, workers: int) -> None:
+        """A pool of ``workers`` from the next step on (the caller holds the guard)."""
+        self.stop_pool()
+        rc = lib.seer_rt_resize(self.rt, workers, _spin(workers))
+        if rc == lib.SEER_OK:
+            self.num_workers = workers
+            self.contexts = [HandlerContext(self, w) for w in range(workers)]
+        self.start_pool()  # the new pool, or the old one again if C refused
+        if rc != lib.SEER_OK:
+            raise MemoryError(f"cannot allocate a pool of {workers} workers")
 
     def check_handling(self, what: str) -> None:
         """Calls that only a running handler may make."""
@@ -161,11 +186,16 @@ class _Core:
     def _free(self) -> None:
         if self.rt == ffi.NULL:
             return
-        lib.seer_rt_shutdown(self.rt)
-        for t in self.threads:
-            t.join()
+        self.stop_pool()
         lib.seer_rt_free(self.rt)
         self.rt = ffi.NULL
+
+
+def _spin(workers: int) -> int:
+    """Barrier spins before sleeping: long while each thread has a core,
+    short when the pool is larger than the cores (a spinner would hold the
+    core that the thread it waits for needs)."""
+    return 2000 if workers <= usable_cores() else 20
 
 
 def _finalize(core: _Core) -> None:
@@ -253,11 +283,8 @@ class Runtime:
                 lib.seer_rt_set_trace(core.rt, w, ffi.cast("seer_trace_event *", ffi.from_buffer(ev)),
                                       len(ev), ffi.cast("seer_trace_window *", ffi.from_buffer(win)), len(win))
                 self._trace_buffers.append((ev, win))
-        for w in range(1, self.workers):
-            t = threading.Thread(target=lib.seer_rt_worker_main, args=(core.rt, w),
-                                 name=f"seer-worker-{w}", daemon=True)
-            t.start()
-            core.threads.append(t)
+        core.start_pool()
+        self._tuner = None
         self._needs_reset: str | None = None
         self.now = 0.0
         self.reset(seed)
@@ -355,18 +382,99 @@ class Runtime:
                 raise ValueError(f"horizon={horizon} is before the runtime's current time {self.now}")
             events0 = lib.seer_rt_events_total(core.rt)
             windows0 = lib.seer_rt_windows_total(core.rt)
+            t0 = time.perf_counter()
             rc = lib.seer_rt_step(core.rt, float(horizon))
+            seconds = time.perf_counter() - t0
             self.collect_trace()
             if rc != lib.SEER_OK:
                 self.fail(rc)
             self.now = float(horizon)
-            return StepStats(
+            stats = StepStats(
                 events=int(lib.seer_rt_events_total(core.rt) - events0),
                 windows=int(lib.seer_rt_windows_total(core.rt) - windows0),
                 horizon=float(horizon),
             )
+            if self._tuner is not None:
+                self.report_step_time(seconds)
+            return stats
         finally:
             core.guard.leave()
+
+    # ---- the pool size ------------------------------------------------------------
+
+    def resize(self, workers: int) -> None:
+        """Run the next steps on a pool of ``workers`` threads.
+
+        Between steps only.  Results do not change: they are identical for
+        every pool size, so a pool may be resized at any step of an episode
+        (STPA's tuner does, to time neighbouring sizes on the real steps).
+        The old pool's threads are joined before the new ones start.
+
+        Args:
+            workers: The new pool size, an integer in [1, 1024].
+
+        Raises:
+            ValueError: ``workers`` is not such an integer.
+            InvalidArgumentError: The runtime records a trace (``trace=True``),
+                whose buffers are per worker.
+            MisuseError: Called from a handler, or while another thread steps.
+            ClosedError: The runtime is closed.
+
+        Example:
+            >>> from seer.synthetic import SyntheticModel
+            >>> with Runtime(SyntheticModel(num_entities=8), workers=1) as rt:
+            ...     a = rt.step(1.0).events
+            ...     rt.resize(2)
+            ...     b = rt.step(2.0).events
+            >>> rt.workers
+            2
+        """
+        workers = check_workers(workers, auto=False)
+        core = self._core
+        core.guard.enter("resize()")
+        try:
+            self._check_open()
+            if self._trace_buffers is not None:
+                raise InvalidArgumentError(f"resize({workers}): this Runtime records a trace (trace=True), whose "
+                                           f"buffers are per worker; it keeps its pool of {self.workers}")
+            if workers != self.workers:
+                core.resize(workers)
+                self.workers = workers
+        finally:
+            core.guard.leave()
+
+    @property
+    def tuner(self):
+        """What picks the pool size between steps, or None (the size stays).
+
+        A tuner is any object with ``next_workers(seconds, workers) -> int``:
+        after each step the runtime passes it the step's wall time and the
+        pool size it ran on, and resizes to the answer
+        (``seer.stpa.PoolTuner`` is STPA's).  Set None to stop tuning.
+        """
+        return self._tuner
+
+    @tuner.setter
+    def tuner(self, tuner) -> None:
+        if tuner is not None and not callable(getattr(tuner, "next_workers", None)):
+            raise TypeError(f"tuner must have a next_workers(seconds, workers) method or be None, "
+                            f"got {type(tuner).__name__}")
+        self._check_open()
+        self._tuner = tuner
+
+    def report_step_time(self, seconds: float) -> None:
+        """Give the :attr:`tuner` one step's wall time, and take its pool size.
+
+        :meth:`step` does it itself; C code that steps the runtime through
+        :attr:`native_handle` (the built-in envs' whole steps) times its step
+        and calls this after it, outside its own handlers.
+        """
+        tuner = self._tuner
+        if tuner is None:
+            return
+        workers = tuner.next_workers(float(seconds), self.workers)
+        if workers != self.workers:
+            self.resize(workers)
 
     # ---- for native steps (a model's own C code calls seer_rt_step) --------------
 
@@ -431,12 +539,19 @@ class Runtime:
         try:
             if self._needs_reset or core.closed:
                 self.check_steppable()
-            rc = lib.seer_rt_step(core.rt, horizon)
+            if self._tuner is None:
+                rc = lib.seer_rt_step(core.rt, horizon)
+            else:
+                t0 = time.perf_counter()
+                rc = lib.seer_rt_step(core.rt, horizon)
+                seconds = time.perf_counter() - t0
             if self._trace_buffers is not None:
                 self.collect_trace()
             if rc != lib.SEER_OK:
                 self.fail(rc)
             self.now = horizon
+            if self._tuner is not None:
+                self.report_step_time(seconds)
         finally:
             core.guard.leave()
 

@@ -11,7 +11,9 @@
  *     (time, source, seq);
  *   - no loss, no duplicate: every emitted message is handled exactly once
  *     (per-entity sums of sent and received message ids match at the end);
- *   - determinism: the final state is bit-identical for every pool size.
+ *   - determinism: the final state is bit-identical for every pool size,
+ *     and for a pool resized between steps (seer_rt_resize) to every size
+ *     from 1 to max_workers in turn.
  * Prints "stress_runtime: OK ..." and exits 0, or names the broken invariant.
  */
 #include <math.h>
@@ -146,8 +148,22 @@ static void check_parallel_for(seer_runtime *rt, int32_t workers, int64_t n, int
     free(c.by);
 }
 
+static void start_pool(seer_runtime *rt, int32_t workers, pthread_t *threads, pool_arg *args) {
+    for (int32_t w = 1; w < workers; w++) {
+        args[w] = (pool_arg){rt, w};
+        pthread_create(&threads[w], NULL, pool_main, &args[w]);
+    }
+}
+
+static void stop_pool(seer_runtime *rt, int32_t workers, pthread_t *threads) {
+    seer_rt_shutdown(rt);
+    for (int32_t w = 1; w < workers; w++) pthread_join(threads[w], NULL);
+}
+
+/* resize: every third step the pool is stopped and resized to the next
+ * size of 1..workers in turn (the canary of seer_rt_resize). */
 static double *run(int32_t n, int32_t steps, int32_t workers, int32_t fanout, int32_t book, int32_t snaps,
-                   int64_t *events_out) {
+                   int32_t resize, int64_t *events_out) {
     seer_queue *q = seer_queue_new(n, 2, (uint32_t)n * 64 + 4096);
     seer_runtime *rt = seer_rt_new(q, workers, DELAY, workers <= 2 ? 2000 : 20);
     if (!q || !rt) {
@@ -186,17 +202,22 @@ static double *run(int32_t n, int32_t steps, int32_t workers, int32_t fanout, in
     }
     pthread_t *threads = calloc((size_t)workers, sizeof(pthread_t));
     pool_arg *args = calloc((size_t)workers, sizeof(pool_arg));
-    for (int32_t w = 1; w < workers; w++) {
-        args[w] = (pool_arg){rt, w};
-        pthread_create(&threads[w], NULL, pool_main, &args[w]);
-    }
+    const int32_t max_workers = workers;
+    start_pool(rt, workers, threads, args);
     for (int32_t s = 1; s <= steps; s++) {
+        if (resize && s % 3 == 0) {
+            stop_pool(rt, workers, threads);
+            workers = 1 + (s / 3) % max_workers;
+            CHECK(seer_rt_resize(rt, workers, workers <= 2 ? 2000 : 20) == SEER_OK, "resize to %d failed", workers);
+            CHECK(seer_rt_num_workers(rt) == workers, "resized to %d, runtime says %d", workers,
+                  seer_rt_num_workers(rt));
+            start_pool(rt, workers, threads, args);
+        }
         int rc = seer_rt_step(rt, s * 0.25);
         CHECK(rc == SEER_OK, "step %d failed with %d", s, rc);
         if (s % 8 == 0) check_parallel_for(rt, workers, (int64_t)n * 13 + s, 1 + s % 17);
     }
-    seer_rt_shutdown(rt);
-    for (int32_t w = 1; w < workers; w++) pthread_join(threads[w], NULL);
+    stop_pool(rt, workers, threads);
     *events_out = seer_rt_events_total(rt);
     /* No loss, no duplicate: messages handled plus messages still queued
      * equal messages sent, id for id (sums per receiver and in total). */
@@ -242,13 +263,13 @@ int main(int argc, char **argv) {
     /* 1: the serial bookkeeping (the default) only; 2: the parallel one too */
     int32_t books = argc > 5 ? atoi(argv[5]) : 2;
     int64_t events1 = 0;
-    double *ref = run(n, steps, 1, fanout, SEER_RT_BOOK_SERIAL, 1, &events1);
+    double *ref = run(n, steps, 1, fanout, SEER_RT_BOOK_SERIAL, 1, 0, &events1);
     /* both window bookkeepings (worker 0 alone, shared by the pool) give the
      * same windows, hence the same state */
     for (int32_t book = books > 1 ? 0 : 1; book < 2; book++) {
         for (int32_t w = 1; w <= max_workers; w++) {
             int64_t events = 0;
-            double *got = run(n, steps, w, fanout, book ? SEER_RT_BOOK_SERIAL : SEER_RT_BOOK_PARALLEL, 1, &events);
+            double *got = run(n, steps, w, fanout, book ? SEER_RT_BOOK_SERIAL : SEER_RT_BOOK_PARALLEL, 1, 0, &events);
             CHECK(events == events1, "workers=%d book=%d handled %lld events, 1 worker %lld", w, book,
                   (long long)events, (long long)events1);
             CHECK(memcmp(ref, got, sizeof(double) * (size_t)n * 2) == 0,
@@ -256,20 +277,29 @@ int main(int argc, char **argv) {
             free(got);
         }
     }
+    /* one pool resized between steps through every size */
+    for (int32_t book = books > 1 ? 0 : 1; book < 2 && max_workers > 1; book++) {
+        int64_t events = 0;
+        double *got = run(n, steps, max_workers, fanout, book ? SEER_RT_BOOK_SERIAL : SEER_RT_BOOK_PARALLEL, 1, 1,
+                          &events);
+        CHECK(events == events1 && memcmp(ref, got, sizeof(double) * (size_t)n * 2) == 0,
+              "a pool resized between steps (book=%d): differs from 1 worker", book);
+        free(got);
+    }
     free(ref);
     /* no snapshots: workers start stealing while others still claim */
     int64_t ev_ns = 0;
-    double *ref_ns = run(n, steps, 1, fanout, SEER_RT_BOOK_SERIAL, 0, &ev_ns);
+    double *ref_ns = run(n, steps, 1, fanout, SEER_RT_BOOK_SERIAL, 0, 0, &ev_ns);
     for (int32_t w = 2; w <= max_workers && books > 1; w++) {
         int64_t events = 0;
-        double *got = run(n, steps, w, fanout, SEER_RT_BOOK_PARALLEL, 0, &events);
+        double *got = run(n, steps, w, fanout, SEER_RT_BOOK_PARALLEL, 0, 0, &events);
         CHECK(events == ev_ns && memcmp(ref_ns, got, sizeof(double) * (size_t)n * 2) == 0,
               "workers=%d without snapshots: differs from 1 worker", w);
         free(got);
     }
     free(ref_ns);
     if (atomic_load(&failures)) return 1;
-    printf("stress_runtime: OK entities=%d steps=%d workers=1..%d events=%lld (%s bookkeeping, parallel_for)\n",
+    printf("stress_runtime: OK entities=%d steps=%d workers=1..%d events=%lld (%s bookkeeping, parallel_for, resized pools)\n",
            n, steps, max_workers, (long long)events1, books > 1 ? "parallel and serial" : "serial");
     return 0;
 }

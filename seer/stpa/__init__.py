@@ -5,7 +5,11 @@
 here, with :func:`resolve_workers` or :func:`select_workers_for_model`: it runs a short traced probe of the model (a few steps on one worker, before
 the runtime's own reset, so results are unaffected), combines the probe's
 workload and trace features with this machine's hardware features, and asks
-a learned model which pool size runs fastest.  ``seer tune`` measures pool
+a learned model which pool size runs fastest.  The envs then attach a
+:class:`PoolTuner` to their runtime (:func:`attach_tuner`): it times the
+chosen size against its neighbours on the first real steps (interleaved,
+bounded) and keeps the fastest, and checks again now and then, since
+results are the same for every pool size.  ``seer tune`` measures pool
 sizes on this machine and trains that model; a default one ships in
 ``seer/data/``.  Without a usable model the documented
 :func:`heuristic_workers` decides, with a :class:`StpaFallbackWarning`.
@@ -36,8 +40,11 @@ Modules, by role (none imports a module that imports it back):
 * :mod:`~seer.stpa.selector`: :func:`select_for_model`, :func:`select_for_stepper`,
   :func:`select_workers_for_model`, :func:`resolve_workers`,
   :func:`select_workers`, :func:`heuristic_workers`, :func:`default_pool_limit`;
-* :mod:`~seer.stpa.online`: :func:`online_refine`, an optional, bounded check
-  of neighbouring pool sizes on the real workload;
+* :mod:`~seer.stpa.online`: :class:`PoolTuner` and :func:`attach_tuner`
+  (``"auto"``'s check of neighbouring pool sizes on the real steps of the
+  running runtime, which :meth:`seer.Runtime.resize` makes free of any
+  effect on results), and :func:`online_refine` (the same check before the
+  run, on throwaway runtimes);
 * :mod:`~seer.stpa.train`, :mod:`~seer.stpa.tune`, :mod:`~seer.stpa.workloads`:
   training and ``seer tune`` (they import scikit-learn when they run).
 """
@@ -52,13 +59,14 @@ from seer.stpa.lookup import active_model, cache_dir, model_search_path, shipped
 from seer.stpa.model import (FEATURE_SCHEMA, MODEL_VERSION, SCHEMA_VERSION, StpaFallbackWarning, StpaModel,
                              allowed_sizes, candidate_sizes, choose_by_rules, choose_from_scores, feature_matrix,
                              load_model, measured_overrule, probe_measured, save_model)
-from seer.stpa.online import online_refine
+from seer.stpa.online import PoolTuner, attach_tuner, online_refine
 from seer.stpa.selector import (Selection, capture, clear_cache, current_pool_limit, default_pool_limit,
                                 heuristic_workers, nested_pool, resolve_workers, select_for_model, select_for_stepper,
                                 select_workers, select_workers_for_model)
 
 __all__ = [
-    "FEATURE_SCHEMA", "MODEL_VERSION", "SCHEMA_VERSION", "IncompatibleModelError", "PortableEstimator", "ProbeResult",
+    "FEATURE_SCHEMA", "MODEL_VERSION", "SCHEMA_VERSION", "IncompatibleModelError", "PoolTuner", "PortableEstimator",
+    "ProbeResult", "attach_tuner",
     "Selection", "StpaFallbackWarning", "StpaModel", "active_model", "allowed_sizes", "background_load",
     "cache_dir", "candidate_features", "candidate_sizes", "capture", "choose_by_rules", "choose_from_scores", "clear_cache",
     "cpu_pressure", "current_pool_limit", "default_pool_limit", "feature_matrix", "free_cores",

@@ -1,6 +1,12 @@
 """STPA online refinement: measure the chosen pool size against its neighbours on
 the real workload, with a bounded cost, and keep the fastest.
 
+Two forms.  :class:`PoolTuner` does it on the real steps of a running
+runtime (``runtime.tuner = PoolTuner(runtime.workers)``): results are the
+same for every pool size, so trying a neighbouring size costs only the
+time those few steps take; the envs' ``workers="auto"`` attach one.
+:func:`online_refine` does it before the run, on throwaway runtimes.
+
 Usage with a model (the runtime built afterwards resets the model, so the
 trial steps do not change its results)::
 
@@ -28,6 +34,7 @@ a few steps with a given pool size and returns the seconds per step::
 from __future__ import annotations
 
 import math
+import numbers
 import time
 from typing import Callable
 
@@ -36,7 +43,7 @@ from seer.model import Model
 from seer.runtime import Runtime
 from seer.stpa.hardware import machine_features
 from seer.stpa.model import candidate_sizes
-from seer.stpa.selector import resolve_workers
+from seer.stpa.selector import current_pool_limit, resolve_workers
 
 
 def _model_timer(model, steps: int, step_length: float | None, capacity: int | None) -> Callable[[int], float]:
@@ -61,6 +68,198 @@ def _model_timer(model, steps: int, step_length: float | None, capacity: int | N
         return best
 
     return seconds_per_step
+
+
+class PoolTuner:
+    """Times the pool sizes next to the current one on the real steps, and keeps the fastest.
+
+    A runtime's :attr:`~seer.Runtime.tuner`: after each step it is given the
+    step's wall time and answers the pool size for the next one.  It starts
+    at ``start`` (STPA's choice), then compares it with a neighbouring size
+    in interleaved visits (``start, n, start, n, start, n``; a visit is
+    ``settle_steps`` untimed steps after the resize, then timed steps until
+    ``visit_s`` seconds or ``visit_steps`` steps), each size scored by its
+    fastest visit.  A neighbour faster by ``min_gain`` is taken and the next
+    one in that direction tried; otherwise the other neighbour; then it
+    settles.  While settled it checks again after ``recheck`` steps, then
+    after twice as many each time up to ``recheck_max`` (load changes).
+
+    Sizes above the usable cores are tried only up to ``start`` (the
+    selector allows them only when its probe measured them faster), and
+    never above ``max_workers``.  On one usable core with ``start=1`` there
+    is nothing to try and it costs nothing.
+
+    Args:
+        start: The pool size the runtime was built with.
+        max_workers: Largest size it may choose (default: no cap beyond the
+            cores rule above).
+        min_gain: How much faster (relative) a neighbour must be to be taken.
+        visits: Visits per size in one comparison.
+        settle_steps: Steps after a resize that are not timed (the new
+            threads' start-up).
+        visit_s, visit_steps: When a visit ends.
+        recheck, recheck_max: Steps between checks once settled.
+        cores: Usable cores (default: this process's).
+
+    Attributes:
+        workers: The size it keeps (the one it settled on, or the base of
+            the comparison running now).
+        settled: Whether no comparison runs now.
+        history: One dict per finished comparison: ``step``, ``base``,
+            ``candidate``, their best seconds per step, and ``moved``.
+
+    Example:
+        >>> import seer
+        >>> from seer.synthetic import SyntheticModel
+        >>> with seer.Runtime(SyntheticModel(num_entities=64), workers=1) as rt:
+        ...     rt.tuner = PoolTuner(rt.workers, max_workers=2)
+        ...     for k in range(40):
+        ...         _ = rt.step(float(k + 1))
+        >>> rt.tuner.workers in (1, 2)
+        True
+    """
+
+    def __init__(self, start: int, *, max_workers: int | None = None, min_gain: float = 0.03, visits: int = 3,
+                 settle_steps: int = 1, visit_s: float = 0.005, visit_steps: int = 32, recheck: int = 128,
+                 recheck_max: int = 8192, cores: int | None = None):
+        for name, v, lo in (("start", start, 1), ("max_workers", max_workers, 1), ("cores", cores, 1),
+                            ("visits", visits, 1), ("settle_steps", settle_steps, 0), ("visit_steps", visit_steps, 1),
+                            ("recheck", recheck, 1), ("recheck_max", recheck_max, 1)):
+            if v is None and name in ("max_workers", "cores"):
+                continue
+            if not isinstance(v, numbers.Integral) or isinstance(v, bool) or v < lo:
+                raise ValueError(f"{name}={v!r} is invalid: expected an integer >= {lo}")
+        for name, v in (("min_gain", min_gain), ("visit_s", visit_s)):
+            if not isinstance(v, numbers.Real) or isinstance(v, bool) or not 0 <= v < math.inf:
+                raise ValueError(f"{name}={v!r} is invalid: expected a finite number >= 0")
+        cores = int(machine_features()["usable_cores"]) if cores is None else int(cores)
+        start = int(start)
+        hi = max(start, cores)
+        self.hi = hi if max_workers is None else min(hi, max_workers)
+        self.workers = min(start, self.hi)
+        self.min_gain = float(min_gain)
+        self.visits, self.settle_steps = visits, settle_steps
+        self.visit_s, self.visit_steps = float(visit_s), visit_steps
+        self.recheck, self.recheck_max = recheck, recheck_max
+        self.history: list[dict] = []
+        self.steps = 0
+        self._interval = recheck
+        self._tried: set[int] = set()
+        self._direction = 0
+        self._begin_round()
+        self._skip = settle_steps  # the runtime's first steps warm its caches and threads
+
+    @property
+    def settled(self) -> bool:
+        return self._schedule is None
+
+    def _begin_round(self) -> None:
+        """A new round of comparisons from :attr:`workers`."""
+        self._tried = {self.workers}
+        self._direction = 0
+        self._schedule = None
+        self._next_comparison()
+
+    def _next_comparison(self) -> None:
+        base = self.workers
+        steps = (self._direction,) if self._direction else (1, -1)
+        options = [base + d for d in steps if 1 <= base + d <= self.hi and base + d not in self._tried]
+        if not options:
+            self._schedule = None
+            self._settled_at = self.steps
+            return
+        cand = options[0]
+        self._tried.add(cand)
+        self._candidate = cand
+        self._schedule = [base, cand] * self.visits
+        self._samples: dict[int, list[float]] = {base: [], cand: []}
+        self._visit_sum, self._visit_n = 0.0, 0
+
+    def _finish_comparison(self) -> None:
+        base, cand = self.workers, self._candidate
+        b, c = min(self._samples[base]), min(self._samples[cand])
+        moved = c < b * (1.0 - self.min_gain)
+        self.history.append({"step": self.steps, "base": base, "candidate": cand, "base_s": b, "candidate_s": c,
+                             "moved": moved})
+        if moved:
+            self._direction = cand - base
+            self.workers = cand
+            self._interval = self.recheck  # a new size: look again soon
+        elif self._direction:
+            self._schedule = None
+        if moved or not self._direction:
+            self._next_comparison()
+        if self._schedule is None:
+            self._settled_at = self.steps
+
+    def next_workers(self, seconds: float, workers: int) -> int:
+        """Take one step's wall time on ``workers``; return the size for the next step."""
+        self.steps += 1
+        if self._schedule is None:
+            if self.steps - self._settled_at >= self._interval:
+                self._interval = min(2 * self._interval, self.recheck_max)
+                self._begin_round()
+        elif workers == self._schedule[0]:  # else resized by someone else: not a sample of this visit
+            if self._skip:
+                self._skip -= 1
+            elif math.isfinite(seconds) and seconds >= 0:
+                self._visit_sum += seconds
+                self._visit_n += 1
+                if self._visit_sum >= self.visit_s or self._visit_n >= self.visit_steps:
+                    self._samples[workers].append(self._visit_sum / self._visit_n)
+                    self._visit_sum, self._visit_n = 0.0, 0
+                    self._schedule.pop(0)
+                    if not self._schedule:
+                        self._finish_comparison()
+        wanted = self._schedule[0] if self._schedule else self.workers
+        if wanted != workers:
+            self._skip = self.settle_steps
+        return wanted
+
+    def settle(self, seconds_per_step: Callable[[int], float], max_steps: int = 100) -> int:
+        """Drive the tuner without a runtime until it settles: ``seconds_per_step(w)``
+        runs or times steps on ``w`` workers (``seer tune``'s evaluation, and
+        callers that can only measure a size in a block of steps).
+
+        Returns:
+            The size it settled on (or keeps after ``max_steps`` answers).
+        """
+        w = self.workers
+        for _ in range(max_steps):
+            if self.settled:
+                break
+            w = self.next_workers(float(seconds_per_step(w)), w)
+        return self.workers
+
+    def __repr__(self) -> str:
+        state = "settled" if self.settled else f"comparing {self.workers} with {self._candidate}"
+        return f"PoolTuner(workers={self.workers}, {state}, steps={self.steps}, max={self.hi})"
+
+
+def attach_tuner(runtime, *, max_workers: int | None = None) -> PoolTuner | None:
+    """Let ``runtime``'s pool size follow its measured steps: what ``workers="auto"`` does after choosing.
+
+    Sets ``runtime.tuner`` to a :class:`PoolTuner` that starts at the
+    runtime's pool size, unless there is nothing to try (one usable core and
+    one worker, or ``max_workers=1``) or the runtime records a trace (whose
+    buffers are per worker, so its pool stays).
+
+    Args:
+        runtime: A :class:`seer.Runtime` built with STPA's choice.
+        max_workers: Cap (default: :func:`~seer.stpa.current_pool_limit`, so
+            copies built inside ``default_pool_limit(1)`` are never tuned up).
+
+    Returns:
+        The tuner, or None where none was attached.
+    """
+    if runtime.tracing:
+        return None
+    limit = current_pool_limit() if max_workers is None else max_workers
+    tuner = PoolTuner(runtime.workers, max_workers=limit)
+    if tuner.settled:
+        return None
+    runtime.tuner = tuner
+    return tuner
 
 
 def online_refine(target, workers: int | str = "auto", *, max_workers: int | None = None, steps: int = 3,

@@ -52,7 +52,7 @@ from seer.stpa.model import (
     candidate_sizes,
     save_model,
 )
-from seer.stpa.online import online_refine
+from seer.stpa.online import PoolTuner, online_refine
 from seer.stpa.selector import clear_cache, heuristic_workers
 
 QUICK = dict(n_train=40, n_eval=12, reps=2, target_s=0.03, loaded_share=0.25)
@@ -192,6 +192,10 @@ def evaluate(workloads, model: StpaModel | None, sizes, *, reps: int, target_s: 
         # choice: neighbouring sizes timed on the workload itself, best of 2
         refined, tried = online_refine(lambda w: 1.0 / max(run(w), run(w)), workers=chosen,
                                        max_workers=max(sizes), budget_s=refine_budget_s, details=True)
+        # what workers="auto" runs on: the choice, then the tuner on the
+        # workload's steps (each visit one block of timed steps)
+        tuner = PoolTuner(chosen, cores=cores, max_workers=max(sizes), visit_s=0.0, settle_steps=0)
+        tuned = tuner.settle(lambda w: 1.0 / run(w))
         oracle = max(best, key=best.get)
         top = best[oracle]
         per.append({
@@ -209,6 +213,8 @@ def evaluate(workloads, model: StpaModel | None, sizes, *, reps: int, target_s: 
             "frac_rule_1": best[1] / top,
             "frac_rule_cpu": best[rule_cpu] / top, "heuristic": int(heur), "frac_heuristic": best[heur] / top,
             "refined": int(refined), "refine_tried": sorted(int(w) for w in tried), "frac_refined": best[refined] / top,
+            "tuned": int(tuned), "tuner_tried": sorted({h["candidate"] for h in tuner.history} | {int(chosen)}),
+            "frac_tuned": best[tuned] / top,
         })
     summary = {}
     for key in FRACS:
@@ -224,10 +230,12 @@ def evaluate(workloads, model: StpaModel | None, sizes, *, reps: int, target_s: 
             "usable_cores": int(machine_features()["usable_cores"]),
             "free_cores_mean": float(np.mean(fc)) if fc else None,
             "targets": targets(summary, condition=condition_name),
-            "targets_refined": targets(summary, "frac_refined", condition=condition_name)}
+            "targets_refined": targets(summary, "frac_refined", condition=condition_name),
+            "targets_tuned": targets(summary, "frac_tuned", condition=condition_name)}
 
 
-FRACS = ("frac_chosen", "frac_chosen_all", "frac_refined", "frac_rule_1", "frac_rule_cpu", "frac_heuristic")
+FRACS = ("frac_chosen", "frac_chosen_all", "frac_tuned", "frac_refined", "frac_rule_1", "frac_rule_cpu",
+         "frac_heuristic")
 
 
 def targets(summary: dict, key: str = "frac_chosen", condition: str = "quiet") -> dict:
@@ -255,8 +263,9 @@ def pool_runs(runs: list[dict]) -> dict:
                    "min": float(np.min([p[k] for p in per.values()]))} for k in keys}
     cond = runs[0].get("condition", "quiet") if runs else "quiet"
     out = {"runs": len(runs), "workloads": per, "summary": summary, "targets": targets(summary, condition=cond)}
-    if "frac_refined" in summary:
-        out["targets_refined"] = targets(summary, "frac_refined", condition=cond)
+    for key, name in (("frac_refined", "targets_refined"), ("frac_tuned", "targets_tuned")):
+        if key in summary:
+            out[name] = targets(summary, key, condition=cond)
     return out
 
 
@@ -410,19 +419,22 @@ def evaluation_tables(ev: dict) -> str:
     rules += [(key, rule) for key, rule in (
         ("frac_chosen_synthetic", "- of which synthetic workloads"), ("frac_chosen_envs", "- of which envs workloads"),
         ("frac_chosen_all", "STPA, the model trained on every env (envs not held out)"),
+        ("frac_tuned", 'workers="auto": the choice + PoolTuner on the workload\'s steps'),
         ("frac_refined", "STPA + online check (online_refine from its choice)")) if key in s]
     rules += [("frac_rule_1", "1 worker"), ("frac_rule_cpu", f"os.cpu_count() = {ev['rule_cpu_workers']}"),
               ("frac_heuristic", "heuristic_workers (fallback)")]
     lines = ["| rule | mean frac of oracle | min frac of oracle |", "|---|---|---|"]
     lines += [f"| {rule} | {s[key]['mean']:.3f} | {s[key]['min']:.3f} |" for key, rule in rules]
-    lines += ["", "| workload | free cores | steps/s by pool size | oracle | chosen | frac | online check: tried -> "
-              "kept | frac | 1 worker | cpu_count |", "|---|---|---|---|---|---|---|---|---|---|"]
+    lines += ["", "| workload | free cores | steps/s by pool size | oracle | chosen | frac | tuner: tried -> kept "
+              "| frac | online check: tried -> kept | frac | 1 worker | cpu_count |",
+              "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for p in ev["workloads"]:
         sps = ", ".join(f"{w}: {v:.1f}" for w, v in p["steps_per_s"].items())
         ref = (f"{p['refine_tried']} -> {p['refined']} | {p['frac_refined']:.3f}" if "refined" in p else "- | -")
+        tun = (f"{p['tuner_tried']} -> {p['tuned']} | {p['frac_tuned']:.3f}" if "tuned" in p else "- | -")
         fc = f"{p['free_cores']:.2f}" if p.get("free_cores") is not None else "-"
         name = p["workload"] + (" (env held out)" if p.get("env_held_out") else "")
-        lines.append(f"| {name} | {fc} | {sps} | {p['oracle']} | {p['chosen']} | {p['frac_chosen']:.3f} | {ref} | "
+        lines.append(f"| {name} | {fc} | {sps} | {p['oracle']} | {p['chosen']} | {p['frac_chosen']:.3f} | {tun} | {ref} | "
                      f"{p['frac_rule_1']:.3f} | {p['frac_rule_cpu']:.3f} |")
     return "\n".join(lines)
 
@@ -445,14 +457,15 @@ def _fmt_load(v) -> str:
 def conditions_table(result: dict) -> str:
     """One line per evaluated machine state: the figures the issue's targets are about."""
     lines = ["| condition | usable cores | free cores (probe mean) | load average (start / end) | STPA mean | STPA min "
-             "| target (mean / min) | + online check mean / min | 1 worker mean / min | cpu_count mean / min "
-             "| targets |", "|---|---|---|---|---|---|---|---|---|---|---|"]
+             "| target (mean / min) | auto (+ tuner) mean / min | + online check mean / min | 1 worker mean / min "
+             "| cpu_count mean / min | targets (STPA / auto) |", "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     pair = lambda d: f"{d['mean']:.3f} / {d['min']:.3f}"  # noqa: E731
     for cond, rec in (result.get("evaluations") or {}).items():
         ev = rec["last"]
         pooled = rec.get("pooled")
         s = pooled["summary"] if pooled else ev["summary"]
         t = pooled["targets"] if pooled else ev["targets"]
+        tt = (pooled or ev).get("targets_tuned")
         la = ev.get("loadavg") or [None, None]
         want = TARGETS.get(cond, TARGETS["quiet"])
         fc = ev.get("free_cores_mean")
@@ -460,8 +473,9 @@ def conditions_table(result: dict) -> str:
         lines.append(f"| {name} | {ev.get('usable_cores', '?')} | {'-' if fc is None else f'{fc:.2f}'} | "
                      f"{_fmt_load(la[0])} / {_fmt_load(la[1])} | {s['frac_chosen']['mean']:.3f} | "
                      f"{s['frac_chosen']['min']:.3f} | {want[0]} / {want[1]} | "
+                     f"{pair(s['frac_tuned']) if 'frac_tuned' in s else '-'} | "
                      f"{pair(s['frac_refined']) if 'frac_refined' in s else '-'} | {pair(s['frac_rule_1'])} | "
-                     f"{pair(s['frac_rule_cpu'])} | {_verdict(t)} |")
+                     f"{pair(s['frac_rule_cpu'])} | {_verdict(t)} / {_verdict(tt)} |")
     return "\n".join(lines)
 
 
@@ -495,6 +509,8 @@ def render_markdown(result: dict, command: str, title: str = "STPA evaluation", 
             parts += [f"### {cond}" + (" (last run)" if rec.get("runs") else ""), "",
                       f"Model: {ev.get('model')}", "",
                       f"Targets: {_target_text(ev['targets'])}.",
+                      f'workers="auto" (the choice + PoolTuner): {_target_text(ev["targets_tuned"])}.'
+                      if ev.get("targets_tuned") else "",
                       f"With the online check: {_target_text(ev['targets_refined'])}." if ev.get("targets_refined")
                       else "", "", evaluation_tables(ev), ""]
             if rec.get("runs"):
@@ -541,20 +557,23 @@ def print_summary(result: dict, console=None) -> None:
     if evs:
         tab = Table(title="held-out workloads: fraction of the best measured pool size, per machine state")
         for col in ("condition", "usable cores", "free cores", "workloads", "STPA mean", "STPA min", "target",
-                    "+ online check", "1 worker", "cpu_count", "targets"):
+                    "auto (+ tuner)", "+ online check", "1 worker", "cpu_count", "targets (STPA / auto)"):
             tab.add_column(col)
         for cond, rec in evs.items():
             ev = rec["last"]
             s = rec["pooled"]["summary"] if rec.get("pooled") else ev["summary"]
             t = rec["pooled"]["targets"] if rec.get("pooled") else ev["targets"]
+            tt = (rec.get("pooled") or ev).get("targets_tuned")
+            tun = s.get("frac_tuned")
             want = TARGETS.get(cond, TARGETS["quiet"])
             fc = ev.get("free_cores_mean")
             tab.add_row(cond, str(ev.get("usable_cores")), "-" if fc is None else f"{fc:.2f}",
                         str(len(ev["workloads"])), f"{s['frac_chosen']['mean']:.3f}", f"{s['frac_chosen']['min']:.3f}",
-                        f">= {want[0]} / {want[1]}",
+                        f">= {want[0]} / {want[1]}", f"{tun['mean']:.3f} / {tun['min']:.3f}" if tun else "-",
                         f"{s['frac_refined']['mean']:.3f} / {s['frac_refined']['min']:.3f}",
                         f"{s['frac_rule_1']['mean']:.3f} / {s['frac_rule_1']['min']:.3f}",
-                        f"{s['frac_rule_cpu']['mean']:.3f} / {s['frac_rule_cpu']['min']:.3f}", _verdict(t))
+                        f"{s['frac_rule_cpu']['mean']:.3f} / {s['frac_rule_cpu']['min']:.3f}",
+                        f"{_verdict(t)} / {_verdict(tt)}")
         console.print(tab)
     console.print(f"total {result['seconds']:.0f} s")
 

@@ -23,7 +23,7 @@ from seer._host import usable_cores
 from seer._seer_c import lib
 from seer.model import EventKind, Model, Native
 from seer.runtime import Runtime
-from seer.stpa import resolve_workers
+from seer.stpa import attach_tuner, resolve_workers
 from seer.vector._env import SeerVectorEnv
 from seer.vector._layout import build_layout, describe_copy
 from seer.vector._pool import EnvPool
@@ -93,6 +93,11 @@ def _auto_workers(model, env_fn, num_copies: int, specs, layout, pad: bool, auto
 class ThreadBackend:
     name = "thread"
 
+    @property
+    def num_workers(self) -> int:
+        """The runtime's pool size now (``workers="auto"`` tunes it between steps)."""
+        return self.runtime.workers
+
     def __init__(self, env_fn, num_copies, workers, *, pad, autoreset, restart, seed_stride=None):
         envs = {}
         try:
@@ -119,15 +124,19 @@ class ThreadBackend:
         self._options = None
         self.model = _CopiesModel(num_copies, self._handle, self.runner.vec.struct)
         self.model.native_share = float(self.runner.vec.native.mean())
-        if workers == "auto":
+        auto = workers == "auto"
+        if auto:
             workers = _auto_workers(self.model, env_fn, num_copies, self.specs, self.layout, pad, autoreset)
         else:
             workers = resolve_workers(workers, self.model)
-        self.num_workers = workers
         # python_batch=1: a worker takes one copy at a time from the runtime's
         # claim set, so copies go to whichever worker is free (a slow copy
         # holds up one worker, not a batch of copies behind it)
         self.runtime = Runtime(self.model, workers=workers, python_batch=1 if workers > 1 else 256)
+        if auto and self.model.native_share == 1.0:
+            # the choice, checked against its neighbours on the real vector
+            # steps (all native: the Python batch size plays no part)
+            attach_tuner(self.runtime, max_workers=num_copies)
         self._k = 0
         self._all = np.arange(num_copies, dtype=np.int32)
         # one step's events, pushed from these arrays (entities: the copies in

@@ -689,12 +689,16 @@ def test_tiny_tune_sweep_trains_saves_and_evaluates(tmp_path, monkeypatch):
         assert len(ev["workloads"]) == 2 and ev["condition"] == cond
         for p in ev["workloads"]:
             assert 0 < p["frac_chosen"] <= 1 and p["chosen"] in (1, 2)
+            # workers="auto" = the choice, then the tuner on the workload's steps
+            assert p["tuned"] in p["tuner_tried"] and p["chosen"] in p["tuner_tried"]
+            assert p["frac_tuned"] == p["steps_per_s"][str(p["tuned"])] / max(p["steps_per_s"].values())
             if cond == "1core":  # the hard rule: nothing was measured faster beyond the one usable core
-                assert p["chosen"] == 1
+                assert p["chosen"] == 1 and p["tuner_tried"] == [1]
     assert result["evaluation"] is result["evaluations"]["quiet"]["last"]
     md = TU.render_markdown(result, "seer tune (test)")
     assert "Held-out evaluation per machine state" in md and "fixed rule" in md
     assert "| quiet |" in md and "| loaded |" in md and "| 1core |" in md
+    assert 'workers="auto" (the choice + PoolTuner)' in md
     # A second sweep appends.
     TU.run_tune(quick=True, n_train=2, reps=1, target_s=0.005, sizes=[1, 2], envs=False, include_shipped=False,
                 progress=False, do_train=False, loaded_share=0.0, log=lambda *a: None)

@@ -8,6 +8,8 @@ Needs ``pip install 'seer[numba]'``.
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 
 import seer
@@ -213,9 +215,13 @@ class NumbaSim:
         }
         self.model = NumbaModel(self.arrays)
         capacity = max(4096, 16 * n)
-        # the runtime takes an integer pool size; STPA resolves "auto"
+        # the runtime takes an integer pool size; STPA resolves "auto", then
+        # checks its choice against the neighbouring sizes on the real steps
+        auto = workers == "auto"
         workers = seer.stpa.resolve_workers(workers, self.model, capacity=capacity)
         self.runtime = seer.Runtime(self.model, workers=workers, capacity=capacity)
+        if auto:
+            seer.stpa.attach_tuner(self.runtime)
         self.arrays["I"][I_RT] = self.runtime.native_address
         self.s = STATE.tuple_type(*(self.arrays[k] for k in STATE.names))
         self.spec = spec
@@ -227,7 +233,10 @@ class NumbaSim:
         self.ended = np.zeros(1, np.uint8)
         self.rows = snb.copy_rows(self.api, self.act, self.obs, self.rew, self.flags["term"], self.flags["trunc"],
                                   self.flags["mask"], self.flags["alive"], self.ended)
-        self.workers = self.runtime.workers
+
+    @property
+    def workers(self) -> int:
+        return self.runtime.workers
 
     @property
     def goal(self) -> float:
@@ -251,9 +260,12 @@ class NumbaSim:
         self.act[:, 0] = actions
         with rt.exclusive("step()"):
             rt.check_steppable()
+            t0 = time.perf_counter()
             rc = step(self.rows, COPY_STEP, self.s)
+            seconds = time.perf_counter() - t0
             if rc != 0:
                 rt.fail(rc)
+            rt.report_step_time(seconds)  # the tuner may resize the pool for the next step
 
     def native_copy(self, owner) -> NativeCopy:
         return NativeCopy(self.spec, step=copy_step(self.spec), state=self.model.native_model, error=self.error,

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import copy
 import numbers
+import time
 
 import gymnasium
 import numpy as np
@@ -115,9 +116,13 @@ class SeerSim:
         ffi, lib = p.ffi, p.lib
         self.model = ConsensusModel(n)
         capacity = max(4096, 16 * n)
-        # the runtime takes an integer pool size; STPA resolves "auto"
+        # the runtime takes an integer pool size; STPA resolves "auto", then
+        # checks its choice against the neighbouring sizes on the real steps
+        auto = workers == "auto"
         workers = seer.stpa.resolve_workers(workers, self.model, capacity=capacity)
         self.runtime = seer.Runtime(self.model, workers=workers, capacity=capacity)
+        if auto:
+            seer.stpa.attach_tuner(self.runtime)
         e = ffi.new("cons_env *")
         e.m = self.model.native_model
         e.rt = ffi.cast("seer_runtime *", self.runtime.native_address)
@@ -137,7 +142,10 @@ class SeerSim:
         r.ended = ffi.cast("uint8_t *", ffi.from_buffer(self.ended))
         self.rows = r
         self._lib, self._ffi = lib, ffi
-        self.workers = self.runtime.workers
+
+    @property
+    def workers(self) -> int:
+        return self.runtime.workers
 
     @property
     def goal(self) -> float:
@@ -161,9 +169,12 @@ class SeerSim:
         self.act[:, 0] = actions
         with rt.exclusive("step()"):
             rt.check_steppable()
+            t0 = time.perf_counter()
             rc = self._lib.cons_copy_step(self.env, self.rows, self._lib.SEER_COPY_STEP)
+            seconds = time.perf_counter() - t0
             if rc != self._lib.SEER_OK:
                 rt.fail(rc)
+            rt.report_step_time(seconds)  # the tuner may resize the pool for the next step
 
     def error(self, rc: int) -> BaseException:
         try:
@@ -220,8 +231,12 @@ class ConsensusEnv(ParallelEnv):
                                  speed=SPEED, dt=DT, spec=self.spec)
         else:
             self._sim = ReferenceSim(int(n), self.max_cycles, PERIODS, DELAY, GAIN, SPEED, DT)
-        self.workers = getattr(self._sim, "workers", 1)
         self._closed = False
+
+    @property
+    def workers(self) -> int:
+        """SEER's pool size now (``workers="auto"`` tunes it between steps); 1 for the reference engine."""
+        return getattr(self._sim, "workers", 1)
 
     def observation_space(self, agent):
         return self._obs_spaces[self._agent(agent)]

@@ -1,0 +1,194 @@
+"""seer.stpa.PoolTuner: the comparison of neighbouring pool sizes on the real
+steps that ``workers="auto"`` attaches; driven here by step times of known
+shape, then on real runtimes and envs (results unchanged by its resizes)."""
+
+import numpy as np
+import pytest
+
+import seer
+from seer import stpa
+from seer._host import usable_cores
+from seer.envs import uav_swarm_v0, wireless_v0
+from seer.synthetic import SyntheticModel
+
+pytestmark = pytest.mark.timeout(180)
+
+
+def drive(tuner, seconds_of, steps, start):
+    """Run ``steps`` steps: each on the size the tuner asked for, taking
+    ``seconds_of(size, k)``; returns the sizes the steps ran on."""
+    ran, w = [], start
+    for k in range(steps):
+        ran.append(w)
+        w = tuner.next_workers(seconds_of(w, k), w)
+    return ran
+
+
+def test_climbs_to_the_fastest_size_and_settles():
+    table = {1: 1.0, 2: 0.6, 3: 0.45, 4: 0.5, 5: 0.9}
+    tuner = stpa.PoolTuner(1, cores=8, visit_s=0.0, recheck=10_000)
+    ran = drive(tuner, lambda w, k: table[w], 200, 1)
+    assert tuner.settled and tuner.workers == 3
+    assert [(h["base"], h["candidate"], h["moved"]) for h in tuner.history] == [(1, 2, True), (2, 3, True),
+                                                                                 (3, 4, False)]
+    assert set(ran[-50:]) == {3}
+    assert max(ran) == 4  # it never tried beyond the first size that lost
+
+
+def test_looks_down_when_up_loses_and_keeps_a_size_within_min_gain():
+    tuner = stpa.PoolTuner(3, cores=8, visit_s=0.0, recheck=10_000)
+    drive(tuner, lambda w, k: {2: 0.5, 3: 0.7, 4: 0.8}.get(w, 1.0), 100, 3)
+    assert tuner.workers == 2
+    assert [(h["base"], h["candidate"]) for h in tuner.history][:2] == [(3, 4), (3, 2)]
+    flat = stpa.PoolTuner(2, cores=8, visit_s=0.0, recheck=10_000, min_gain=0.05)
+    drive(flat, lambda w, k: 1.0 - 0.02 * w, 100, 2)  # 2% faster per worker: inside min_gain
+    assert flat.settled and flat.workers == 2
+
+
+def test_never_tries_more_workers_than_cores_unless_it_started_there():
+    tuner = stpa.PoolTuner(1, cores=2, visit_s=0.0)
+    ran = drive(tuner, lambda w, k: 1.0 / w, 300, 1)
+    assert max(ran) == 2 and tuner.workers == 2
+    over = stpa.PoolTuner(3, cores=2, visit_s=0.0, recheck=10_000)
+    ran = drive(over, lambda w, k: {1: 1.0, 2: 0.6, 3: 0.8, 4: 0.5}[w], 100, 3)
+    assert max(ran) == 3 and over.workers == 2
+    capped = stpa.PoolTuner(1, cores=8, max_workers=2, visit_s=0.0)
+    assert max(drive(capped, lambda w, k: 1.0 / w, 300, 1)) == 2
+
+
+def test_nothing_to_try_costs_nothing():
+    one = stpa.PoolTuner(1, cores=1)
+    assert one.settled
+    assert drive(one, lambda w, k: 1.0, 1000, 1) == [1] * 1000
+    assert one.history == []
+
+
+def test_untimed_steps_after_a_resize_and_outliers_do_not_decide():
+    # the first step on a new pool pays its threads' start: never timed
+    def seconds(w, k, last=[None]):
+        cold = last[0] is not None and last[0] != w
+        last[0] = w
+        return (50.0 if cold else 0.0) + {1: 1.0, 2: 0.7}[w]
+
+    tuner = stpa.PoolTuner(1, cores=2, visit_s=0.0, settle_steps=1)
+    drive(tuner, seconds, 100, 1)
+    assert tuner.workers == 2
+    # one slow visit (foreign load for a moment) is outvoted: each size scores its fastest visit
+    noisy = stpa.PoolTuner(1, cores=2, visit_s=0.0, settle_steps=0, recheck=10_000)
+    drive(noisy, lambda w, k: {1: 1.0, 2: 0.7}[w] * (9.0 if k == 1 else 1.0), 100, 1)
+    assert noisy.workers == 2
+
+
+def test_checks_again_when_settled_and_follows_a_change_of_load():
+    state = {"load": False}
+
+    def seconds(w, k):
+        if k == 150:
+            state["load"] = True  # from here on a second worker has no core
+        return {1: 1.0, 2: 0.6}[w] if not state["load"] else {1: 1.0, 2: 1.8}[w]
+
+    tuner = stpa.PoolTuner(1, cores=2, visit_s=0.0, recheck=64, recheck_max=64)
+    ran = drive(tuner, seconds, 600, 1)
+    assert 2 in ran[:150] and ran[149] == 2
+    assert ran[-1] == 1 and tuner.workers == 1
+    assert any(h["base"] == 2 and h["candidate"] == 1 and h["moved"] for h in tuner.history)
+
+
+def test_visits_gather_short_steps_until_visit_s():
+    tuner = stpa.PoolTuner(1, cores=2, visit_s=0.01, visit_steps=1000, settle_steps=0, recheck=10_000)
+    ran = drive(tuner, lambda w, k: 0.001 / w, 200, 1)
+    # six visits of ten 1 ms steps each on the first pool (fewer on the faster one)
+    assert ran[:10] == [1] * 10 and ran[10] == 2
+    assert tuner.workers == 2
+
+
+@pytest.mark.parametrize("bad", [{"start": 0}, {"start": 1.5}, {"visits": 0}, {"min_gain": -0.1},
+                                 {"min_gain": float("nan")}, {"cores": 0}, {"max_workers": True},
+                                 {"visit_s": "1"}, {"settle_steps": -1}])
+def test_bad_arguments_name_the_value(bad):
+    kw = {"start": 1, **bad}
+    name, value = next(iter(bad.items()))
+    with pytest.raises(ValueError, match=f"{name}={value!r}".replace("(", r"\(").replace(")", r"\)")):
+        stpa.PoolTuner(kw.pop("start"), **kw)
+
+
+def test_on_a_runtime_results_do_not_change_while_it_tunes():
+    def run(tuned):
+        model = SyntheticModel(97, fanout=3, work=50, period=0.1, delay=0.05)
+        with seer.Runtime(model, workers=1, seed=2) as rt:
+            if tuned:  # compare on every step: as many resizes as it can make
+                rt.tuner = stpa.PoolTuner(1, cores=4, visit_s=0.0, settle_steps=0, visits=2, recheck=4,
+                                          recheck_max=4)
+            sizes = []
+            for k in range(60):
+                sizes.append(rt.workers)
+                rt.step((k + 1) * 0.25)
+            return {n: a.copy() for n, a in model.state.items()}, rt.events_total(), sizes
+
+    ref, tuned = run(False), run(True)
+    assert len(set(tuned[2])) >= 2  # it really resized
+    assert tuned[1] == ref[1]
+    for name, arr in ref[0].items():
+        assert arr.tobytes() == tuned[0][name].tobytes(), name
+
+
+def test_attach_tuner_respects_the_pool_limit_and_traces():
+    with seer.Runtime(SyntheticModel(16), workers=1) as rt:
+        with stpa.default_pool_limit(1):
+            assert stpa.attach_tuner(rt) is None
+        assert rt.tuner is None
+        got = stpa.attach_tuner(rt)
+        assert (got is None) == (usable_cores() == 1)
+        assert rt.tuner is got
+    with seer.Runtime(SyntheticModel(16), workers=2, trace=True) as traced:
+        assert stpa.attach_tuner(traced) is None
+
+
+def _episode(mod, scenario, workers, steps, force_tuning=False):
+    env = mod.parallel_env(scenario=scenario, workers=workers)
+    try:
+        if force_tuning:
+            env.unwrapped._runtime.tuner = stpa.PoolTuner(1, cores=3, visit_s=0.0, settle_steps=0, visits=1,
+                                                          recheck=3, recheck_max=3)
+        obs, _ = env.reset(seed=11)
+        rng = np.random.default_rng(0)
+        out, sizes = [], []
+        for _ in range(steps):
+            if not env.agents:
+                break
+            acts = {}
+            for a in env.agents:
+                space = env.action_space(a)
+                acts[a] = (rng.uniform(space.low, space.high).astype(space.dtype)
+                           if hasattr(space, "low") else int(rng.integers(space.n)))
+            obs, rew, term, trunc, _ = env.step(acts)
+            sizes.append(env.workers)
+            out.append((sorted(obs), np.stack([obs[a] for a in sorted(obs)]), [rew[a] for a in sorted(rew)]))
+        return out, sizes
+    finally:
+        env.close()
+
+
+@pytest.mark.parametrize("mod,scenario", [(uav_swarm_v0, "small"), (wireless_v0, "small")], ids=["uav", "wireless"])
+def test_envs_give_the_same_episode_while_their_pool_is_tuned(mod, scenario):
+    ref, _ = _episode(mod, scenario, 1, 40)
+    got, sizes = _episode(mod, scenario, 1, 40, force_tuning=True)
+    assert len(set(sizes)) >= 2  # the pool really moved between steps
+    assert len(got) == len(ref)
+    for (a1, o1, r1), (a2, o2, r2) in zip(ref, got):
+        assert a1 == a2 and o1.tobytes() == o2.tobytes() and r1 == r2
+
+
+@pytest.mark.parametrize("mod", [uav_swarm_v0, wireless_v0], ids=["uav", "wireless"])
+def test_auto_envs_attach_a_tuner_and_integers_do_not(mod):
+    auto = mod.parallel_env(scenario="small", workers="auto")
+    fixed = mod.parallel_env(scenario="small", workers=2)
+    try:
+        tuner = auto.unwrapped._runtime.tuner
+        assert (tuner is None) == (usable_cores() == 1)
+        if tuner is not None:
+            assert tuner.workers == auto.workers
+        assert fixed.unwrapped._runtime.tuner is None
+    finally:
+        auto.close()
+        fixed.close()
