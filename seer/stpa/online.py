@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import statistics
 import time
 from typing import Callable
 
@@ -76,17 +77,23 @@ class PoolTuner:
     A runtime's :attr:`~seer.Runtime.tuner`: after each step it is given the
     step's wall time and answers the pool size for the next one.  It starts
     at ``start`` (STPA's choice), then compares it with a neighbouring size
-    in interleaved visits (``start, n, start, n, start, n``; a visit is
+    in interleaved visits (``start, n, start, n, ...``, ``visits`` each; a visit is
     ``settle_steps`` untimed steps after the resize, then timed steps until
     ``visit_s`` seconds or ``visit_steps`` steps), each size scored by its
-    fastest visit.  A neighbour faster by ``min_gain`` is taken and the next
-    one in that direction tried; otherwise the other neighbour; then it
-    settles.  While settled it checks again after ``recheck`` steps, then
-    after twice as many each time up to ``recheck_max`` (load changes).
+    median visit (not its fastest: under foreign load the fastest of a few
+    visits rewards the size whose timings scatter most).  A neighbour
+    faster by ``min_gain`` is taken and the next one in that direction
+    tried; otherwise the other neighbour; then it settles.  While settled it checks again (load changes) after
+    ``recheck_s`` seconds of steps, then twice as long each time up to
+    ``recheck_max_s``, and never sooner than :attr:`RECHECK_FACTOR` times
+    what the last round of comparisons took: a round's extra cost stays a
+    small share of the stepping time, for short steps and long ones alike.
 
-    Sizes above the usable cores are tried only up to ``start`` (the
-    selector allows them only when its probe measured them faster), and
-    never above ``max_workers``.  On one usable core with ``start=1`` there
+    It tries at most one size above the usable cores (or above ``start``,
+    where the selector's probe already measured a larger pool faster), and
+    takes it only if it ran ``above_gain`` faster: threads beyond the cores
+    gain only CPU share from other processes, and lose much where they spin
+    at barriers; never above ``max_workers``.  With ``max_workers=1`` there
     is nothing to try and it costs nothing.
 
     Args:
@@ -94,11 +101,13 @@ class PoolTuner:
         max_workers: Largest size it may choose (default: no cap beyond the
             cores rule above).
         min_gain: How much faster (relative) a neighbour must be to be taken.
+        above_gain: The same for a size above the usable cores.
         visits: Visits per size in one comparison.
         settle_steps: Steps after a resize that are not timed (the new
             threads' start-up).
         visit_s, visit_steps: When a visit ends.
-        recheck, recheck_max: Steps between checks once settled.
+        recheck_s, recheck_max_s: Seconds of steps between checks once
+            settled (the step times it was given, not the wall clock).
         cores: Usable cores (default: this process's).
 
     Attributes:
@@ -106,7 +115,7 @@ class PoolTuner:
             the comparison running now).
         settled: Whether no comparison runs now.
         history: One dict per finished comparison: ``step``, ``base``,
-            ``candidate``, their best seconds per step, and ``moved``.
+            ``candidate``, their median seconds per step, and ``moved``.
 
     Example:
         >>> import seer
@@ -119,31 +128,40 @@ class PoolTuner:
         True
     """
 
-    def __init__(self, start: int, *, max_workers: int | None = None, min_gain: float = 0.03, visits: int = 3,
-                 settle_steps: int = 1, visit_s: float = 0.005, visit_steps: int = 32, recheck: int = 128,
-                 recheck_max: int = 8192, cores: int | None = None):
+    #: A settled tuner waits at least this many times its last round's step time.
+    RECHECK_FACTOR = 20.0
+
+    def __init__(self, start: int, *, max_workers: int | None = None, min_gain: float = 0.03,
+                 above_gain: float = 0.10, visits: int = 4,
+                 settle_steps: int = 1, visit_s: float = 0.005, visit_steps: int = 32, recheck_s: float = 1.0,
+                 recheck_max_s: float = 60.0, cores: int | None = None):
         for name, v, lo in (("start", start, 1), ("max_workers", max_workers, 1), ("cores", cores, 1),
                             ("visits", visits, 1), ("settle_steps", settle_steps, 0), ("visit_steps", visit_steps, 1),
-                            ("recheck", recheck, 1), ("recheck_max", recheck_max, 1)):
+                            ):
             if v is None and name in ("max_workers", "cores"):
                 continue
             if not isinstance(v, numbers.Integral) or isinstance(v, bool) or v < lo:
                 raise ValueError(f"{name}={v!r} is invalid: expected an integer >= {lo}")
-        for name, v in (("min_gain", min_gain), ("visit_s", visit_s)):
+        for name, v in (("min_gain", min_gain), ("above_gain", above_gain), ("visit_s", visit_s), ("recheck_s", recheck_s),
+                        ("recheck_max_s", recheck_max_s)):
             if not isinstance(v, numbers.Real) or isinstance(v, bool) or not 0 <= v < math.inf:
                 raise ValueError(f"{name}={v!r} is invalid: expected a finite number >= 0")
         cores = int(machine_features()["usable_cores"]) if cores is None else int(cores)
         start = int(start)
-        hi = max(start, cores)
+        hi = max(start, cores) + 1
         self.hi = hi if max_workers is None else min(hi, max_workers)
+        self.cores = cores
         self.workers = min(start, self.hi)
-        self.min_gain = float(min_gain)
+        self.min_gain, self.above_gain = float(min_gain), float(above_gain)
         self.visits, self.settle_steps = visits, settle_steps
         self.visit_s, self.visit_steps = float(visit_s), visit_steps
-        self.recheck, self.recheck_max = recheck, recheck_max
+        self.recheck_s, self.recheck_max_s = float(recheck_s), float(recheck_max_s)
         self.history: list[dict] = []
         self.steps = 0
-        self._interval = recheck
+        self._base_s = self.recheck_s  # the next wait, before the round-cost floor
+        self._round_s = 0.0  # step time spent in the round running now
+        self._since_s = 0.0  # step time since it settled
+        self._wait_s = 0.0
         self._tried: set[int] = set()
         self._direction = 0
         self._begin_round()
@@ -165,8 +183,7 @@ class PoolTuner:
         steps = (self._direction,) if self._direction else (1, -1)
         options = [base + d for d in steps if 1 <= base + d <= self.hi and base + d not in self._tried]
         if not options:
-            self._schedule = None
-            self._settled_at = self.steps
+            self._settle()
             return
         cand = options[0]
         self._tried.add(cand)
@@ -177,32 +194,39 @@ class PoolTuner:
 
     def _finish_comparison(self) -> None:
         base, cand = self.workers, self._candidate
-        b, c = min(self._samples[base]), min(self._samples[cand])
-        moved = c < b * (1.0 - self.min_gain)
+        b, c = statistics.median(self._samples[base]), statistics.median(self._samples[cand])
+        moved = c < b * (1.0 - (self.above_gain if cand > max(self.cores, base) else self.min_gain))
         self.history.append({"step": self.steps, "base": base, "candidate": cand, "base_s": b, "candidate_s": c,
                              "moved": moved})
         if moved:
             self._direction = cand - base
             self.workers = cand
-            self._interval = self.recheck  # a new size: look again soon
+            self._base_s = self.recheck_s  # a new size: look again soon
         elif self._direction:
-            self._schedule = None
+            self._settle()
         if moved or not self._direction:
             self._next_comparison()
-        if self._schedule is None:
-            self._settled_at = self.steps
+
+    def _settle(self) -> None:
+        self._schedule = None
+        self._wait_s = max(self._base_s, self.RECHECK_FACTOR * self._round_s)
+        self._base_s = min(2 * self._base_s, self.recheck_max_s)
+        self._since_s = 0.0
 
     def next_workers(self, seconds: float, workers: int) -> int:
         """Take one step's wall time on ``workers``; return the size for the next step."""
         self.steps += 1
+        ok = math.isfinite(seconds) and seconds >= 0
         if self._schedule is None:
-            if self.steps - self._settled_at >= self._interval:
-                self._interval = min(2 * self._interval, self.recheck_max)
+            self._since_s += seconds if ok else 0.0
+            if self._since_s >= self._wait_s:
+                self._round_s = 0.0
                 self._begin_round()
         elif workers == self._schedule[0]:  # else resized by someone else: not a sample of this visit
+            self._round_s += seconds if ok else 0.0
             if self._skip:
                 self._skip -= 1
-            elif math.isfinite(seconds) and seconds >= 0:
+            elif ok:
                 self._visit_sum += seconds
                 self._visit_n += 1
                 if self._visit_sum >= self.visit_s or self._visit_n >= self.visit_steps:
@@ -240,9 +264,9 @@ def attach_tuner(runtime, *, max_workers: int | None = None) -> PoolTuner | None
     """Let ``runtime``'s pool size follow its measured steps: what ``workers="auto"`` does after choosing.
 
     Sets ``runtime.tuner`` to a :class:`PoolTuner` that starts at the
-    runtime's pool size, unless there is nothing to try (one usable core and
-    one worker, or ``max_workers=1``) or the runtime records a trace (whose
-    buffers are per worker, so its pool stays).
+    runtime's pool size, unless there is nothing to try (``max_workers=1``)
+    or the runtime records a trace (whose buffers are per worker, so its
+    pool stays).
 
     Args:
         runtime: A :class:`seer.Runtime` built with STPA's choice.
