@@ -88,12 +88,16 @@ class PoolTuner:
     ``recheck_max_s``, and never sooner than :attr:`RECHECK_FACTOR` times
     what the last round of comparisons took: a round's extra cost stays a
     small share of the stepping time, for short steps and long ones alike.
+    It compares again sooner when its steps run :attr:`WATCH_FACTOR` times
+    slower than it measured the kept size (:attr:`alarms` counts those), as
+    soon as the last round's cost floor allows.
 
     It tries at most one size above the usable cores (or above ``start``,
     where the selector's probe already measured a larger pool faster), and
-    takes it only if it ran ``above_gain`` faster: threads beyond the cores
-    gain only CPU share from other processes, and lose much where they spin
-    at barriers; never above ``max_workers``.  With ``max_workers=1`` there
+    takes it only if its slowest visit was ``above_gain`` faster than the
+    current size's median: threads beyond the cores gain only CPU share from
+    other processes, and lose much (up to 9x measured) where the scheduler
+    puts them badly or they spin at barriers; never above ``max_workers``.  With ``max_workers=1`` there
     is nothing to try and it costs nothing.
 
     Args:
@@ -114,8 +118,10 @@ class PoolTuner:
         workers: The size it keeps (the one it settled on, or the base of
             the comparison running now).
         settled: Whether no comparison runs now.
+        alarms: Rounds started because the steps ran slower than measured.
         history: One dict per finished comparison: ``step``, ``base``,
-            ``candidate``, their median seconds per step, and ``moved``.
+            ``candidate``, their seconds per step (medians; the slowest
+            visit for a size above the cores), and ``moved``.
 
     Example:
         >>> import seer
@@ -130,9 +136,13 @@ class PoolTuner:
 
     #: A settled tuner waits at least this many times its last round's step time.
     RECHECK_FACTOR = 20.0
+    #: A settled tuner compares again at once when two visit-long blocks of
+    #: steps ran this many times slower than its size measured (a pool beyond
+    #: the cores that the scheduler turned against, or load that came).
+    WATCH_FACTOR = 1.5
 
     def __init__(self, start: int, *, max_workers: int | None = None, min_gain: float = 0.03,
-                 above_gain: float = 0.10, visits: int = 4,
+                 above_gain: float = 0.20, visits: int = 4,
                  settle_steps: int = 1, visit_s: float = 0.005, visit_steps: int = 32, recheck_s: float = 1.0,
                  recheck_max_s: float = 60.0, cores: int | None = None):
         for name, v, lo in (("start", start, 1), ("max_workers", max_workers, 1), ("cores", cores, 1),
@@ -161,6 +171,9 @@ class PoolTuner:
         self._base_s = self.recheck_s  # the next wait, before the round-cost floor
         self._round_s = 0.0  # step time spent in the round running now
         self._since_s = 0.0  # step time since it settled
+        self._kept_s: float | None = None  # the kept size's median visit, last measured
+        self._slow_blocks = 0
+        self.alarms = 0
         self._wait_s = 0.0
         self._tried: set[int] = set()
         self._direction = 0
@@ -194,10 +207,19 @@ class PoolTuner:
 
     def _finish_comparison(self) -> None:
         base, cand = self.workers, self._candidate
-        b, c = statistics.median(self._samples[base]), statistics.median(self._samples[cand])
-        moved = c < b * (1.0 - (self.above_gain if cand > max(self.cores, base) else self.min_gain))
+        b = statistics.median(self._samples[base])
+        if cand > max(self.cores, base):
+            # Threads beyond the cores run well or very badly, as the
+            # scheduler happens to place them beside other processes: the
+            # candidate's slowest visit must beat the base's median.
+            c = max(self._samples[cand])
+            moved = c < b * (1.0 - self.above_gain)
+        else:
+            c = statistics.median(self._samples[cand])
+            moved = c < b * (1.0 - self.min_gain)
         self.history.append({"step": self.steps, "base": base, "candidate": cand, "base_s": b, "candidate_s": c,
                              "moved": moved})
+        self._kept_s = statistics.median(self._samples[cand if moved else base])
         if moved:
             self._direction = cand - base
             self.workers = cand
@@ -212,6 +234,21 @@ class PoolTuner:
         self._wait_s = max(self._base_s, self.RECHECK_FACTOR * self._round_s)
         self._base_s = min(2 * self._base_s, self.recheck_max_s)
         self._since_s = 0.0
+        self._visit_sum, self._visit_n, self._slow_blocks = 0.0, 0, 0
+
+    def _watch(self, seconds: float) -> bool:
+        """While settled: whether the steps have run :attr:`WATCH_FACTOR` times
+        slower than the kept size measured, for two visit-long blocks running."""
+        if self._kept_s is None:
+            return False
+        self._visit_sum += seconds
+        self._visit_n += 1
+        if self._visit_sum < self.visit_s and self._visit_n < self.visit_steps:
+            return False
+        slow = self._visit_sum / self._visit_n > self.WATCH_FACTOR * self._kept_s
+        self._visit_sum, self._visit_n = 0.0, 0
+        self._slow_blocks = self._slow_blocks + 1 if slow else 0
+        return self._slow_blocks >= 2
 
     def next_workers(self, seconds: float, workers: int) -> int:
         """Take one step's wall time on ``workers``; return the size for the next step."""
@@ -219,6 +256,12 @@ class PoolTuner:
         ok = math.isfinite(seconds) and seconds >= 0
         if self._schedule is None:
             self._since_s += seconds if ok else 0.0
+            if self._skip:
+                self._skip -= 1
+            elif (ok and workers == self.workers and self._watch(seconds)
+                  and self._since_s >= self.RECHECK_FACTOR * self._round_s):  # rounds stay a small share
+                self.alarms += 1
+                self._since_s = self._wait_s
             if self._since_s >= self._wait_s:
                 self._round_s = 0.0
                 self._begin_round()

@@ -55,6 +55,11 @@ def test_tries_one_size_above_the_cores_and_takes_it_only_for_a_clear_gain():
     over = stpa.PoolTuner(3, cores=2, visit_s=0.0, recheck_s=1e9)
     ran = drive(over, lambda w, k: {1: 1.0, 2: 0.6, 3: 0.8, 4: 0.5, 5: 0.1}[w], 100, 3)
     assert max(ran) == 4 and over.workers == 4  # started above the cores: one more is tried from there
+    # a pool beyond the cores that is fast in most visits and very slow in one is not taken
+    bimodal = stpa.PoolTuner(2, cores=2, visit_s=0.0, settle_steps=0, recheck_s=1e9)
+    visits = iter(range(10**6))
+    ran = drive(bimodal, lambda w, k: 0.5 if w == 3 and next(visits) % 4 else (9.0 if w == 3 else 0.6), 60, 2)
+    assert 3 in ran and bimodal.workers == 2
     capped = stpa.PoolTuner(1, cores=8, max_workers=2, visit_s=0.0)
     assert max(drive(capped, lambda w, k: 1.0 / w, 300, 1)) == 2
 
@@ -109,6 +114,27 @@ def test_rechecks_cost_a_bounded_share_of_the_stepping_time():
     # the waits grew: the last rounds are further apart than the first
     steps = [h["step"] for h in tuner.history]
     assert steps[-1] - steps[-2] > steps[1] - steps[0]
+
+
+def test_a_settled_tuner_looks_again_at_once_when_its_steps_slow_down():
+    state = {"bad": False}
+
+    def seconds(w, k):
+        if k == 400:
+            state["bad"] = True  # the kept pool turns slow (the scheduler, or load)
+        if w == 2:
+            return 3.0 if state["bad"] else 0.5
+        return {1: 1.0, 3: 4.0}[w]
+
+    tuner = stpa.PoolTuner(1, cores=2, visit_s=0.0, recheck_s=1e9)
+    ran = drive(tuner, seconds, 700, 1)
+    assert ran[399] == 2 and tuner.alarms == 1
+    # not at the next recheck (1e9 s away): once the last round's cost floor
+    # (20x its step time) has passed
+    assert ran[-1] == 1 and tuner.workers == 1
+    calm = stpa.PoolTuner(1, cores=2, visit_s=0.0, recheck_s=1e9)
+    drive(calm, lambda w, k: {1: 1.0, 2: 0.5, 3: 0.9}[w] * (1.3 if k % 7 == 0 else 1.0), 400, 1)
+    assert calm.alarms == 0 and calm.workers == 2  # ordinary scatter raises no alarm
 
 
 def test_visits_gather_short_steps_until_visit_s():
