@@ -92,12 +92,14 @@ class PoolTuner:
     slower than it measured the kept size (:attr:`alarms` counts those), as
     soon as the last round's cost floor allows.
 
-    It tries at most one size above the usable cores (or above ``start``,
-    where the selector's probe already measured a larger pool faster), and
-    takes it only if its slowest visit was ``above_gain`` faster than the
-    current size's median: threads beyond the cores gain only CPU share from
-    other processes, and lose much (up to 9x measured) where the scheduler
-    puts them badly or they spin at barriers; never above ``max_workers``.  With ``max_workers=1`` there
+    With ``above_cores`` it tries at most one size above the usable cores
+    (or above ``start``, where the selector's probe already measured a
+    larger pool faster), and takes it only ``above_gain`` faster: threads
+    beyond the cores gain only CPU share from other processes.  Runtimes
+    with Python handlers must not (:func:`attach_tuner` says so): their
+    threads beyond the cores convoy on the GIL, and ran 3-30x slower in
+    some visits and fast in others under foreign load, so a few visits can
+    pick a disaster.  Never above ``max_workers``.  With ``max_workers=1`` there
     is nothing to try and it costs nothing.
 
     Args:
@@ -106,6 +108,7 @@ class PoolTuner:
             cores rule above).
         min_gain: How much faster (relative) a neighbour must be to be taken.
         above_gain: The same for a size above the usable cores.
+        above_cores: Whether a size above the usable cores may be tried.
         visits: Visits per size in one comparison.
         settle_steps: Steps after a resize that are not timed (the new
             threads' start-up).
@@ -120,8 +123,7 @@ class PoolTuner:
         settled: Whether no comparison runs now.
         alarms: Rounds started because the steps ran slower than measured.
         history: One dict per finished comparison: ``step``, ``base``,
-            ``candidate``, their seconds per step (medians; the slowest
-            visit for a size above the cores), and ``moved``.
+            ``candidate``, their median seconds per step, and ``moved``.
 
     Example:
         >>> import seer
@@ -142,7 +144,7 @@ class PoolTuner:
     WATCH_FACTOR = 1.5
 
     def __init__(self, start: int, *, max_workers: int | None = None, min_gain: float = 0.03,
-                 above_gain: float = 0.20, visits: int = 4,
+                 above_gain: float = 0.10, above_cores: bool = True, visits: int = 4,
                  settle_steps: int = 1, visit_s: float = 0.005, visit_steps: int = 32, recheck_s: float = 1.0,
                  recheck_max_s: float = 60.0, cores: int | None = None):
         for name, v, lo in (("start", start, 1), ("max_workers", max_workers, 1), ("cores", cores, 1),
@@ -158,7 +160,7 @@ class PoolTuner:
                 raise ValueError(f"{name}={v!r} is invalid: expected a finite number >= 0")
         cores = int(machine_features()["usable_cores"]) if cores is None else int(cores)
         start = int(start)
-        hi = max(start, cores) + 1
+        hi = max(start, cores) + (1 if above_cores else 0)
         self.hi = hi if max_workers is None else min(hi, max_workers)
         self.cores = cores
         self.workers = min(start, self.hi)
@@ -208,15 +210,8 @@ class PoolTuner:
     def _finish_comparison(self) -> None:
         base, cand = self.workers, self._candidate
         b = statistics.median(self._samples[base])
-        if cand > max(self.cores, base):
-            # Threads beyond the cores run well or very badly, as the
-            # scheduler happens to place them beside other processes: the
-            # candidate's slowest visit must beat the base's median.
-            c = max(self._samples[cand])
-            moved = c < b * (1.0 - self.above_gain)
-        else:
-            c = statistics.median(self._samples[cand])
-            moved = c < b * (1.0 - self.min_gain)
+        c = statistics.median(self._samples[cand])
+        moved = c < b * (1.0 - (self.above_gain if cand > max(self.cores, base) else self.min_gain))
         self.history.append({"step": self.steps, "base": base, "candidate": cand, "base_s": b, "candidate_s": c,
                              "moved": moved})
         self._kept_s = statistics.median(self._samples[cand if moved else base])
@@ -307,7 +302,8 @@ def attach_tuner(runtime, *, max_workers: int | None = None) -> PoolTuner | None
     """Let ``runtime``'s pool size follow its measured steps: what ``workers="auto"`` does after choosing.
 
     Sets ``runtime.tuner`` to a :class:`PoolTuner` that starts at the
-    runtime's pool size, unless there is nothing to try (``max_workers=1``)
+    runtime's pool size (and tries a size above the usable cores only where
+    every handler is native), unless there is nothing to try (``max_workers=1``)
     or the runtime records a trace (whose buffers are per worker, so its
     pool stays).
 
@@ -322,7 +318,8 @@ def attach_tuner(runtime, *, max_workers: int | None = None) -> PoolTuner | None
     if runtime.tracing:
         return None
     limit = current_pool_limit() if max_workers is None else max_workers
-    tuner = PoolTuner(runtime.workers, max_workers=limit)
+    native = all(k.native for k in runtime.model.kinds)
+    tuner = PoolTuner(runtime.workers, max_workers=limit, above_cores=native)
     if tuner.settled:
         return None
     runtime.tuner = tuner

@@ -194,7 +194,8 @@ def evaluate(workloads, model: StpaModel | None, sizes, *, reps: int, target_s: 
                                        max_workers=max(sizes), budget_s=refine_budget_s, details=True)
         # what workers="auto" runs on: the choice, then the tuner on the
         # workload's steps (each visit one block of timed steps)
-        tuner = PoolTuner(chosen, cores=cores, max_workers=max(sizes), visit_s=0.0, settle_steps=0)
+        tuner = PoolTuner(chosen, cores=cores, max_workers=max(sizes), visit_s=0.0, settle_steps=0,
+                          above_cores=float(feats.get("native_kind_share", 1.0)) >= 1.0)  # as attach_tuner
         tuned = tuner.settle(lambda w: 1.0 / run(w))
         oracle = max(best, key=best.get)
         top = best[oracle]

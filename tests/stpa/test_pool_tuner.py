@@ -9,7 +9,7 @@ import seer
 from seer import stpa
 from seer._host import usable_cores
 from seer.envs import uav_swarm_v0, wireless_v0
-from seer.synthetic import SyntheticModel
+from seer.synthetic import PythonSyntheticModel, SyntheticModel
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -50,16 +50,15 @@ def test_tries_one_size_above_the_cores_and_takes_it_only_for_a_clear_gain():
     ran = drive(tuner, lambda w, k: 1.0 / w, 300, 1)
     assert max(ran) == 3 and tuner.workers == 3  # a third more per step: taken
     small = stpa.PoolTuner(1, cores=2, visit_s=0.0, recheck_s=1e9)
-    ran = drive(small, lambda w, k: {1: 1.0, 2: 0.6, 3: 0.56}[w], 300, 1)
-    assert max(ran) == 3 and small.workers == 2  # 7% more: under above_gain, kept within the cores
+    ran = drive(small, lambda w, k: {1: 1.0, 2: 0.6, 3: 0.57}[w], 300, 1)
+    assert max(ran) == 3 and small.workers == 2  # 5% more: under above_gain, kept within the cores
     over = stpa.PoolTuner(3, cores=2, visit_s=0.0, recheck_s=1e9)
     ran = drive(over, lambda w, k: {1: 1.0, 2: 0.6, 3: 0.8, 4: 0.5, 5: 0.1}[w], 100, 3)
     assert max(ran) == 4 and over.workers == 4  # started above the cores: one more is tried from there
-    # a pool beyond the cores that is fast in most visits and very slow in one is not taken
-    bimodal = stpa.PoolTuner(2, cores=2, visit_s=0.0, settle_steps=0, recheck_s=1e9)
-    visits = iter(range(10**6))
-    ran = drive(bimodal, lambda w, k: 0.5 if w == 3 and next(visits) % 4 else (9.0 if w == 3 else 0.6), 60, 2)
-    assert 3 in ran and bimodal.workers == 2
+    # without above_cores (runtimes with Python handlers) it stays within the cores
+    inside = stpa.PoolTuner(1, cores=2, visit_s=0.0, recheck_s=1e9, above_cores=False)
+    ran = drive(inside, lambda w, k: 1.0 / w, 300, 1)
+    assert max(ran) == 2 and inside.workers == 2
     capped = stpa.PoolTuner(1, cores=8, max_workers=2, visit_s=0.0)
     assert max(drive(capped, lambda w, k: 1.0 / w, 300, 1)) == 2
 
@@ -180,7 +179,10 @@ def test_attach_tuner_respects_the_pool_limit_and_traces():
             assert stpa.attach_tuner(rt) is None
         assert rt.tuner is None
         got = stpa.attach_tuner(rt)
-        assert got is not None and rt.tuner is got and got.hi == usable_cores() + 1
+        assert got is not None and rt.tuner is got and got.hi == usable_cores() + 1  # native handlers
+    with seer.Runtime(PythonSyntheticModel(16), workers=1) as rt:
+        inside = stpa.attach_tuner(rt)  # Python handlers: within the cores (one core: nothing to try)
+        assert inside is None if usable_cores() == 1 else inside.hi == usable_cores()
     with seer.Runtime(SyntheticModel(16), workers=2, trace=True) as traced:
         assert stpa.attach_tuner(traced) is None
 
