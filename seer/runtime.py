@@ -447,20 +447,25 @@ class Runtime:
     def tuner(self):
         """What picks the pool size between steps, or None (the size stays).
 
-        A tuner is any object with ``next_workers(seconds, workers) -> int``:
-        after each step the runtime passes it the step's wall time and the
-        pool size it ran on, and resizes to the answer
-        (``seer.stpa.PoolTuner`` is STPA's).  Set None to stop tuning.
+        A tuner is any object with ``next_workers(seconds, workers, steps)
+        -> int``: after each step the runtime passes it the step's wall time,
+        the pool size it ran on and 1, and resizes to the answer
+        (``seer.stpa.PoolTuner`` is STPA's).  A tuner with a ``hold_s``
+        attribute is called less often: the runtime adds up steps until
+        their time reaches ``hold_s`` (read after each call; 0: every step)
+        and passes the total and the count, so that a settled tuner costs
+        a float addition per step.  Set None to stop tuning.
         """
         return self._tuner
 
     @tuner.setter
     def tuner(self, tuner) -> None:
         if tuner is not None and not callable(getattr(tuner, "next_workers", None)):
-            raise TypeError(f"tuner must have a next_workers(seconds, workers) method or be None, "
+            raise TypeError(f"tuner must have a next_workers(seconds, workers, steps) method or be None, "
                             f"got {type(tuner).__name__}")
         self._check_open()
         self._tuner = tuner
+        self._held_s, self._held_n, self._hold_s = 0.0, 0, float(getattr(tuner, "hold_s", 0.0) or 0.0)
 
     def report_step_time(self, seconds: float) -> None:
         """Give the :attr:`tuner` one step's wall time, and take its pool size.
@@ -472,7 +477,14 @@ class Runtime:
         tuner = self._tuner
         if tuner is None:
             return
-        workers = tuner.next_workers(float(seconds), self.workers)
+        self._held_s += seconds
+        self._held_n += 1
+        if self._held_s < self._hold_s:
+            return
+        held_s, held_n = self._held_s, self._held_n
+        self._held_s, self._held_n = 0.0, 0
+        workers = tuner.next_workers(float(held_s), self.workers, held_n)
+        self._hold_s = float(getattr(tuner, "hold_s", 0.0) or 0.0)
         if workers != self.workers:
             self.resize(workers)
 

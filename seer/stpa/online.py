@@ -231,13 +231,13 @@ class PoolTuner:
         self._since_s = 0.0
         self._visit_sum, self._visit_n, self._slow_blocks = 0.0, 0, 0
 
-    def _watch(self, seconds: float) -> bool:
+    def _watch(self, seconds: float, steps: int) -> bool:
         """While settled: whether the steps have run :attr:`WATCH_FACTOR` times
         slower than the kept size measured, for two visit-long blocks running."""
         if self._kept_s is None:
             return False
         self._visit_sum += seconds
-        self._visit_n += 1
+        self._visit_n += steps
         if self._visit_sum < self.visit_s and self._visit_n < self.visit_steps:
             return False
         slow = self._visit_sum / self._visit_n > self.WATCH_FACTOR * self._kept_s
@@ -245,15 +245,23 @@ class PoolTuner:
         self._slow_blocks = self._slow_blocks + 1 if slow else 0
         return self._slow_blocks >= 2
 
-    def next_workers(self, seconds: float, workers: int) -> int:
-        """Take one step's wall time on ``workers``; return the size for the next step."""
-        self.steps += 1
-        ok = math.isfinite(seconds) and seconds >= 0
+    @property
+    def hold_s(self) -> float:
+        """Step time the runtime may add up before calling again: none inside
+        a round (each step counts for its visit), a visit's length once
+        settled (what the watch reads in blocks anyway)."""
+        return 0.0 if self._schedule is not None else self.visit_s
+
+    def next_workers(self, seconds: float, workers: int, steps: int = 1) -> int:
+        """Take the wall time of ``steps`` steps on ``workers`` (their total);
+        return the size for the next step."""
+        self.steps += steps
+        ok = math.isfinite(seconds) and seconds >= 0 and steps >= 1
         if self._schedule is None:
             self._since_s += seconds if ok else 0.0
             if self._skip:
-                self._skip -= 1
-            elif (ok and workers == self.workers and self._watch(seconds)
+                self._skip = max(0, self._skip - steps)
+            elif (ok and workers == self.workers and self._watch(seconds, steps)
                   and self._since_s >= self.RECHECK_FACTOR * self._round_s):  # rounds stay a small share
                 self.alarms += 1
                 self._since_s = self._wait_s
@@ -263,10 +271,10 @@ class PoolTuner:
         elif workers == self._schedule[0]:  # else resized by someone else: not a sample of this visit
             self._round_s += seconds if ok else 0.0
             if self._skip:
-                self._skip -= 1
+                self._skip = max(0, self._skip - steps)
             elif ok:
                 self._visit_sum += seconds
-                self._visit_n += 1
+                self._visit_n += steps
                 if self._visit_sum >= self.visit_s or self._visit_n >= self.visit_steps:
                     self._samples[workers].append(self._visit_sum / self._visit_n)
                     self._visit_sum, self._visit_n = 0.0, 0

@@ -148,7 +148,8 @@ class ScriptedTuner:
         self.script = list(script)
         self.told = []
 
-    def next_workers(self, seconds, workers):
+    def next_workers(self, seconds, workers, steps):
+        assert steps == 1  # no hold_s: called after every step
         self.told.append((seconds, workers))
         return self.script[len(self.told) - 1]
 
@@ -172,6 +173,30 @@ def test_a_tuner_is_told_every_step_and_its_answer_is_the_next_pool():
     assert all(s > 0 for s, _ in tuner.told)
     for name, arr in reference[0].items():
         assert arr.tobytes() == state[name].tobytes(), name
+
+
+class HoldingTuner:
+    """Asks to be called once per ``hold_s`` of step time."""
+
+    hold_s = 0.05
+
+    def __init__(self):
+        self.calls = []
+
+    def next_workers(self, seconds, workers, steps):
+        self.calls.append((seconds, steps))
+        return workers
+
+
+def test_a_tuner_with_hold_s_gets_the_steps_in_batches():
+    with seer.Runtime(SyntheticModel(16), workers=1) as rt:
+        tuner = HoldingTuner()
+        rt.tuner = tuner
+        for k in range(5):
+            rt.report_step_time(0.02)  # what C-stepped envs report
+        assert tuner.calls == [(pytest.approx(0.06), 3)]  # two steps (0.04 s) held back
+        rt.report_step_time(0.01)
+        assert tuner.calls[-1] == (pytest.approx(0.05), 3)
 
 
 def test_tuner_must_have_next_workers():

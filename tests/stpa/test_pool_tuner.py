@@ -136,6 +136,17 @@ def test_a_settled_tuner_looks_again_at_once_when_its_steps_slow_down():
     assert calm.alarms == 0 and calm.workers == 2  # ordinary scatter raises no alarm
 
 
+def test_settled_it_takes_steps_in_batches_of_a_visit():
+    tuner = stpa.PoolTuner(1, cores=2, visit_s=0.01, settle_steps=0, recheck_s=1e9)
+    drive(tuner, lambda w, k: 0.001 * {1: 1.0, 2: 2.0}[w], 200, 1)
+    assert tuner.settled and tuner.hold_s == 0.01
+    steps = tuner.steps
+    assert tuner.next_workers(0.04, 1, 40) == 1 and tuner.steps == steps + 40  # 1 ms a step, as measured
+    assert tuner.next_workers(2.0, 1, 400) == 1 and tuner.alarms == 0  # 5 ms a step: one slow block
+    tuner.next_workers(2.0, 1, 400)  # a second one, past the rounds' cost floor: a round starts
+    assert tuner.alarms == 1 and not tuner.settled and tuner.hold_s == 0.0
+
+
 def test_visits_gather_short_steps_until_visit_s():
     tuner = stpa.PoolTuner(1, cores=2, visit_s=0.01, visit_steps=1000, settle_steps=0, recheck_s=1e9)
     ran = drive(tuner, lambda w, k: 0.001 * {1: 1.0, 2: 0.5, 3: 0.7}[w], 200, 1)
