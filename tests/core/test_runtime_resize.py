@@ -72,40 +72,43 @@ def test_resize_refuses_bad_values_traced_runtimes_and_closed_runtimes():
         traced.step(1.0)
 
 
+class TickModel(seer.Model):
+    """Each entity ticks once at time 0; the tick handler calls ``hook(ctx, events)``."""
+
+    lookahead = 0.1
+
+    def __init__(self, n, hook):
+        self.num_entities = n
+        self.hook = hook
+        self.kinds = [seer.EventKind("tick", lambda ctx, events: self.hook(ctx, events))]
+        self.state = {"x": np.zeros(n)}
+
+    def reset(self, runtime, seed):
+        n = self.num_entities
+        runtime.schedule(np.arange(n), np.zeros(n), np.zeros(n, np.int32))
+
+
 def test_resize_from_a_handler_is_misuse_and_the_step_fails_cleanly():
-    seen = []
+    seen, target = [], []
 
-    class Model(seer.Model):
-        num_entities = 4
-        lookahead = 0.1
+    def hook(ctx, events):
+        if not target:
+            return
+        try:
+            target[0].resize(1)
+        except seer.MisuseError as exc:
+            seen.append(exc)
+            raise
 
-        def __init__(self):
-            self.kinds = [seer.EventKind("tick", self.on_tick)]
-            self.state = {"x": np.zeros(4)}
-            self.rt = None
-
-        def reset(self, runtime, seed):
-            runtime.schedule(np.arange(4), np.zeros(4), np.zeros(4, np.int32))
-
-        def on_tick(self, ctx, events):
-            if self.rt is None:
-                return
-            try:
-                self.rt.resize(1)
-            except seer.MisuseError as exc:
-                seen.append(exc)
-                raise
-
-    model = Model()
-    with seer.Runtime(model, workers=2) as rt:
-        model.rt = rt
+    with seer.Runtime(TickModel(4, hook), workers=2) as rt:
+        target.append(rt)
         # a SEER error from a handler reaches the caller as itself, with the handler named
         with pytest.raises(seer.MisuseError, match="resize.*inside a handler.*in handler 'tick'"):
             rt.step(1.0)
         assert seen
         assert rt.workers == 2
         rt.reset(1)  # and the runtime goes on
-        model.rt = None
+        target.clear()
         rt.resize(1)
         assert rt.workers == 1
 
@@ -113,22 +116,11 @@ def test_resize_from_a_handler_is_misuse_and_the_step_fails_cleanly():
 def test_resize_while_another_thread_steps_is_refused():
     inside, release = threading.Event(), threading.Event()
 
-    class Slow(seer.Model):
-        num_entities = 2
-        lookahead = 0.1
+    def hook(ctx, events):
+        inside.set()
+        release.wait(10)
 
-        def __init__(self):
-            self.kinds = [seer.EventKind("tick", self.on_tick)]
-            self.state = {"x": np.zeros(2)}
-
-        def reset(self, runtime, seed):
-            runtime.schedule(np.arange(2), np.zeros(2), np.zeros(2, np.int32))
-
-        def on_tick(self, ctx, events):
-            inside.set()
-            release.wait(10)
-
-    with seer.Runtime(Slow(), workers=2) as rt:
+    with seer.Runtime(TickModel(2, hook), workers=2) as rt:
         t = threading.Thread(target=lambda: rt.step(0.05))
         t.start()
         try:
