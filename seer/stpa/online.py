@@ -115,6 +115,7 @@ class PoolTuner:
         visit_s, visit_steps: When a visit ends.
         recheck_s, recheck_max_s: Seconds of steps between checks once
             settled (the step times it was given, not the wall clock).
+        delay_s: Seconds of steps before the first round (0: at once).
         cores: Usable cores (default: this process's).
 
     Attributes:
@@ -146,7 +147,7 @@ class PoolTuner:
     def __init__(self, start: int, *, max_workers: int | None = None, min_gain: float = 0.03,
                  above_gain: float = 0.10, above_cores: bool = True, visits: int = 4,
                  settle_steps: int = 1, visit_s: float = 0.005, visit_steps: int = 32, recheck_s: float = 1.0,
-                 recheck_max_s: float = 60.0, cores: int | None = None):
+                 recheck_max_s: float = 60.0, delay_s: float = 0.5, cores: int | None = None):
         for name, v, lo in (("start", start, 1), ("max_workers", max_workers, 1), ("cores", cores, 1),
                             ("visits", visits, 1), ("settle_steps", settle_steps, 0), ("visit_steps", visit_steps, 1),
                             ):
@@ -155,7 +156,7 @@ class PoolTuner:
             if not isinstance(v, numbers.Integral) or isinstance(v, bool) or v < lo:
                 raise ValueError(f"{name}={v!r} is invalid: expected an integer >= {lo}")
         for name, v in (("min_gain", min_gain), ("above_gain", above_gain), ("visit_s", visit_s), ("recheck_s", recheck_s),
-                        ("recheck_max_s", recheck_max_s)):
+                        ("recheck_max_s", recheck_max_s), ("delay_s", delay_s)):
             if not isinstance(v, numbers.Real) or isinstance(v, bool) or not 0 <= v < math.inf:
                 raise ValueError(f"{name}={v!r} is invalid: expected a finite number >= 0")
         cores = int(machine_features()["usable_cores"]) if cores is None else int(cores)
@@ -176,10 +177,16 @@ class PoolTuner:
         self._kept_s: float | None = None  # the kept size's median visit, last measured
         self._slow_blocks = 0
         self.alarms = 0
-        self._wait_s = 0.0
         self._tried: set[int] = set()
         self._direction = 0
-        self._begin_round()
+        self.delay_s = float(delay_s)
+        # The first round waits for delay_s of steps: a short run would pay
+        # for the comparison and never gain from it.
+        self._schedule = None
+        self._visit_sum, self._visit_n = 0.0, 0
+        self._wait_s = self.delay_s
+        if self.delay_s == 0.0:
+            self._begin_round()
         self._skip = settle_steps  # the runtime's first steps warm its caches and threads
 
     @property
@@ -294,6 +301,8 @@ class PoolTuner:
         Returns:
             The size it settled on (or keeps after ``max_steps`` answers).
         """
+        if self.settled and not self.history:  # no first round yet: now, without the delay
+            self._begin_round()
         w = self.workers
         for _ in range(max_steps):
             if self.settled:
@@ -328,7 +337,7 @@ def attach_tuner(runtime, *, max_workers: int | None = None) -> PoolTuner | None
     limit = current_pool_limit() if max_workers is None else max_workers
     native = all(k.native for k in runtime.model.kinds)
     tuner = PoolTuner(runtime.workers, max_workers=limit, above_cores=native)
-    if tuner.settled:
+    if tuner.hi <= 1:  # one size only: nothing to try
         return None
     runtime.tuner = tuner
     return tuner

@@ -137,7 +137,7 @@ def test_a_settled_tuner_looks_again_at_once_when_its_steps_slow_down():
 
 
 def test_settled_it_takes_steps_in_batches_of_a_visit():
-    tuner = stpa.PoolTuner(1, cores=2, visit_s=0.01, settle_steps=0, recheck_s=1e9)
+    tuner = stpa.PoolTuner(1, cores=2, visit_s=0.01, settle_steps=0, recheck_s=1e9, delay_s=0.0)
     drive(tuner, lambda w, k: 0.001 * {1: 1.0, 2: 2.0}[w], 200, 1)
     assert tuner.settled and tuner.hold_s == 0.01
     steps = tuner.steps
@@ -147,8 +147,19 @@ def test_settled_it_takes_steps_in_batches_of_a_visit():
     assert tuner.alarms == 1 and not tuner.settled and tuner.hold_s == 0.0
 
 
+def test_a_short_run_pays_nothing_the_first_round_waits_for_delay_s():
+    tuner = stpa.PoolTuner(1, cores=2, delay_s=0.5, settle_steps=0, recheck_s=1e9)
+    ran = drive(tuner, lambda w, k: 0.001 * {1: 1.0, 2: 0.5, 3: 0.8}[w], 1000, 1)
+    assert set(ran[:500]) == {1} and tuner.history  # 0.5 s of 1 ms steps on the start size, then a round
+    assert 2 in ran[500:560] and tuner.workers == 2 and tuner.history[0]["step"] > 500
+    # seer tune's evaluation (settle) starts the first round at once
+    quick = stpa.PoolTuner(1, cores=2, delay_s=0.5, visit_s=0.0)
+    assert quick.settle(lambda w: {1: 1.0, 2: 0.5, 3: 0.8}[w]) == 2
+
+
 def test_visits_gather_short_steps_until_visit_s():
-    tuner = stpa.PoolTuner(1, cores=2, visit_s=0.01, visit_steps=1000, settle_steps=0, recheck_s=1e9)
+    tuner = stpa.PoolTuner(1, cores=2, visit_s=0.01, visit_steps=1000, settle_steps=0, recheck_s=1e9,
+                           delay_s=0.0)
     ran = drive(tuner, lambda w, k: 0.001 * {1: 1.0, 2: 0.5, 3: 0.7}[w], 200, 1)
     # six visits of ten 1 ms steps each on the first pool (fewer on the faster one)
     assert ran[:10] == [1] * 10 and ran[10] == 2
@@ -170,7 +181,8 @@ def test_on_a_runtime_results_do_not_change_while_it_tunes():
         model = SyntheticModel(97, fanout=3, work=50, period=0.1, delay=0.05)
         with seer.Runtime(model, workers=1, seed=2) as rt:
             if tuned:  # compare on every step: as many resizes as it can make
-                rt.tuner = stpa.PoolTuner(1, cores=4, visit_s=0.0, settle_steps=0, visits=2, recheck_s=0.0)
+                rt.tuner = stpa.PoolTuner(1, cores=4, visit_s=0.0, settle_steps=0, visits=2, recheck_s=0.0,
+                                          delay_s=0.0)
             sizes = []
             for k in range(60):
                 sizes.append(rt.workers)
@@ -203,7 +215,7 @@ def _episode(mod, scenario, workers, steps, force_tuning=False):
     try:
         if force_tuning:
             env.unwrapped._runtime.tuner = stpa.PoolTuner(1, cores=3, visit_s=0.0, settle_steps=0, visits=1,
-                                                          recheck_s=0.0)
+                                                          recheck_s=0.0, delay_s=0.0)
         obs, _ = env.reset(seed=11)
         rng = np.random.default_rng(0)
         out, sizes = [], []
