@@ -300,11 +300,6 @@ class StepBuffers:
         ep[EP_SEED] = seed
 
     @property
-    def workers(self) -> int:
-        """The runtime's pool size now (``workers="auto"`` tunes it between steps)."""
-        return self.runtime.workers
-
-    @property
     def J(self) -> int:
         return int(self.episode[EP_TICK])
 

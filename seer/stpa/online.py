@@ -148,11 +148,10 @@ class PoolTuner:
                  above_gain: float = 0.10, above_cores: bool = True, visits: int = 4,
                  settle_steps: int = 1, visit_s: float = 0.005, visit_steps: int = 32, recheck_s: float = 1.0,
                  recheck_max_s: float = 60.0, delay_s: float = 0.5, cores: int | None = None):
-        for name, v, lo in (("start", start, 1), ("max_workers", max_workers, 1), ("cores", cores, 1),
-                            ("visits", visits, 1), ("settle_steps", settle_steps, 0), ("visit_steps", visit_steps, 1),
-                            ):
-            if v is None and name in ("max_workers", "cores"):
-                continue
+        optional = {"max_workers": max_workers, "cores": cores}
+        for name, v, lo in (("start", start, 1), ("visits", visits, 1), ("settle_steps", settle_steps, 0),
+                            ("visit_steps", visit_steps, 1),
+                            *((k, v, 1) for k, v in optional.items() if v is not None)):
             if not isinstance(v, numbers.Integral) or isinstance(v, bool) or v < lo:
                 raise ValueError(f"{name}={v!r} is invalid: expected an integer >= {lo}")
         for name, v in (("min_gain", min_gain), ("above_gain", above_gain), ("visit_s", visit_s), ("recheck_s", recheck_s),
