@@ -200,8 +200,9 @@ static inline void ring_put(seer_ring *r, const uint32_t *ids, uint32_t n) {
     while (!seer_ring_enqueue_bulk(r, ids, n)) seer_backoff(&spins);
 }
 
-/* Put entity e in the ready ring unless it is already there or held. */
-static void make_ready(seer_queue *q, uint32_t e) {
+/* Mark entity e QUEUED unless it is already queued or held; 1 if this call
+ * did, and so owns e's one ring entry (the caller must put e in the ring). */
+static inline int mark_queued(seer_queue *q, uint32_t e) {
     seer_lane *l = &q->lanes[e];
     uint32_t s = atomic_load_explicit(&l->state, memory_order_seq_cst);
     while (!(s & (ST_QUEUED | ST_CLAIMED))) {
@@ -209,11 +210,15 @@ static void make_ready(seer_queue *q, uint32_t e) {
          * continues the release sequence of the last claimant's unclaim, so
          * the next claimant's acquire still synchronizes with that unclaim. */
         if (atomic_compare_exchange_weak_explicit(&l->state, &s, s | ST_QUEUED,
-                                                  memory_order_seq_cst, memory_order_seq_cst)) {
-            ring_put(&q->ready_ring, &e, 1);
-            return;
-        }
+                                                  memory_order_seq_cst, memory_order_seq_cst))
+            return 1;
     }
+    return 0;
+}
+
+/* Put entity e in the ready ring unless it is already there or held. */
+static void make_ready(seer_queue *q, uint32_t e) {
+    if (mark_queued(q, e)) ring_put(&q->ready_ring, &e, 1);
 }
 
 static inline void cas_min(_Atomic uint64_t *x, uint64_t v) {
@@ -378,6 +383,12 @@ int seer_queue_push_many(seer_queue *q, const int32_t *entities, const double *t
             order = ord;
         }
     }
+    /* Entities readied by this push go into the ring in bulk (one ring
+     * reservation per 256, not per lane); until then they are QUEUED, so
+     * nobody else enqueues them, and a consumer simply cannot take them
+     * yet.  All are in the ring before the call returns. */
+    uint32_t readied[256];
+    uint32_t nready = 0;
     int64_t j = 0;
     while (j < n) {
         int64_t i = order ? order[j] : j;
@@ -415,8 +426,15 @@ int seer_queue_push_many(seer_queue *q, const int32_t *entities, const double *t
         } while (!atomic_compare_exchange_weak_explicit(&l->inbox, &top, first, memory_order_seq_cst,
                                                         memory_order_relaxed));
         cas_min(&l->next_key, run_min);
-        if (run_min < atomic_load_explicit(&q->horizon_key, memory_order_seq_cst)) make_ready(q, (uint32_t)e);
+        if (run_min < atomic_load_explicit(&q->horizon_key, memory_order_seq_cst) && mark_queued(q, (uint32_t)e)) {
+            readied[nready++] = (uint32_t)e;
+            if (nready == 256) {
+                ring_put(&q->ready_ring, readied, nready);
+                nready = 0;
+            }
+        }
     }
+    if (nready) ring_put(&q->ready_ring, readied, nready);
     return SEER_OK;
 }
 
@@ -450,12 +468,12 @@ static uint32_t merge_lists(seer_node *N, uint32_t a, uint32_t b, uint32_t *tail
 
 /* The drain sorts in a flat array, not through the nodes: one pass gathers
  * (key, id) records from the inbox chain, the sort runs over contiguous
- * memory (insertion sort of short runs, then bottom-up merges between two
- * buffers, on the time key alone, stable; equal times are then put in
- * (source, seq) order), one pass relinks the nodes.  A linked-list merge sort touches
- * every node once per merge level, scattered over the pool; with deep lanes
- * (thousands of events) each level misses the cache on every node, so the
- * pop rate fell with lane depth and arrival disorder. */
+ * memory (a bucket sort, below, on the time key alone, stable; equal times
+ * are then put in (source, seq) order), one pass relinks the nodes.  A
+ * linked-list merge sort touches every node once per merge level, scattered
+ * over the pool; with deep lanes (thousands of events) each level misses the
+ * cache on every node, so the pop rate fell with lane depth and arrival
+ * disorder. */
 typedef struct sort_rec {
     uint64_t k; /* time key; ties keep push order here and are settled by ev_less after */
     uint32_t id;
@@ -570,33 +588,49 @@ static sort_rec *sort_recs(sort_rec *r, sort_rec *tmp, size_t n) {
     return src;
 }
 
-/* Stable LSD radix sort on the time key, 11 bits a pass, skipping the
- * digits in which every key agrees (times of one batch share their sign,
- * exponent and top mantissa bits): for deep lanes it beats the merges,
- * whose comparisons on random input are a coin toss per record. */
-#define RADIX_MIN 512
-static sort_rec *radix_recs(sort_rec *r, sort_rec *tmp, size_t n) {
-    uint64_t diff = 0;
-    const uint64_t k0 = r[0].k;
-    for (size_t i = 1; i < n; i++) diff |= r[i].k ^ k0;
-    sort_rec *src = r, *dst = tmp;
-    uint32_t cnt[2048];
-    for (int shift = 0; shift < 64; shift += 11) {
-        if (((diff >> shift) & 2047u) == 0) continue;
-        memset(cnt, 0, sizeof cnt);
-        for (size_t i = 0; i < n; i++) cnt[(src[i].k >> shift) & 2047u]++;
-        uint32_t sum = 0;
-        for (int d = 0; d < 2048; d++) {
-            const uint32_t c = cnt[d];
-            cnt[d] = sum;
-            sum += c;
+/* Stable bucket sort of the drains that arrive out of order: one counting
+ * pass spreads the records over about n buckets (at most BUCKET_MAX) by the
+ * top bits of (key - smallest key), then each bucket, a handful of records
+ * where the times are spread out, is put in order by insertion; a crowded
+ * one, where they bunch up, by sort_recs.  Two linear passes instead of the
+ * merges' log2(n / SORT_RUN) passes with a coin-toss comparison per record
+ * (a lane of 256 random arrivals cost 46 ns/event to pop with the merges,
+ * 18 with this), or the 4-5 passes of an 11-bit radix sort over the
+ * mantissa bits that differ. */
+#define BUCKET_MIN 16   /* fewer records: insertion (sort_recs)       */
+#define BUCKET_MAX 4096 /* most buckets (the counts live on the stack) */
+#define BUCKET_CROWD 24 /* a bucket longer than this is merge-sorted  */
+static sort_rec *bucket_recs(sort_rec *r, sort_rec *tmp, size_t n, uint64_t kmin, uint64_t kmax) {
+    uint32_t cnt[BUCKET_MAX + 1];
+    const uint64_t range = kmax - kmin;
+    if (range == 0) return r; /* one time: push order is the order */
+    int log_b = 0;
+    while (((size_t)1 << log_b) < n && ((size_t)1 << log_b) < BUCKET_MAX) log_b++;
+    const int bits = 64 - __builtin_clzll(range);
+    const int shift = bits > log_b ? bits - log_b : 0;
+    const size_t buckets = (size_t)(range >> shift) + 1;
+    memset(cnt, 0, sizeof(uint32_t) * (buckets + 1));
+    for (size_t i = 0; i < n; i++) cnt[((r[i].k - kmin) >> shift) + 1]++;
+    for (size_t d = 0; d < buckets; d++) cnt[d + 1] += cnt[d];
+    /* cnt[d] is bucket d's start; the fill moves it to bucket d's end */
+    for (size_t i = 0; i < n; i++) tmp[cnt[(r[i].k - kmin) >> shift]++] = r[i];
+    size_t lo = 0;
+    for (size_t d = 0; d < buckets; d++) {
+        const size_t hi = cnt[d];
+        if (hi - lo > BUCKET_CROWD) {
+            const sort_rec *s = sort_recs(tmp + lo, r + lo, hi - lo);
+            if (s != tmp + lo) memcpy(tmp + lo, s, (hi - lo) * sizeof(sort_rec));
+        } else {
+            for (size_t i = lo + 1; i < hi; i++) {
+                const sort_rec x = tmp[i];
+                size_t j = i;
+                for (; j > lo && rec_less(&x, &tmp[j - 1]); j--) tmp[j] = tmp[j - 1];
+                tmp[j] = x;
+            }
         }
-        for (size_t i = 0; i < n; i++) dst[cnt[(src[i].k >> shift) & 2047u]++] = src[i];
-        sort_rec *t = src;
-        src = dst;
-        dst = t;
+        lo = hi;
     }
-    return src;
+    return tmp;
 }
 
 static inline void fill_rec(sort_rec *r, const seer_node *nd, uint32_t id) {
@@ -638,11 +672,16 @@ static uint32_t sort_chain(seer_node *N, uint32_t top, size_t k, uint32_t *tail_
     /* Fill from the back, so r[] is in push order (what stability means). */
     int sorted = 1;
     size_t i = k;
+    uint64_t kmin = UINT64_MAX, kmax = 0;
     for (uint32_t c = top; c != NIL; c = N[c].next) {
         fill_rec(&r[--i], &N[c], c);
         if (i + 1 < k && rec_less(&r[i + 1], &r[i])) sorted = 0;
+        if (r[i].k < kmin) kmin = r[i].k;
+        if (r[i].k > kmax) kmax = r[i].k;
     }
-    sort_rec *s = sorted ? r : k >= RADIX_MIN ? radix_recs(r, r + k, k) : sort_recs(r, r + k, k);
+    sort_rec *s = sorted             ? r
+                  : k >= BUCKET_MIN ? bucket_recs(r, r + k, k, kmin, kmax)
+                                    : sort_recs(r, r + k, k);
     /* Equal times are in push order now (the sort is stable); put each run
      * of them in (source, seq) order with the same stable sort on a second
      * key gathered once per record (a lane often gets one time from many
@@ -742,6 +781,9 @@ int64_t seer_queue_pop(seer_queue *q, double horizon, seer_event *out, int64_t m
     uint32_t freed[256];
     uint32_t nfreed = 0;
     int64_t n = 0;
+    /* Popped but not yet subtracted from pending: one subtract per 256
+     * nodes freed, not one per entity (an RMW on a shared line). */
+    int64_t uncounted = 0;
     /* Each entity sits in the ring at most once, so num_entities dequeues
      * without progress mean every ready entity was looked at. */
     int64_t budget = q->num_entities;
@@ -756,7 +798,7 @@ int64_t seer_queue_pop(seer_queue *q, double horizon, seer_event *out, int64_t m
          * swap of the two bits. */
         atomic_fetch_xor_explicit(&l->state, ST_QUEUED | ST_CLAIMED, memory_order_acquire);
         lane_drain(q, l);
-        int64_t took = 0, uncounted = 0;
+        int64_t took = 0;
         double last = 0;
         while (l->head != NIL && N[l->head].ev.time < horizon && n < max_events &&
                (per_entity <= 0 || took < per_entity)) {
@@ -784,9 +826,9 @@ int64_t seer_queue_pop(seer_queue *q, double horizon, seer_event *out, int64_t m
         } else {
             /* relaxed: read only by push validation (see push_many). */
             atomic_store_explicit(&l->floor_key, time_key(last), memory_order_relaxed);
-            atomic_fetch_sub_explicit(&q->pending, uncounted, memory_order_relaxed);
         }
     }
+    if (uncounted) atomic_fetch_sub_explicit(&q->pending, uncounted, memory_order_relaxed);
     if (nfreed) ring_put(&q->free_ring, freed, nfreed);
     return n;
 }
@@ -892,11 +934,12 @@ void seer_queue_flush_cache(seer_queue *q, seer_node_cache *c) {
 
 seer_event *seer_queue_node_event(seer_queue *q, uint32_t id) { return &q->nodes[id].ev; }
 
-void seer_queue_publish(seer_queue *q, uint32_t id) {
-    seer_node *nd = &q->nodes[id];
-    seer_lane *l = &q->lanes[nd->ev.entity];
+/* Push a filled node onto its lane's inbox and lower the lane's next_key;
+ * returns the event's key. */
+static inline uint64_t push_node(seer_queue *q, seer_node *nd, seer_lane *l) {
     /* relaxed: only a guess for the CAS. */
     uint32_t top = atomic_load_explicit(&l->inbox, memory_order_relaxed);
+    const uint32_t id = (uint32_t)(nd - q->nodes);
     do {
         nd->next = top;
         /* seq_cst: as in push_many (node contents released to the drain,
@@ -905,7 +948,19 @@ void seer_queue_publish(seer_queue *q, uint32_t id) {
                                                     memory_order_relaxed));
     uint64_t k = time_key(nd->ev.time);
     cas_min(&l->next_key, k);
-    if (k < atomic_load_explicit(&q->horizon_key, memory_order_seq_cst)) make_ready(q, (uint32_t)nd->ev.entity);
+    return k;
+}
+
+void seer_queue_publish(seer_queue *q, uint32_t id) {
+    seer_node *nd = &q->nodes[id];
+    seer_lane *l = &q->lanes[nd->ev.entity];
+    if (push_node(q, nd, l) < atomic_load_explicit(&q->horizon_key, memory_order_seq_cst))
+        make_ready(q, (uint32_t)nd->ev.entity);
+}
+
+void seer_queue_publish_quiet(seer_queue *q, uint32_t id) {
+    seer_node *nd = &q->nodes[id];
+    (void)push_node(q, nd, &q->lanes[nd->ev.entity]);
 }
 
 void seer_queue_insert_held(seer_queue *q, uint32_t id) {

@@ -59,6 +59,12 @@ void seer_queue_flush_cache(seer_queue *q, seer_node_cache *c);
 seer_event *seer_queue_node_event(seer_queue *q, uint32_t id);
 /* Push a node filled through seer_queue_node_event onto its entity's lane. */
 void seer_queue_publish(seer_queue *q, uint32_t id);
+/* The same without readying the lane, for a caller that claims or readies
+ * it itself next: the runtime's owner of a lane range, which publishes the
+ * events deferred to its lanes and then runs seer_queue_claim_range over
+ * them (a lane held meanwhile by someone else is readied by its unclaim,
+ * as after any push). */
+void seer_queue_publish_quiet(seer_queue *q, uint32_t id);
 void seer_queue_add_pending(seer_queue *q, int64_t delta);
 
 #endif

@@ -115,6 +115,12 @@ static void barrier_wait(seer_barrier *b, int32_t n, int spin) {
 
 /* ---- the runtime --------------------------------------------------------- */
 
+/* Ids of filled nodes waiting for their lane's owner (seer_worker.ob). */
+typedef struct seer_outbox {
+    uint32_t *ids;
+    int32_t len, cap;
+} seer_outbox;
+
 typedef struct seer_worker {
     _Alignas(SEER_CACHELINE) seer_ctx ctx;
     seer_node_cache cache;
@@ -153,6 +159,19 @@ typedef struct seer_worker {
     _Alignas(SEER_CACHELINE) uint64_t report_key[2];
     int32_t report_abort[2];
     uint32_t phase; /* report barriers passed */
+    /* Deferred publication (native windows of the parallel bookkeeping, all
+     * but a step's last): an event for a lane of another worker's share is
+     * filled in a node of ours, and its id goes to outbox[window parity]
+     * [that worker] instead of onto the lane; the owner publishes the ids at
+     * the start of the next window (deliver_outboxes).  Such an event is >=
+     * the window's end (the lookahead rule), so nothing needs it sooner, and
+     * the lane's line (inbox CAS, next_key CAS-min, the owner's drain and
+     * unclaim) no longer moves between cores once per crossing event.  The
+     * barrier between the two windows orders the sender's writes before the
+     * owner's reads; the parity keeps this window's appends off the list
+     * being delivered. */
+    int defer;          /* this window defers (see above)        */
+    seer_outbox *ob[2]; /* [window parity][destination worker]   */
 } seer_worker;
 
 typedef struct snapshot_region {
@@ -230,6 +249,8 @@ static void *zalloc(size_t bytes) {
     return p;
 }
 
+static void free_workers(seer_worker *ws, int32_t n);
+
 /* A fresh worker array for a pool of n: lanes cut evenly, every per-worker
  * counter at zero (the counters that must agree between workers, phase,
  * decision and tag_seq, all start together). */
@@ -244,9 +265,10 @@ static seer_worker *new_workers(seer_runtime *rt, int32_t n) {
         ws[w].lane_lo = (int32_t)((int64_t)rt->num_entities * w / n);
         ws[w].lane_hi = (int32_t)((int64_t)rt->num_entities * (w + 1) / n);
         ws[w].own = zalloc(sizeof(uint32_t) * (size_t)(ws[w].lane_hi - ws[w].lane_lo + 1));
-        if (!ws[w].own) {
-            for (int32_t i = 0; i <= w; i++) free(ws[i].own);
-            free(ws);
+        ws[w].ob[0] = calloc((size_t)n, sizeof(seer_outbox));
+        ws[w].ob[1] = calloc((size_t)n, sizeof(seer_outbox));
+        if (!ws[w].own || !ws[w].ob[0] || !ws[w].ob[1]) {
+            free_workers(ws, w + 1);
             return NULL;
         }
     }
@@ -255,7 +277,13 @@ static seer_worker *new_workers(seer_runtime *rt, int32_t n) {
 
 static void free_workers(seer_worker *ws, int32_t n) {
     if (!ws) return;
-    for (int32_t w = 0; w < n; w++) free(ws[w].own);
+    for (int32_t w = 0; w < n; w++) {
+        free(ws[w].own);
+        for (int p = 0; p < 2; p++) {
+            for (int32_t d = 0; ws[w].ob[p] && d < n; d++) free(ws[w].ob[p][d].ids);
+            free(ws[w].ob[p]);
+        }
+    }
     free(ws);
 }
 
@@ -359,6 +387,9 @@ void seer_rt_reset(seer_runtime *rt, uint64_t seed) {
     for (int32_t w = 0; w < rt->num_workers; w++) {
         rt->workers[w].cache.n = 0; /* the cleared queue owns every node again */
         rt->workers[w].pending_delta = 0;
+        /* ids a failed step left undelivered: their nodes are free again */
+        for (int p = 0; p < 2; p++)
+            for (int32_t d = 0; d < rt->num_workers; d++) rt->workers[w].ob[p][d].len = 0;
     }
     /* relaxed: reset runs while no step does; the next step's step_gen /
      * barrier edges publish it. */
@@ -457,6 +488,44 @@ static inline void note_key(seer_worker *w, uint64_t k) {
     if (k >= w->window_key && k < w->min_key) w->min_key = k;
 }
 
+/* The worker whose share of the lanes holds entity e (new_workers' cut). */
+static inline int32_t owner_of(const seer_runtime *rt, int32_t e) {
+    int32_t d = (int32_t)((int64_t)e * rt->num_workers / rt->num_entities);
+    while (d + 1 < rt->num_workers && rt->workers[d + 1].lane_lo <= e) d++;
+    while (rt->workers[d].lane_lo > e) d--;
+    return d;
+}
+
+/* Put node id, filled for target, in this window's outbox for the owner of
+ * target's lane, when that is another worker; 0: publish it now (our own
+ * share, or no memory to grow the outbox). */
+static int defer_publish(seer_runtime *rt, seer_worker *w, int32_t target, uint32_t id) {
+    const int32_t d = owner_of(rt, target);
+    if (d == w->ctx.worker) return 0;
+    seer_outbox *ob = &w->ob[w->win_seq & 1][d];
+    if (ob->len == ob->cap) {
+        int32_t cap = ob->cap ? 2 * ob->cap : 256;
+        uint32_t *ids = realloc(ob->ids, sizeof(uint32_t) * (size_t)cap);
+        if (!ids) return 0;
+        ob->ids = ids;
+        ob->cap = cap;
+    }
+    ob->ids[ob->len++] = id;
+    return 1;
+}
+
+/* Publish what the other workers deferred to our lanes in the window of
+ * this parity.  The ids' nodes and pending counts are the senders'; only
+ * the lanes are ours. */
+static void deliver_outboxes(seer_runtime *rt, seer_worker *w, uint32_t parity,
+                             void (*publish)(seer_queue *, uint32_t)) {
+    for (int32_t i = 0; i < rt->num_workers; i++) {
+        seer_outbox *ob = &rt->workers[i].ob[parity][w->ctx.worker];
+        for (int32_t k = 0; k < ob->len; k++) publish(rt->q, ob->ids[k]);
+        ob->len = 0;
+    }
+}
+
 /* held: target == source is held by this worker (a native handler's own
  * entity), so the event goes straight into its private list. */
 static int emit_one(seer_runtime *rt, seer_worker *w, int32_t source, int32_t target, double time,
@@ -473,7 +542,7 @@ static int emit_one(seer_runtime *rt, seer_worker *w, int32_t source, int32_t ta
     *ev = (seer_event){time == 0.0 ? 0.0 : time, payload, target, kind, source, rt->emit_seq[source]++};
     if (held && target == source)
         seer_queue_insert_held(rt->q, id);
-    else
+    else if (!w->defer || !defer_publish(rt, w, target, id))
         seer_queue_publish(rt->q, id);
     note_key(w, seer_time_key(ev->time));
     w->pending_delta++;
@@ -747,6 +816,24 @@ static inline void timed_barrier(seer_runtime *rt, seer_worker *w) {
     }
 }
 
+/* Make snap[0, n) equal to live[0, n), writing only the 64-byte blocks
+ * that differ.  Most of a window's snapshot is what it was a window ago
+ * (only the entities that ran changed their rows), and a block that is not
+ * written stays shared in every core's cache; a memcpy would rewrite it and
+ * so invalidate the other workers' copies, and each of their next reads of
+ * it (a handler reading a neighbour's row) would cross cores. */
+static void refresh(char *snap, const char *live, uint64_t n) {
+    uint64_t at = 0;
+    for (; at + 64 <= n; at += 64) {
+        uint64_t a[8], b[8], diff = 0;
+        memcpy(a, snap + at, 64);
+        memcpy(b, live + at, 64);
+        for (int k = 0; k < 8; k++) diff |= a[k] ^ b[k];
+        if (diff) memcpy(snap + at, live + at, 64);
+    }
+    if (at < n && memcmp(snap + at, live + at, n - at) != 0) memcpy(snap + at, live + at, n - at);
+}
+
 /* This worker's share of every snapshot region, cut at cache lines. */
 static void copy_snapshots(seer_runtime *rt, int32_t wid) {
     const uint64_t W = (uint64_t)rt->num_workers;
@@ -755,7 +842,7 @@ static void copy_snapshots(seer_runtime *rt, int32_t wid) {
         uint64_t lo = r->nbytes * (uint64_t)wid / W, hi = r->nbytes * (uint64_t)(wid + 1) / W;
         lo = wid == 0 ? 0 : lo / SEER_CACHELINE * SEER_CACHELINE;
         hi = (uint64_t)wid + 1 == W ? r->nbytes : hi / SEER_CACHELINE * SEER_CACHELINE;
-        if (hi > lo) memcpy((char *)r->snap + lo, (const char *)r->live + lo, hi - lo);
+        if (hi > lo) refresh((char *)r->snap + lo, (const char *)r->live + lo, hi - lo);
     }
 }
 
@@ -832,6 +919,14 @@ static void run_step_parallel(seer_runtime *rt, int32_t wid) {
         }
         double t0 = seer_queue_key_time(m);
         if (stop || !(t0 < horizon)) {
+            /* Nothing left before the horizon, but the window just run
+             * (not the step's last, or we would have left) may have
+             * deferred events: publish them before the step returns. */
+            if (!rt->has_python && rt->num_workers > 1 && w->win_seq > 0) {
+                deliver_outboxes(rt, w, w->win_seq & 1, seer_queue_publish);
+                timed_barrier(rt, w);
+            }
+            w->defer = 0;
             if (stats) w->stats.bookkeeping_ns += now_ns() - b0;
             break;
         }
@@ -843,6 +938,11 @@ static void run_step_parallel(seer_runtime *rt, int32_t wid) {
         w->win_seq++;
         w->stats.windows++;
         const int32_t window = (int32_t)(window_base + w->win_seq);
+        if (!rt->has_python) {
+            /* the last window's; quiet: claim_range below claims them */
+            deliver_outboxes(rt, w, (w->win_seq - 1) & 1, seer_queue_publish_quiet);
+            w->defer = rt->num_workers > 1 && t1 < horizon; /* a step's last window publishes at once */
+        }
         if (rt->has_python) {
             w->min_key = seer_queue_advance_range(rt->q, t1, w->lane_lo, w->lane_hi);
         } else {
@@ -873,6 +973,7 @@ static void run_step_parallel(seer_runtime *rt, int32_t wid) {
 
 static void run_step(seer_runtime *rt, int32_t wid) {
     seer_worker *w = &rt->workers[wid];
+    w->defer = 0; /* only run_step_parallel's windows set it */
     int64_t t0 = rt->stats_on ? now_ns() : 0;
     if (rt->bookkeeping == SEER_RT_BOOK_SERIAL)
         run_step_serial(rt, wid);

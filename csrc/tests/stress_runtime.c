@@ -31,9 +31,12 @@
 #define PERIOD 0.1
 #define DELAY 0.05
 
+#define FAR_DELAY 0.3 /* messages of the far runs (see run) */
+
 typedef struct model {
     int32_t n;
     int32_t fanout;
+    double msg_delay;       /* DELAY, or FAR_DELAY (see run's far)   */
     double *value;          /* order-sensitive state                 */
     double *snap;
     _Atomic int *inside;    /* one holder per entity                 */
@@ -43,6 +46,7 @@ typedef struct model {
     int64_t *sent_sum;      /* sum of message ids sent by entity     */
     int64_t *recv_sum;      /* sum of message ids received by entity */
     int64_t *sent_count, *recv_count;
+    int64_t *self_pending;  /* self messages sent, not yet handled */
 } model;
 
 static _Atomic int failures;
@@ -82,12 +86,13 @@ static int on_tick(seer_ctx *ctx, const seer_event *ev) {
     for (int32_t f = 0; f < m->fanout; f++) {
         int32_t to = (int32_t)(seer_random_u64(ctx) % (uint64_t)m->n);
         int64_t id = ((int64_t)e << 32) | (int64_t)(m->sent_count[e] & 0xffffffff);
-        if (seer_emit(ctx, to, ev->time + DELAY, MSG, id) != 0) return 1;
+        if (seer_emit(ctx, to, ev->time + m->msg_delay, MSG, id) != 0) return 1;
         m->sent_count[e]++;
         m->sent_sum[e] += id;
     }
     /* An event to itself inside the window: must run before later events. */
     seer_emit(ctx, e, ev->time + 0.001, MSG, -1);
+    m->self_pending[e]++;
     seer_emit(ctx, e, ev->time + PERIOD, TICK, 0);
     leave(m, ev);
     return 0;
@@ -100,6 +105,8 @@ static int on_msg(seer_ctx *ctx, const seer_event *ev) {
     if (ev->payload >= 0) {
         m->recv_sum[e] += ev->payload;
         m->recv_count[e]++;
+    } else {
+        m->self_pending[e]--;
     }
     m->value[e] = m->value[e] * 0.5 + (double)(ev->payload & 0xff) * 1e-3;
     leave(m, ev);
@@ -161,9 +168,16 @@ static void stop_pool(seer_runtime *rt, int32_t workers, pthread_t *threads) {
 }
 
 /* resize: every third step the pool is stopped and resized to the next
- * size of 1..workers in turn (the canary of seer_rt_resize). */
+ * size of 1..workers in turn (the canary of seer_rt_resize).  far: every
+ * entity ticks at 0, PERIOD, 2 PERIOD, ..., its messages take FAR_DELAY,
+ * and a last step ends 3/4 of a period after a tick: its last window (the
+ * tick's; not the step's last, as its end is before the horizon) sends
+ * messages past the horizon, and then nothing is left before it.  A pool
+ * publishes such messages to their lanes' owners after the window
+ * (seer_runtime.c's outboxes); they must be in the queue when the step
+ * returns, or the drain below misses them. */
 static double *run(int32_t n, int32_t steps, int32_t workers, int32_t fanout, int32_t book, int32_t snaps,
-                   int32_t resize, int64_t *events_out) {
+                   int32_t resize, int32_t far, int64_t *events_out) {
     seer_queue *q = seer_queue_new(n, 2, (uint32_t)n * 64 + 4096);
     seer_runtime *rt = seer_rt_new(q, workers, DELAY, workers <= 2 ? 2000 : 20);
     if (!q || !rt) {
@@ -171,7 +185,8 @@ static double *run(int32_t n, int32_t steps, int32_t workers, int32_t fanout, in
         exit(2);
     }
     seer_rt_set_bookkeeping(rt, book);
-    model m = {.n = n, .fanout = fanout};
+    model m = {.n = n, .fanout = fanout, .msg_delay = far ? FAR_DELAY : DELAY};
+    const double step_len = 0.25;
     m.value = calloc((size_t)n, sizeof(double));
     m.snap = calloc((size_t)n, sizeof(double));
     m.inside = calloc((size_t)n, sizeof(_Atomic int));
@@ -182,6 +197,7 @@ static double *run(int32_t n, int32_t steps, int32_t workers, int32_t fanout, in
     m.recv_sum = calloc((size_t)n, sizeof(int64_t));
     m.sent_count = calloc((size_t)n, sizeof(int64_t));
     m.recv_count = calloc((size_t)n, sizeof(int64_t));
+    m.self_pending = calloc((size_t)n, sizeof(int64_t));
     for (int32_t e = 0; e < n; e++) {
         m.value[e] = e % 5;
         m.last_time[e] = -INFINITY;
@@ -195,7 +211,7 @@ static double *run(int32_t n, int32_t steps, int32_t workers, int32_t fanout, in
     if (snaps) seer_rt_add_snapshot(rt, m.value, m.snap, sizeof(double) * (size_t)n);
     seer_rt_reset(rt, 1234);
     for (int32_t e = 0; e < n; e++) {
-        double t = (e % 7) * (PERIOD / 7);
+        double t = far ? 0.0 : (e % 7) * (PERIOD / 7);
         int32_t kind = TICK;
         int64_t bad;
         if (seer_queue_push_many(q, &e, &t, &kind, NULL, NULL, NULL, 1, &bad) != SEER_OK) exit(2);
@@ -213,9 +229,22 @@ static double *run(int32_t n, int32_t steps, int32_t workers, int32_t fanout, in
                   seer_rt_num_workers(rt));
             start_pool(rt, workers, threads, args);
         }
-        int rc = seer_rt_step(rt, s * 0.25);
+        int rc = seer_rt_step(rt, s * step_len);
         CHECK(rc == SEER_OK, "step %d failed with %d", s, rc);
+        /* between steps every pending event is in the queue (a message
+         * left in an outbox would be missing): each entity's next tick and
+         * self message, and every message sent but not yet handled */
+        int64_t in_flight = 0;
+        for (int32_t e = 0; e < n; e++) in_flight += m.sent_count[e] - m.recv_count[e] + m.self_pending[e];
+        CHECK(seer_queue_min_time(q) >= s * step_len, "step %d left an event at %g", s, seer_queue_min_time(q));
+        CHECK(seer_queue_len(q) == in_flight + n, "step %d: %lld events queued, expected %lld messages + %d ticks",
+              s, (long long)seer_queue_len(q), (long long)in_flight, n);
         if (s % 8 == 0) check_parallel_for(rt, workers, (int64_t)n * 13 + s, 1 + s % 17);
+    }
+    if (far) {
+        double tick = 0.0; /* the ticks' times, summed as the handlers sum them */
+        while (tick < steps * step_len) tick += PERIOD;
+        CHECK(seer_rt_step(rt, tick + 0.75 * PERIOD) == SEER_OK, "far: the last step failed");
     }
     stop_pool(rt, workers, threads);
     *events_out = seer_rt_events_total(rt);
@@ -251,6 +280,7 @@ static double *run(int32_t n, int32_t steps, int32_t workers, int32_t fanout, in
     seer_queue_free(q);
     free(m.value); free(m.snap); free((void *)m.inside); free(m.last_time); free(m.last_src);
     free(m.last_seq); free(m.sent_sum); free(m.recv_sum); free(m.sent_count); free(m.recv_count);
+    free(m.self_pending);
     free(threads); free(args);
     return out;
 }
@@ -263,13 +293,13 @@ int main(int argc, char **argv) {
     /* 1: the serial bookkeeping (the default) only; 2: the parallel one too */
     int32_t books = argc > 5 ? atoi(argv[5]) : 2;
     int64_t events1 = 0;
-    double *ref = run(n, steps, 1, fanout, SEER_RT_BOOK_SERIAL, 1, 0, &events1);
+    double *ref = run(n, steps, 1, fanout, SEER_RT_BOOK_SERIAL, 1, 0, 0, &events1);
     /* both window bookkeepings (worker 0 alone, shared by the pool) give the
      * same windows, hence the same state */
     for (int32_t book = books > 1 ? 0 : 1; book < 2; book++) {
         for (int32_t w = 1; w <= max_workers; w++) {
             int64_t events = 0;
-            double *got = run(n, steps, w, fanout, book ? SEER_RT_BOOK_SERIAL : SEER_RT_BOOK_PARALLEL, 1, 0, &events);
+            double *got = run(n, steps, w, fanout, book ? SEER_RT_BOOK_SERIAL : SEER_RT_BOOK_PARALLEL, 1, 0, 0, &events);
             CHECK(events == events1, "workers=%d book=%d handled %lld events, 1 worker %lld", w, book,
                   (long long)events, (long long)events1);
             CHECK(memcmp(ref, got, sizeof(double) * (size_t)n * 2) == 0,
@@ -281,7 +311,7 @@ int main(int argc, char **argv) {
     for (int32_t book = books > 1 ? 0 : 1; book < 2 && max_workers > 1; book++) {
         int64_t events = 0;
         double *got = run(n, steps, max_workers, fanout, book ? SEER_RT_BOOK_SERIAL : SEER_RT_BOOK_PARALLEL, 1, 1,
-                          &events);
+                          0, &events);
         CHECK(events == events1 && memcmp(ref, got, sizeof(double) * (size_t)n * 2) == 0,
               "a pool resized between steps (book=%d): differs from 1 worker", book);
         free(got);
@@ -289,17 +319,28 @@ int main(int argc, char **argv) {
     free(ref);
     /* no snapshots: workers start stealing while others still claim */
     int64_t ev_ns = 0;
-    double *ref_ns = run(n, steps, 1, fanout, SEER_RT_BOOK_SERIAL, 0, 0, &ev_ns);
+    double *ref_ns = run(n, steps, 1, fanout, SEER_RT_BOOK_SERIAL, 0, 0, 0, &ev_ns);
     for (int32_t w = 2; w <= max_workers && books > 1; w++) {
         int64_t events = 0;
-        double *got = run(n, steps, w, fanout, SEER_RT_BOOK_PARALLEL, 0, 0, &events);
+        double *got = run(n, steps, w, fanout, SEER_RT_BOOK_PARALLEL, 0, 0, 0, &events);
         CHECK(events == ev_ns && memcmp(ref_ns, got, sizeof(double) * (size_t)n * 2) == 0,
               "workers=%d without snapshots: differs from 1 worker", w);
         free(got);
     }
     free(ref_ns);
+    /* messages sent past the horizon by a step's windows that end early */
+    int64_t ev_far = 0;
+    double *ref_far = run(n, steps, 1, fanout, SEER_RT_BOOK_SERIAL, 1, 0, 1, &ev_far);
+    for (int32_t w = 2; w <= max_workers && books > 1; w++) {
+        int64_t events = 0;
+        double *got = run(n, steps, w, fanout, SEER_RT_BOOK_PARALLEL, 1, 0, 1, &events);
+        CHECK(events == ev_far && memcmp(ref_far, got, sizeof(double) * (size_t)n * 2) == 0,
+              "workers=%d, messages past the horizon: differs from 1 worker", w);
+        free(got);
+    }
+    free(ref_far);
     if (atomic_load(&failures)) return 1;
-    printf("stress_runtime: OK entities=%d steps=%d workers=1..%d events=%lld (%s bookkeeping, parallel_for, resized pools)\n",
+    printf("stress_runtime: OK entities=%d steps=%d workers=1..%d events=%lld (%s bookkeeping, parallel_for, resized pools, messages past the horizon)\n",
            n, steps, max_workers, (long long)events1, books > 1 ? "parallel and serial" : "serial");
     return 0;
 }

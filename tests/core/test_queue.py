@@ -162,6 +162,55 @@ def test_pop_groups_by_entity_and_orders_each_entity():
         assert np.all(np.diff(got["seq"].astype(np.int64))[np.diff(got["time"]) == 0] > 0)
 
 
+def _times(kind, rng, n):
+    """Arrival times that stress a drain's sort in different ways."""
+    if kind == "uniform":
+        return rng.random(n) * 100.0
+    if kind == "binades":  # from 1e-30 to 1e30: the keys' top bits hold most of the spread
+        return 10.0 ** rng.uniform(-30, 30, n) * rng.choice([-1.0, 1.0], n)
+    if kind == "bunched":  # most times within 1e-12 of each other, a few far off: crowded buckets
+        t = 5.0 + rng.random(n) * 1e-12
+        t[rng.random(n) < 0.05] = rng.random() * 1e6
+        return t
+    if kind == "few_values":  # long runs of equal times: ties settled by (source, seq)
+        return rng.integers(0, 4, n).astype(float) - 0.0 * rng.integers(0, 2, n)
+    if kind == "descending":
+        return np.linspace(1.0, 0.0, n)
+    raise AssertionError(kind)
+
+
+@pytest.mark.parametrize("depth", [3, 16, 40, 256, 5000, 20000])
+@pytest.mark.parametrize("kind", ["uniform", "binades", "bunched", "few_values", "descending"])
+def test_deep_lanes_pop_in_time_source_seq_order(kind, depth):
+    """A lane's inbox is sorted when it is drained, whatever the arrivals:
+    each entity's events come out in (time, source, seq) order, all of them,
+    once each."""
+    rng = np.random.default_rng(depth)
+    n = 3 * depth
+    ents = np.repeat(np.arange(3), depth)
+    rng.shuffle(ents)
+    times = _times(kind, rng, n)
+    sources = rng.integers(-1, 3, n).astype(np.int32)
+    seqs = rng.permutation(n).astype(np.uint32)
+    q = EventQueue(num_entities=3, capacity=n)
+    # two pushes, so a drain also merges into a list that is already sorted
+    half = n // 2
+    for sl in (slice(0, half), slice(half, n)):
+        push(q, ents[sl], times[sl], payloads=np.arange(n)[sl], sources=sources[sl], seqs=seqs[sl])
+    got = {}
+    while True:
+        batch = q.pop(INF, max_events=1 << 16)
+        if len(batch) == 0:
+            break
+        for e, p in zip(batch["entity"].tolist(), batch["payload"].tolist()):
+            got.setdefault(e, []).append(p)
+        q.release(batch["entity"])
+    for e in range(3):
+        idx = np.flatnonzero(ents == e)
+        want = sorted(idx.tolist(), key=lambda i: (times[i] + 0.0, int(sources[i]), int(seqs[i])))
+        assert got[e] == want, f"entity {e}: {kind} arrivals, depth {depth}"
+
+
 def test_order_breaks_ties_by_source_then_seq():
     q = EventQueue(num_entities=6, capacity=64)
     # Same entity and time; pushed in scrambled (source, seq) order.
