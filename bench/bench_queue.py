@@ -56,6 +56,7 @@ import argparse  # noqa: E402
 import functools  # noqa: E402
 import gc  # noqa: E402
 import heapq  # noqa: E402
+import json  # noqa: E402
 import math  # noqa: E402
 import operator  # noqa: E402
 import shlex  # noqa: E402
@@ -465,9 +466,66 @@ def markdown(report: dict) -> str:
         "The push/pop/release column is each phase's events/s on its own (1 thread); "
         "ratio = SEER events/s / baseline events/s for the same workload.",
     ]
+    if report.get("against"):
+        ag = report["against"]
+        lines += ["", f"Against {ag['label']} (the same configurations in a child process right after this run, "
+                  "each side with its own baseline; 1 thread):", "",
+                  markdown_table(["times", "batch", "entities", "lane depth", "old SEER", "new SEER", "new / old",
+                                  "old vs baseline", "new vs baseline"], against_rows(report))]
     if report.get("notes"):
         lines += ["", "Notes:", ""] + [f"- {n}" for n in report["notes"]]
     return "\n".join(lines) + "\n"
+
+
+def run_against(args, argv: list[str]) -> dict:
+    """This script's configurations on the build in ``args.against`` (first
+    on ``PYTHONPATH``), in a child process: its own report, as JSON."""
+    import subprocess
+    import tempfile
+
+    skip = {"--against", "--against-label", "--json", "--md"}
+    child_args, it = [], iter(argv)
+    for a in it:
+        if a.split("=")[0] in skip:
+            if "=" not in a:
+                next(it, None)
+            continue
+        child_args.append(a)
+    with tempfile.TemporaryDirectory() as tmp:
+        out = os.path.join(tmp, "against.json")
+        env = dict(os.environ, PYTHONPATH=args.against)
+        print(f"--against: the same runs on {args.against}", flush=True)
+        subprocess.run([sys.executable, os.path.abspath(__file__), *child_args, "--json", out], check=True, env=env,
+                       cwd=tmp)
+        with open(out) as f:
+            old = json.load(f)
+    return {"path": args.against, "label": args.against_label or f"the build installed in {args.against}",
+            "seer": old["machine"].get("seer"), "results": old["results"], "depth_sweep": old.get("depth_sweep", [])}
+
+
+def against_rows(report: dict) -> list[list]:
+    """One row per 1-thread SEER configuration: old and new events/s, each
+    against the baseline its own process measured."""
+    def pairs(results):
+        out = {}
+        for r in results:
+            if r["impl"] == "seer" and r["threads"] == 1:
+                b = next(b for b in results if b["impl"] == "baseline" and b["threads"] == 1
+                         and all(b[k] == r[k] for k in ("order", "batch", "entities")))
+                out[(r["order"], r["batch"], r["entities"])] = (r["events_per_s"], b["events_per_s"])
+        return out
+
+    new = pairs(report["results"] + report.get("depth_sweep", []))
+    old = pairs(report["against"]["results"] + report["against"]["depth_sweep"])
+    rows = []
+    for key in sorted(new, key=lambda k: (k[2] != ENTITIES, k[1], -k[2], k[0])):
+        if key not in old:
+            continue
+        (n, nb), (o, ob) = new[key], old[key]
+        order, batch, ents = key
+        rows.append([order, batch, ents, batch // ents, fmt_rate(o), fmt_rate(n), f"{n / o:.2f}x", f"{o / ob:.1f}x",
+                     f"{n / nb:.1f}x"])
+    return rows
 
 
 def main(argv=None) -> int:
@@ -482,6 +540,10 @@ def main(argv=None) -> int:
     ap.add_argument("--depths", type=int, nargs="*", default=[1, 16, 256, 1024, 16384],
                     help="lane-depth sweep (1 thread, batch 65536, entities = 65536 / depth); empty: skip")
     ap.add_argument("--quick", action="store_true", help="tiny sizes, to check that the script runs")
+    ap.add_argument("--against", metavar="DIR", help="also run the same configurations on a build of an earlier "
+                    "commit installed in DIR (pip install --target DIR), in a child process after this one, and "
+                    "report both side by side")
+    ap.add_argument("--against-label", help="what --against DIR holds, for the report")
     args = ap.parse_args(argv)
     if args.quick:
         args.events, args.batches, args.repeat = 1 << 14, [4096], 1
@@ -565,6 +627,8 @@ def main(argv=None) -> int:
         },
     }
     report["table"] = table_rows(results)
+    if args.against:
+        report["against"] = run_against(args, argv if argv is not None else sys.argv[1:])
     print_table(report["table"], "EventQueue bulk push_many + pop + release, events/s")
     mem = report["memory"]
     print(f"nbytes(capacity 2**20, 1024 entities) = {mem['nbytes']} ({mem['nbytes'] / 2**20:.1f} MiB); "

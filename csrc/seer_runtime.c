@@ -861,7 +861,11 @@ static void copy_snapshots(seer_runtime *rt, int32_t wid) {
         uint64_t lo = r->nbytes * (uint64_t)wid / W, hi = r->nbytes * (uint64_t)(wid + 1) / W;
         lo = wid == 0 ? 0 : lo / SEER_CACHELINE * SEER_CACHELINE;
         hi = (uint64_t)wid + 1 == W ? r->nbytes : hi / SEER_CACHELINE * SEER_CACHELINE;
-        if (hi > lo) refresh((char *)r->snap + lo, (const char *)r->live + lo, hi - lo);
+        if (hi <= lo) continue;
+        if (W > 1)
+            refresh((char *)r->snap + lo, (const char *)r->live + lo, hi - lo);
+        else /* no other core's cache to spare: the plain copy is cheaper */
+            memcpy((char *)r->snap + lo, (const char *)r->live + lo, hi - lo);
     }
 }
 
