@@ -468,8 +468,9 @@ def markdown(report: dict) -> str:
     ]
     if report.get("against"):
         ag = report["against"]
-        lines += ["", f"Against {ag['label']} (the same configurations in a child process right after this run, "
-                  "each side with its own baseline; 1 thread):", "",
+        lines += ["", f"Against {ag['label']}: the same configurations in {ag['rounds']} fresh processes per side, "
+                  "old and new alternating, medians over the processes, each side also against the baseline its "
+                  "own processes measured; 1 thread:", "",
                   markdown_table(["times", "batch", "entities", "lane depth", "old SEER", "new SEER", "new / old",
                                   "old vs baseline", "new vs baseline"], against_rows(report))]
     if report.get("notes"):
@@ -478,12 +479,15 @@ def markdown(report: dict) -> str:
 
 
 def run_against(args, argv: list[str]) -> dict:
-    """This script's configurations on the build in ``args.against`` (first
-    on ``PYTHONPATH``), in a child process: its own report, as JSON."""
+    """This script's configurations on this build and on the build in
+    ``args.against`` (first on ``PYTHONPATH``), each in a fresh child
+    process, alternating for ``args.against_rounds`` rounds: a process's
+    memory layout moves single runs by some 20%, so each side is scored by
+    its median over processes (events/s and its own baseline's)."""
     import subprocess
     import tempfile
 
-    skip = {"--against", "--against-label", "--json", "--md"}
+    skip = {"--against", "--against-label", "--against-rounds", "--json", "--md"}
     child_args, it = [], iter(argv)
     for a in it:
         if a.split("=")[0] in skip:
@@ -491,37 +495,49 @@ def run_against(args, argv: list[str]) -> dict:
                 next(it, None)
             continue
         child_args.append(a)
+    runs = {"new": [], "old": []}
     with tempfile.TemporaryDirectory() as tmp:
-        out = os.path.join(tmp, "against.json")
-        env = dict(os.environ, PYTHONPATH=args.against)
-        print(f"--against: the same runs on {args.against}", flush=True)
-        subprocess.run([sys.executable, os.path.abspath(__file__), *child_args, "--json", out], check=True, env=env,
-                       cwd=tmp)
-        with open(out) as f:
-            old = json.load(f)
+        for r in range(args.against_rounds):
+            for side in ("new", "old"):
+                out = os.path.join(tmp, f"{side}{r}.json")
+                env = dict(os.environ, PYTHONPATH=args.against) if side == "old" else dict(os.environ)
+                print(f"--against round {r + 1}: {side}", flush=True)
+                subprocess.run([sys.executable, os.path.abspath(__file__), *child_args, "--json", out], check=True,
+                               env=env, cwd=tmp, stdout=subprocess.DEVNULL)
+                with open(out) as f:
+                    runs[side].append(json.load(f))
     return {"path": args.against, "label": args.against_label or f"the build installed in {args.against}",
-            "seer": old["machine"].get("seer"), "results": old["results"], "depth_sweep": old.get("depth_sweep", [])}
+            "rounds": args.against_rounds,
+            "seer": {side: rs[0]["machine"].get("seer") for side, rs in runs.items()},
+            "runs": {side: [{"results": x["results"], "depth_sweep": x.get("depth_sweep", [])} for x in rs]
+                     for side, rs in runs.items()}}
+
+
+def _one_thread_rates(run: dict) -> dict:
+    """(order, batch, entities) -> (SEER events/s, baseline events/s), 1 thread."""
+    results = run["results"] + run["depth_sweep"]
+    out = {}
+    for r in results:
+        if r["impl"] == "seer" and r["threads"] == 1:
+            b = next(b for b in results if b["impl"] == "baseline" and b["threads"] == 1
+                     and all(b[k] == r[k] for k in ("order", "batch", "entities")))
+            out[(r["order"], r["batch"], r["entities"])] = (r["events_per_s"], b["events_per_s"])
+    return out
 
 
 def against_rows(report: dict) -> list[list]:
-    """One row per 1-thread SEER configuration: old and new events/s, each
-    against the baseline its own process measured."""
-    def pairs(results):
-        out = {}
-        for r in results:
-            if r["impl"] == "seer" and r["threads"] == 1:
-                b = next(b for b in results if b["impl"] == "baseline" and b["threads"] == 1
-                         and all(b[k] == r[k] for k in ("order", "batch", "entities")))
-                out[(r["order"], r["batch"], r["entities"])] = (r["events_per_s"], b["events_per_s"])
-        return out
-
-    new = pairs(report["results"] + report.get("depth_sweep", []))
-    old = pairs(report["against"]["results"] + report["against"]["depth_sweep"])
+    """One row per 1-thread configuration: old and new events/s (medians
+    over the rounds' processes), each also against its own baseline."""
+    med = {}
+    for side, runs in report["against"]["runs"].items():
+        rates = [_one_thread_rates(r) for r in runs]
+        med[side] = {k: (float(np.median([x[k][0] for x in rates])), float(np.median([x[k][1] for x in rates])))
+                     for k in rates[0]}
     rows = []
-    for key in sorted(new, key=lambda k: (k[2] != ENTITIES, k[1], -k[2], k[0])):
-        if key not in old:
+    for key in sorted(med["new"], key=lambda k: (k[2] != ENTITIES, k[1], -k[2], k[0])):
+        if key not in med["old"]:
             continue
-        (n, nb), (o, ob) = new[key], old[key]
+        (n, nb), (o, ob) = med["new"][key], med["old"][key]
         order, batch, ents = key
         rows.append([order, batch, ents, batch // ents, fmt_rate(o), fmt_rate(n), f"{n / o:.2f}x", f"{o / ob:.1f}x",
                      f"{n / nb:.1f}x"])
@@ -540,10 +556,11 @@ def main(argv=None) -> int:
     ap.add_argument("--depths", type=int, nargs="*", default=[1, 16, 256, 1024, 16384],
                     help="lane-depth sweep (1 thread, batch 65536, entities = 65536 / depth); empty: skip")
     ap.add_argument("--quick", action="store_true", help="tiny sizes, to check that the script runs")
-    ap.add_argument("--against", metavar="DIR", help="also run the same configurations on a build of an earlier "
-                    "commit installed in DIR (pip install --target DIR), in a child process after this one, and "
-                    "report both side by side")
+    ap.add_argument("--against", metavar="DIR", help="also run the same configurations on this build and on a build "
+                    "of an earlier commit installed in DIR (pip install --target DIR), in alternating child "
+                    "processes, and report both side by side")
     ap.add_argument("--against-label", help="what --against DIR holds, for the report")
+    ap.add_argument("--against-rounds", type=int, default=3, help="processes per side for --against (default 3)")
     args = ap.parse_args(argv)
     if args.quick:
         args.events, args.batches, args.repeat = 1 << 14, [4096], 1
