@@ -285,6 +285,22 @@ static double *run(int32_t n, int32_t steps, int32_t workers, int32_t fanout, in
     return out;
 }
 
+/* Pools of 2..max_workers (parallel bookkeeping) end in the same state,
+ * after the same events, as 1 worker. */
+static void parallel_pools_agree(int32_t n, int32_t steps, int32_t max_workers, int32_t fanout, int32_t snaps,
+                                 int32_t far, const char *what) {
+    int64_t ev1 = 0;
+    double *ref = run(n, steps, 1, fanout, SEER_RT_BOOK_SERIAL, snaps, 0, far, &ev1);
+    for (int32_t w = 2; w <= max_workers; w++) {
+        int64_t events = 0;
+        double *got = run(n, steps, w, fanout, SEER_RT_BOOK_PARALLEL, snaps, 0, far, &events);
+        CHECK(events == ev1 && memcmp(ref, got, sizeof(double) * (size_t)n * 2) == 0,
+              "workers=%d, %s: differs from 1 worker", w, what);
+        free(got);
+    }
+    free(ref);
+}
+
 int main(int argc, char **argv) {
     int32_t n = argc > 1 ? atoi(argv[1]) : 257;
     int32_t steps = argc > 2 ? atoi(argv[2]) : 40;
@@ -317,30 +333,15 @@ int main(int argc, char **argv) {
         free(got);
     }
     free(ref);
-    /* no snapshots: workers start stealing while others still claim */
-    int64_t ev_ns = 0;
-    double *ref_ns = run(n, steps, 1, fanout, SEER_RT_BOOK_SERIAL, 0, 0, 0, &ev_ns);
-    for (int32_t w = 2; w <= max_workers && books > 1; w++) {
-        int64_t events = 0;
-        double *got = run(n, steps, w, fanout, SEER_RT_BOOK_PARALLEL, 0, 0, 0, &events);
-        CHECK(events == ev_ns && memcmp(ref_ns, got, sizeof(double) * (size_t)n * 2) == 0,
-              "workers=%d without snapshots: differs from 1 worker", w);
-        free(got);
+    if (books > 1) {
+        /* no snapshots: workers start stealing while others still claim */
+        parallel_pools_agree(n, steps, max_workers, fanout, 0, 0, "without snapshots");
+        /* messages sent past the horizon by a step's windows that end early */
+        parallel_pools_agree(n, steps, max_workers, fanout, 1, 1, "messages past the horizon");
     }
-    free(ref_ns);
-    /* messages sent past the horizon by a step's windows that end early */
-    int64_t ev_far = 0;
-    double *ref_far = run(n, steps, 1, fanout, SEER_RT_BOOK_SERIAL, 1, 0, 1, &ev_far);
-    for (int32_t w = 2; w <= max_workers && books > 1; w++) {
-        int64_t events = 0;
-        double *got = run(n, steps, w, fanout, SEER_RT_BOOK_PARALLEL, 1, 0, 1, &events);
-        CHECK(events == ev_far && memcmp(ref_far, got, sizeof(double) * (size_t)n * 2) == 0,
-              "workers=%d, messages past the horizon: differs from 1 worker", w);
-        free(got);
-    }
-    free(ref_far);
     if (atomic_load(&failures)) return 1;
-    printf("stress_runtime: OK entities=%d steps=%d workers=1..%d events=%lld (%s bookkeeping, parallel_for, resized pools, messages past the horizon)\n",
-           n, steps, max_workers, (long long)events1, books > 1 ? "parallel and serial" : "serial");
+    printf("stress_runtime: OK entities=%d steps=%d workers=1..%d events=%lld (%s, parallel_for, resized pools)\n",
+           n, steps, max_workers, (long long)events1,
+           books > 1 ? "parallel and serial bookkeeping, messages past the horizon" : "serial bookkeeping");
     return 0;
 }
