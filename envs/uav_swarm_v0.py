@@ -132,14 +132,13 @@ class UavSwarmEnv(ClosingParallelEnv):
         self._agents_version = int(self._out.episode[M.EP_VERSION])
         self._live = np.zeros(0, np.int64)
 
-    # ---- spaces ------------------------------------------------------------------------------
-
-
     @property
     def workers(self) -> int:
         """SEER's pool size now: ``workers="auto"`` may move it between steps
         (STPA's tuner; results do not change).  The reference engine: 1."""
         return self._sim.workers
+
+    # ---- spaces ------------------------------------------------------------------------------
 
     def observation_space(self, agent):
         space = self._obs_spaces.get(agent)
