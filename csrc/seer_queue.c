@@ -85,6 +85,8 @@ struct seer_queue {
     int32_t num_kinds;
     uint32_t capacity;
     uint64_t footprint;
+    int (*reclaim)(void *); /* see seer_queue_set_reclaim */
+    void *reclaim_arg;
 };
 
 /* ---- time keys -------------------------------------------------------- */
@@ -336,9 +338,15 @@ int seer_queue_push_many(seer_queue *q, const int32_t *entities, const double *t
      * push changes nothing. */
     int64_t got = 0;
     uint32_t chain = NIL;
+    int reclaimed = 0;
     while (got < n) {
         uint32_t want = (uint32_t)((n - got) < 256 ? (n - got) : 256);
         uint32_t k = seer_ring_dequeue(&q->free_ring, idx_buf, want, 0);
+        if (k == 0 && !reclaimed && q->reclaim) {
+            /* The free nodes may be in a runtime's worker caches. */
+            reclaimed = 1;
+            if (q->reclaim(q->reclaim_arg)) continue;
+        }
         if (k == 0) {
             /* Shortage: return what we took. */
             while (chain != NIL) {
@@ -911,18 +919,25 @@ uint32_t seer_queue_next(seer_queue *q, uint32_t e, double horizon, seer_event *
     return id;
 }
 
+void seer_queue_set_reclaim(seer_queue *q, int (*fn)(void *), void *arg) {
+    q->reclaim = fn;
+    q->reclaim_arg = arg;
+}
+
 uint32_t seer_queue_alloc(seer_queue *q, seer_node_cache *c) {
     if (c->n == 0) {
-        c->n = seer_ring_dequeue(&q->free_ring, c->ids, SEER_NODE_CACHE / 2, 0);
+        c->n = seer_ring_dequeue(&q->free_ring, c->ids, c->limit / 2, 0);
         if (c->n == 0) return NIL;
     }
     return c->ids[--c->n];
 }
 
 void seer_queue_recycle(seer_queue *q, seer_node_cache *c, uint32_t id) {
-    if (c->n == SEER_NODE_CACHE) {
-        c->n -= SEER_NODE_CACHE / 2;
-        ring_put(&q->free_ring, c->ids + c->n, SEER_NODE_CACHE / 2);
+    if (c->n >= c->limit) { /* give back the older half; keep the hot one */
+        const uint32_t half = c->n / 2;
+        ring_put(&q->free_ring, c->ids, half);
+        memmove(c->ids, c->ids + half, sizeof(uint32_t) * (c->n - half));
+        c->n -= half;
     }
     c->ids[c->n++] = id;
 }

@@ -7,14 +7,36 @@
 
 #include "seer_queue.h"
 
-#define SEER_NODE_CACHE 128
 #define SEER_NIL UINT32_MAX
 #define SEER_KEY_INF 0xFFF0000000000000ull /* seer_queue_time_key(+inf) */
 
+/* A worker's free nodes, used last-in first-out: the node it freed last is
+ * the next it fills, while its line is still in this core's cache.  It
+ * trades with the queue's free ring half a cache at a time, giving back
+ * its older half, so a node that crosses to another core (and comes back
+ * through the FIFO ring) has long left this core's cache.  limit: at most
+ * SEER_NODE_CACHE, even, >= 2; seer_node_cache_limit sizes it to a pool.
+ * Big enough to absorb what one window allocates beyond what it frees
+ * (thousands of nodes in a big swarm's busiest tick), so that the nodes
+ * stay hot across windows and steps. */
+#define SEER_NODE_CACHE 16384
 typedef struct seer_node_cache {
     uint32_t n;
+    uint32_t limit;
     uint32_t ids[SEER_NODE_CACHE];
 } seer_node_cache;
+
+/* The cache limit for one of `workers` caches of a pool of `capacity`
+ * nodes: up to SEER_NODE_CACHE, but all caches together hold at most a
+ * sixteenth of the pool, so that nodes parked in other workers' caches
+ * cannot make an emit find the pool empty while it is far from full.
+ * (Pushes from outside a step take the caches back: seer_queue_set_reclaim.) */
+static inline uint32_t seer_node_cache_limit(uint32_t capacity, int32_t workers) {
+    uint64_t l = (uint64_t)capacity / (16u * (uint64_t)(workers > 0 ? workers : 1));
+    if (l > SEER_NODE_CACHE) l = SEER_NODE_CACHE;
+    if (l < 2) l = 2;
+    return (uint32_t)(l & ~(uint64_t)1);
+}
 
 /* Take one ready entity from layer 2 and claim it; 0 when none is ready. */
 int seer_queue_take(seer_queue *q, uint32_t *entity);
@@ -54,6 +76,12 @@ int32_t seer_queue_claim_range(seer_queue *q, double t, int32_t lo, int32_t hi, 
 uint64_t seer_queue_advance_range(seer_queue *q, double t, int32_t lo, int32_t hi);
 
 uint32_t seer_queue_alloc(seer_queue *q, seer_node_cache *c); /* SEER_NIL when full */
+/* fn(arg) gives back the free nodes its owner keeps outside the free ring
+ * (a runtime's worker caches, kept from step to step) and returns nonzero
+ * if it gave any; 0 when it may not now (a step is running).  push_many
+ * calls it once before it reports SEER_E_FULL.  fn NULL: none.  Set before
+ * the queue is shared; the owner clears it before it goes away. */
+void seer_queue_set_reclaim(seer_queue *q, int (*fn)(void *), void *arg);
 void seer_queue_recycle(seer_queue *q, seer_node_cache *c, uint32_t id);
 void seer_queue_flush_cache(seer_queue *q, seer_node_cache *c);
 seer_event *seer_queue_node_event(seer_queue *q, uint32_t id);

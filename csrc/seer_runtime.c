@@ -231,6 +231,10 @@ struct seer_runtime {
     _Alignas(SEER_CACHELINE) _Atomic uint32_t step_gen;
     _Atomic uint32_t step_sleepers;
     _Atomic int shutdown;
+    /* STEP_IDLE, STEP_RUNNING (seer_rt_step) or STEP_RECLAIMING (a push
+     * from outside taking the worker caches back: reclaim_caches); the two
+     * exclude each other. */
+    _Atomic int stepping;
     _Alignas(SEER_CACHELINE) _Atomic int32_t err_code;
     _Atomic int32_t err_claim; /* the first failure owns err, then sets err_code */
     seer_error_info err;
@@ -252,6 +256,34 @@ static void *zalloc(size_t bytes) {
 
 static void free_workers(seer_worker *ws, int32_t n);
 
+#define STEP_IDLE 0
+#define STEP_RUNNING 1
+#define STEP_RECLAIMING 2
+
+static void flush_caches(seer_runtime *rt) {
+    for (int32_t w = 0; w < rt->num_workers; w++) seer_queue_flush_cache(rt->q, &rt->workers[w].cache);
+}
+
+/* The queue's reclaim hook (seer_queue_set_reclaim): a native step leaves
+ * each worker's node cache filled for the next step, so a push from
+ * outside may find the free ring short while nodes are free.  Between
+ * steps, hand them back; during a step, refuse (the caches are in use). */
+static int reclaim_caches(void *arg) {
+    seer_runtime *rt = arg;
+    int idle = STEP_IDLE;
+    /* acquire: synchronizes with the release store that ended the last
+     * step, after every worker's last cache write (the step's end barrier). */
+    if (!atomic_compare_exchange_strong_explicit(&rt->stepping, &idle, STEP_RECLAIMING, memory_order_acquire,
+                                                 memory_order_relaxed))
+        return 0;
+    int any = 0;
+    for (int32_t w = 0; w < rt->num_workers; w++) any |= rt->workers[w].cache.n != 0;
+    flush_caches(rt);
+    /* release: the emptied caches happen-before the next step's acquire. */
+    atomic_store_explicit(&rt->stepping, STEP_IDLE, memory_order_release);
+    return any;
+}
+
 /* A fresh worker array for a pool of n: lanes cut evenly, every per-worker
  * counter at zero (the counters that must agree between workers, phase,
  * decision and tag_seq, all start together). */
@@ -263,6 +295,7 @@ static seer_worker *new_workers(seer_runtime *rt, int32_t n) {
         ws[w].ctx.rt = rt;
         ws[w].ctx.worker = w;
         ws[w].ctx.model = rt->model;
+        ws[w].cache.limit = seer_node_cache_limit(seer_queue_capacity(rt->q), n);
         ws[w].lane_lo = (int32_t)((int64_t)rt->num_entities * w / n);
         ws[w].lane_hi = (int32_t)((int64_t)rt->num_entities * (w + 1) / n);
         ws[w].own = zalloc(sizeof(uint32_t) * (size_t)(ws[w].lane_hi - ws[w].lane_lo + 1));
@@ -309,6 +342,7 @@ seer_runtime *seer_rt_new(seer_queue *q, int32_t num_workers, double lookahead, 
         seer_rt_free(rt);
         return NULL;
     }
+    seer_queue_set_reclaim(q, reclaim_caches, rt);
     /* Parallel by default (1.7x the serial one per step at 4096 entities,
      * bench/results/runtime.md).  It was opt-in for a while after one state
      * difference under qemu-aarch64; that came from qemu letting a seq_cst
@@ -323,9 +357,10 @@ int seer_rt_resize(seer_runtime *rt, int32_t num_workers, int32_t spin) {
     if (rt->tracing) return SEER_E_ARG; /* trace buffers are per worker */
     seer_worker *ws = new_workers(rt, num_workers);
     if (!ws) return SEER_E_FULL;
-    /* Between steps every worker's node cache and pending count are settled
-     * (run_window flushes both before its end barrier); only the event
-     * count outlives its worker. */
+    /* Between steps every worker's pending count is settled (run_window
+     * adds it before its end barrier); its node cache goes back to the
+     * queue here, and only the event count outlives the worker. */
+    flush_caches(rt);
     for (int32_t w = 0; w < rt->num_workers; w++) rt->events_base += rt->workers[w].events;
     free_workers(rt->workers, rt->num_workers);
     rt->workers = ws;
@@ -343,6 +378,10 @@ int seer_rt_resize(seer_runtime *rt, int32_t num_workers, int32_t spin) {
 
 void seer_rt_free(seer_runtime *rt) {
     if (!rt) return;
+    if (rt->workers) { /* the queue outlives us: its nodes go back, its hook goes */
+        flush_caches(rt);
+        seer_queue_set_reclaim(rt->q, NULL, NULL);
+    }
     free_workers(rt->workers, rt->num_workers);
     free(rt->rng_counter);
     free(rt->emit_seq);
@@ -880,13 +919,20 @@ static void run_window(seer_runtime *rt, seer_worker *w, int32_t wid, double t0,
         window_native_claimed(rt, w, w->tag_seq, t1, &st, window);
     else
         window_native(rt, w, t1, &st, window);
-    /* Settle shared counts and give cached nodes back before the barrier:
-     * after it, worker 0 may return to Python, which may push or reset. */
+    /* Settle shared counts before the barrier: after it, worker 0 may
+     * return to Python, which may push or reset. */
     if (w->pending_delta) {
         seer_queue_add_pending(rt->q, w->pending_delta);
         w->pending_delta = 0;
     }
-    seer_queue_flush_cache(rt->q, &w->cache);
+    /* Native windows keep the worker's node cache from window to window
+     * and step to step, so it refills the nodes it freed itself, lines its
+     * own core still holds.  Flushed every window, every node went round
+     * the whole FIFO free ring between two uses, a cold line each time once
+     * the pool outgrew L2 (uav_swarm_v0 xlarge: 11 MB).  Pushes from
+     * outside a step take the caches back (reclaim_caches).  The modes that
+     * run Python handlers or decide on worker 0 alone still flush. */
+    if (!claimed) seer_queue_flush_cache(rt->q, &w->cache);
     w->events += st.events;
     if (TRACING(rt)) {
         if (w->trace_win_n < w->trace_win_cap)
@@ -1053,6 +1099,17 @@ int seer_rt_parallel_for(seer_runtime *rt, int64_t n, int64_t grain, seer_range_
 int32_t seer_rt_num_workers(const seer_runtime *rt) { return rt->num_workers; }
 
 int seer_rt_step(seer_runtime *rt, double horizon) {
+    /* Wait out a reclaim in progress (a push from another thread taking
+     * the caches back; it is short).  acquire: its cache writes happen-
+     * before this step, and through step_gen before the pool's. */
+    unsigned spins = 0;
+    for (int idle = STEP_IDLE;; idle = STEP_IDLE) {
+        if (atomic_compare_exchange_weak_explicit(&rt->stepping, &idle, STEP_RUNNING, memory_order_acquire,
+                                                  memory_order_relaxed))
+            break;
+        if (idle == STEP_RUNNING) break; /* a step inside a step: the callers' guards report that misuse */
+        seer_backoff(&spins);
+    }
     rt->horizon = horizon;
     rt->job = JOB_STEP;
     if (rt->num_workers > 1) {
@@ -1068,6 +1125,9 @@ int seer_rt_step(seer_runtime *rt, double horizon) {
     int64_t events = rt->events_base;
     for (int32_t i = 0; i < rt->num_workers; i++) events += rt->workers[i].events;
     rt->events_total = events;
+    /* release: the workers' cache writes (ordered before us by the end
+     * barrier) happen-before a reclaim's acquire. */
+    atomic_store_explicit(&rt->stepping, STEP_IDLE, memory_order_release);
     /* acquire: pairs with fail()'s release store, so a nonzero code comes
      * with its record (seer_rt_last_error). */
     return atomic_load_explicit(&rt->err_code, memory_order_acquire);

@@ -206,6 +206,25 @@ def test_queue_too_small_for_the_stream_raises_queue_full():
             rt.step(5.0)
 
 
+@pytest.mark.parametrize("workers", [1, 2])
+def test_pushes_between_steps_can_fill_the_whole_capacity(workers):
+    # Native steps leave free nodes in the workers' caches for the next
+    # step; a push from outside must still get every free node of the pool.
+    cap = 16384
+    model = SyntheticModel(256, fanout=3, period=0.01, delay=0.05)
+    with seer.Runtime(model, workers=workers, capacity=cap) as rt:
+        rt.reset(seed=1)
+        for k in range(1, 6):
+            rt.step(0.1 * k)
+        free = cap - len(rt.queue)
+        assert 0 < free < cap
+        n = np.arange(free)
+        rt.schedule(n % 256, 1.0 + n * 1e-6, np.full(free, TICK))
+        assert len(rt.queue) == cap
+        with pytest.raises(seer.QueueFullError):
+            rt.schedule([0], [2.0], [TICK])
+
+
 # ---- threads and lifecycle ----------------------------------------------------------------
 
 
