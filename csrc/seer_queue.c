@@ -759,7 +759,9 @@ uint64_t seer_queue_unclaim_key(seer_queue *q, uint32_t e) {
     seer_lane *l = &q->lanes[e];
     uint64_t k;
     for (;;) {
-        lane_drain(q, l);
+        /* relaxed: an empty inbox needs no exchange (an RMW); a push after
+         * this load is caught by the handshake below. */
+        if (atomic_load_explicit(&l->inbox, memory_order_relaxed) != NIL) lane_drain(q, l);
         k = l->head == NIL ? KEY_INF : time_key(q->nodes[l->head].ev.time);
         /* seq_cst write then seq_cst load of the inbox (Dekker with
          * pushers): if a push slipped in after the drain, we see it and
