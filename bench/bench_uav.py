@@ -291,11 +291,12 @@ def main(argv=None):
                     "installed with pip install --target)")
     args = ap.parse_args(argv)
     if args.skip_main:
+        info = machine_info()  # before the runs: its load average is the one at the start
         ab = against(args.against, args.against_scenarios.split(","), args.rounds, args.level)
         if args.against_label:
             ab["baseline_label"] = args.against_label
         md = against_markdown(ab, "python " + " ".join([os.path.relpath(__file__, os.getcwd())] + (
-            argv if argv is not None else sys.argv[1:])), machine_info())
+            argv if argv is not None else sys.argv[1:])), info)
         print(md)
         write_report(ab, args.json, args.md, md, indent=1)
         return ab
