@@ -47,7 +47,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import time
 
 import numpy as np
 
@@ -479,21 +478,15 @@ class SeerSim:
     name = "seer"
 
     def __init__(self, cfg: UavConfig, workers="auto", *, trace: bool = False):
-        from seer.runtime import Runtime
-        from seer.stpa import attach_tuner, resolve_workers
+        from seer.stpa import make_runtime
 
         self.cfg = cfg
         self.model = UavModel(cfg)
         self.state = self.model.state
         self.out = self.model.out
-        capacity = self.model.queue_capacity()
-        auto = workers == "auto"
-        if auto:
-            workers = _auto_workers(cfg, self.model)
-        workers = resolve_workers(workers, self.model, capacity=capacity)  # the runtime takes integers only
-        self.runtime = Runtime(self.model, workers=workers, capacity=capacity, trace=trace)
-        if auto:  # the choice, checked against its neighbours on the real steps
-            attach_tuner(self.runtime)
+        # "auto": chosen from whole C steps (_auto_workers), then tuned on the real ones
+        self.runtime = make_runtime(self.model, workers, capacity=self.model.queue_capacity(), trace=trace,
+                                    choose=lambda: _auto_workers(cfg, self.model))
         # the plug-in's own ffi: the runtime is an opaque seer_runtime * to it
         self.model.native_env.rt = ffi.cast("seer_runtime *", self.runtime.native_address)
         self._trace = trace
@@ -525,19 +518,15 @@ class SeerSim:
 
     def step(self) -> None:
         rt = self.runtime
-        with rt.exclusive("step()"):
-            rt.check_steppable()
+        with rt.native_step():
             events0 = rt.events_total()
-            t0 = time.perf_counter()
             rc = lib.seer_uav_env_step(self.model.native_env)
-            seconds = time.perf_counter() - t0
             self.last_events = rt.events_total() - events0
             if self._trace:
                 rt.collect_trace()
             if rc != lib.SEER_OK:
                 rt.fail(rc)
             rt.now = self.J * TICK_S
-            rt.report_step_time(seconds)
 
     def advance(self) -> None:
         self.model.prepare_step()

@@ -32,14 +32,12 @@ handler reads another entity's state: the model needs no snapshots.
 from __future__ import annotations
 
 import math
-import time
 
 import numpy as np
 
-from seer.runtime import Runtime
 from seer.capi import Plugin
 from seer.model import EventKind, Model
-from seer.stpa import attach_tuner, resolve_workers
+from seer.stpa import make_runtime
 
 from . import _wireless_c
 from . import wireless_model as wm
@@ -176,11 +174,7 @@ class WirelessSeer:
         lo = params.move_period[0] if not params.full_buffer else 1.0
         in_flight = U * (B + 4) * (math.ceil(wm.DELAY / lo) + 2)
         capacity = max(4096, 8 * (B + U) + in_flight)
-        auto = workers == "auto"
-        workers = resolve_workers(workers, self.model, capacity=capacity)  # the runtime takes integers only
-        self.runtime = Runtime(self.model, workers=workers, capacity=capacity, trace=trace)
-        if auto:  # the choice, checked against its neighbours on the real steps
-            attach_tuner(self.runtime)
+        self.runtime = make_runtime(self.model, workers, capacity=capacity, trace=trace)
         self.tracing = trace
         self.macro = np.zeros(U)
         self.bs_util = np.zeros(B)
@@ -236,17 +230,13 @@ class WirelessSeer:
     def step(self, actions: np.ndarray):
         rt = self.runtime
         self._actions[:] = actions
-        with rt.exclusive("step()"):
-            rt.check_steppable()
-            t0 = time.perf_counter()
+        with rt.native_step():
             rc = lib.wl_env_step(self.native_env, self._p_actions)
-            seconds = time.perf_counter() - t0
             if self.tracing:
                 rt.collect_trace()
             if rc != lib.SEER_OK:
                 rt.fail(rc)
             rt.now = self.t
-            rt.report_step_time(seconds)
         return self.obs, self.reward
 
     # ---- views for rendering and tests -----------------------------------------

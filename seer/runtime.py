@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import math
 import numbers
@@ -10,7 +11,7 @@ import time
 import traceback
 import warnings
 import weakref
-from typing import Callable
+from typing import Callable, Iterator
 
 import numpy as np
 
@@ -309,6 +310,30 @@ class Runtime:
         handlers, and :class:`ClosedError` if it is closed.
         """
         return _Exclusive(self._core, what)
+
+    @contextlib.contextmanager
+    def native_step(self, what: str = "step()") -> Iterator[None]:
+        """One step of C code that steps this runtime itself (through
+        :attr:`native_handle`), timed for the :attr:`tuner`.
+
+        Holds the runtime as :meth:`exclusive` does, checks that it can step
+        (:meth:`check_steppable`), and gives the body's wall time to
+        :meth:`report_step_time` when the body ends without an exception, so
+        ``workers="auto"`` keeps tuning the pool on the env's real steps.
+
+        Example::
+
+            with rt.native_step():
+                rc = lib.my_env_step(env)   # calls seer_rt_step(rt, horizon)
+                if rc != lib.SEER_OK:
+                    rt.fail(rc)             # raises: nothing is reported
+                rt.now = horizon
+        """
+        with self.exclusive(what):
+            self.check_steppable()
+            t0 = time.perf_counter()
+            yield
+            self.report_step_time(time.perf_counter() - t0)
 
     def reset(self, seed: int = 0) -> None:
         """Empty the queue, restart every random stream from ``seed`` and let

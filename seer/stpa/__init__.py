@@ -43,8 +43,10 @@ Modules, by role (none imports a module that imports it back):
 * :mod:`~seer.stpa.online`: :class:`PoolTuner` and :func:`attach_tuner`
   (``"auto"``'s check of neighbouring pool sizes on the real steps of the
   running runtime, which :meth:`seer.Runtime.resize` makes free of any
-  effect on results), and :func:`online_refine` (the same check before the
-  run, on throwaway runtimes);
+  effect on results), :func:`make_runtime` (a runtime for an env's
+  ``workers=`` argument: the choice, then the tuner) and
+  :func:`online_refine` (the same check before the run, on throwaway
+  runtimes);
 * :mod:`~seer.stpa.train`, :mod:`~seer.stpa.tune`, :mod:`~seer.stpa.workloads`:
   training and ``seer tune`` (they import scikit-learn when they run).
 """
@@ -59,7 +61,7 @@ from seer.stpa.lookup import active_model, cache_dir, model_search_path, shipped
 from seer.stpa.model import (FEATURE_SCHEMA, MODEL_VERSION, SCHEMA_VERSION, StpaFallbackWarning, StpaModel,
                              allowed_sizes, candidate_sizes, choose_by_rules, choose_from_scores, feature_matrix,
                              load_model, measured_overrule, probe_measured, save_model)
-from seer.stpa.online import PoolTuner, attach_tuner, online_refine
+from seer.stpa.online import PoolTuner, attach_tuner, make_runtime, online_refine
 from seer.stpa.selector import (Selection, capture, clear_cache, current_pool_limit, default_pool_limit,
                                 heuristic_workers, nested_pool, resolve_workers, select_for_model, select_for_stepper,
                                 select_workers, select_workers_for_model)
@@ -70,7 +72,8 @@ __all__ = [
     "Selection", "StpaFallbackWarning", "StpaModel", "active_model", "allowed_sizes", "background_load",
     "cache_dir", "candidate_features", "candidate_sizes", "capture", "choose_by_rules", "choose_from_scores", "clear_cache",
     "cpu_pressure", "current_pool_limit", "default_pool_limit", "feature_matrix", "free_cores",
-    "hardware_features", "heuristic_workers", "load_model", "machine_features", "measured_overrule", "model_search_path",
+    "hardware_features", "heuristic_workers", "load_model", "machine_features", "make_runtime", "measured_overrule",
+    "model_search_path",
     "nested_pool", "probe_measured",
     "online_refine", "probe", "probe_stepper", "resolve_workers", "restricted_affinity", "save_model",
     "select_for_model", "select_for_stepper", "select_workers", "select_workers_for_model", "shipped_dataset_path",

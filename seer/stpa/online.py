@@ -40,6 +40,7 @@ import time
 from typing import Callable
 
 from seer._checks import check_workers
+from seer.errors import InvalidArgumentError
 from seer.model import Model
 from seer.runtime import Runtime
 from seer.stpa.hardware import machine_features
@@ -340,6 +341,47 @@ def attach_tuner(runtime, *, max_workers: int | None = None) -> PoolTuner | None
         return None
     runtime.tuner = tuner
     return tuner
+
+
+def make_runtime(model, workers: int | str = "auto", *, capacity: int | None = None, trace: bool = False,
+                 choose: Callable[[], int] | None = None, max_workers: int | None = None):
+    """A :class:`seer.Runtime` for ``model`` whose ``workers`` may be ``"auto"``: what an env that owns a runtime
+    does with its own ``workers=`` argument.
+
+    An integer is used as given.  ``"auto"`` takes the pool size from
+    ``choose()`` if given (an env's own selector, e.g. one that times whole
+    env steps), else from :func:`resolve_workers`, then attaches a
+    :class:`PoolTuner` (:func:`attach_tuner`) that checks the choice against
+    the neighbouring sizes on the real steps; an env that steps the runtime
+    from C reports those steps with :meth:`seer.Runtime.native_step`.
+
+    Args:
+        model: The :class:`seer.Model` to run.
+        workers: ``"auto"`` or an integer in [1, 1024].
+        capacity: The runtime's queue capacity (default: the runtime's).
+        trace: Record a trace (its pool then stays at the chosen size).
+        choose: For ``"auto"``: returns the starting pool size.
+        max_workers: Cap for ``"auto"``'s choice and tuner.
+
+    Example:
+        >>> import seer
+        >>> from seer.synthetic import SyntheticModel
+        >>> rt = seer.stpa.make_runtime(SyntheticModel(16), workers=2)
+        >>> rt.workers
+        2
+        >>> rt.close()
+    """
+    auto = check_workers(workers) == "auto"
+    if auto and choose is not None:
+        picked = choose()
+        if not isinstance(picked, numbers.Integral) or isinstance(picked, bool) or not 1 <= picked <= 1024:
+            raise InvalidArgumentError(f"choose() returned {picked!r}: expected an integer pool size in [1, 1024]")
+        workers = int(picked)
+    workers = resolve_workers(workers, model, capacity=capacity, max_workers=max_workers)
+    runtime = Runtime(model, workers=workers, capacity=capacity, trace=trace)
+    if auto:
+        attach_tuner(runtime, max_workers=max_workers)
+    return runtime
 
 
 def online_refine(target, workers: int | str = "auto", *, max_workers: int | None = None, steps: int = 3,

@@ -2,6 +2,9 @@
 steps that ``workers="auto"`` attaches; driven here by step times of known
 shape, then on real runtimes and envs (results unchanged by its resizes)."""
 
+import threading
+import time
+
 import numpy as np
 import pytest
 
@@ -256,3 +259,60 @@ def test_auto_envs_attach_a_tuner_and_integers_do_not(mod):
     finally:
         auto.close()
         fixed.close()
+
+
+def test_make_runtime_takes_an_integer_as_given_and_tunes_auto():
+    with stpa.make_runtime(SyntheticModel(16), 2, capacity=4096) as rt:
+        assert rt.workers == 2 and rt.tuner is None and rt.queue.capacity == 4096
+    asked = []
+    with stpa.make_runtime(SyntheticModel(16), "auto", choose=lambda: asked.append(1) or 2, max_workers=3) as rt:
+        assert asked == [1] and rt.workers == 2  # the env's own choice
+        assert isinstance(rt.tuner, stpa.PoolTuner) and rt.tuner.workers == 2 and rt.tuner.hi == 3
+    with stpa.make_runtime(SyntheticModel(16), 3, choose=lambda: 1 / 0) as rt:  # only "auto" asks
+        assert rt.workers == 3
+    with pytest.raises(seer.InvalidArgumentError, match="workers='many' is invalid"):
+        stpa.make_runtime(SyntheticModel(16), "many")
+    with pytest.raises(seer.InvalidArgumentError, match=r"choose\(\) returned 0"):
+        stpa.make_runtime(SyntheticModel(16), "auto", choose=lambda: 0)
+
+
+class _Recorder:
+    """A tuner that records what it is told and keeps the pool size."""
+
+    def __init__(self):
+        self.calls = []
+
+    def next_workers(self, seconds, workers, steps):
+        self.calls.append((seconds, workers, steps))
+        return workers
+
+
+def test_native_step_reports_the_body_time_and_nothing_when_it_fails():
+    with seer.Runtime(SyntheticModel(16), workers=1) as rt:
+        rt.tuner = rec = _Recorder()
+        with rt.native_step():
+            time.sleep(0.02)  # C code stepping the runtime would run here
+        assert len(rec.calls) == 1
+        seconds, workers, steps = rec.calls[0]
+        assert 0.02 <= seconds < 5.0 and workers == 1 and steps == 1
+        with pytest.raises(KeyError):
+            with rt.native_step():
+                raise KeyError("the env's step failed")
+        assert len(rec.calls) == 1  # a failed step reports nothing
+        with rt.native_step():  # held: another thread may not step meanwhile
+            errors = []
+
+            def other():
+                try:
+                    rt.step(1.0)
+                except seer.MisuseError as exc:
+                    errors.append(exc)
+
+            t = threading.Thread(target=other)
+            t.start()
+            t.join(timeout=60)
+            assert not t.is_alive() and len(errors) == 1
+        rt.step(1.0)  # and free again after it
+    with pytest.raises(seer.ClosedError):
+        with rt.native_step():
+            pass

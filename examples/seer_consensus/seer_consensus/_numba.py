@@ -8,7 +8,6 @@ Needs ``pip install 'seer[numba]'``.
 
 from __future__ import annotations
 
-import time
 
 import numpy as np
 
@@ -215,13 +214,9 @@ class NumbaSim:
         }
         self.model = NumbaModel(self.arrays)
         capacity = max(4096, 16 * n)
-        # the runtime takes an integer pool size; STPA resolves "auto", then
-        # checks its choice against the neighbouring sizes on the real steps
-        auto = workers == "auto"
-        workers = seer.stpa.resolve_workers(workers, self.model, capacity=capacity)
-        self.runtime = seer.Runtime(self.model, workers=workers, capacity=capacity)
-        if auto:
-            seer.stpa.attach_tuner(self.runtime)
+        # "auto": STPA's choice, then checked against the neighbouring pool
+        # sizes on the real steps (each reported by native_step below)
+        self.runtime = seer.stpa.make_runtime(self.model, workers, capacity=capacity)
         self.arrays["I"][I_RT] = self.runtime.native_address
         self.s = STATE.tuple_type(*(self.arrays[k] for k in STATE.names))
         self.spec = spec
@@ -258,14 +253,10 @@ class NumbaSim:
     def step(self, actions: np.ndarray) -> None:
         rt = self.runtime
         self.act[:, 0] = actions
-        with rt.exclusive("step()"):
-            rt.check_steppable()
-            t0 = time.perf_counter()
+        with rt.native_step():  # timed for the tuner, which may resize the pool for the next step
             rc = step(self.rows, COPY_STEP, self.s)
-            seconds = time.perf_counter() - t0
             if rc != 0:
                 rt.fail(rc)
-            rt.report_step_time(seconds)  # the tuner may resize the pool for the next step
 
     def native_copy(self, owner) -> NativeCopy:
         return NativeCopy(self.spec, step=copy_step(self.spec), state=self.model.native_model, error=self.error,

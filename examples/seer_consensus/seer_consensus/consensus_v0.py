@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import copy
 import numbers
-import time
 
 import gymnasium
 import numpy as np
@@ -116,13 +115,9 @@ class SeerSim:
         ffi, lib = p.ffi, p.lib
         self.model = ConsensusModel(n)
         capacity = max(4096, 16 * n)
-        # the runtime takes an integer pool size; STPA resolves "auto", then
-        # checks its choice against the neighbouring sizes on the real steps
-        auto = workers == "auto"
-        workers = seer.stpa.resolve_workers(workers, self.model, capacity=capacity)
-        self.runtime = seer.Runtime(self.model, workers=workers, capacity=capacity)
-        if auto:
-            seer.stpa.attach_tuner(self.runtime)
+        # "auto": STPA's choice, then checked against the neighbouring pool
+        # sizes on the real steps (each reported by native_step below)
+        self.runtime = seer.stpa.make_runtime(self.model, workers, capacity=capacity)
         e = ffi.new("cons_env *")
         e.m = self.model.native_model
         e.rt = ffi.cast("seer_runtime *", self.runtime.native_address)
@@ -167,14 +162,10 @@ class SeerSim:
     def step(self, actions: np.ndarray) -> None:
         rt = self.runtime
         self.act[:, 0] = actions
-        with rt.exclusive("step()"):
-            rt.check_steppable()
-            t0 = time.perf_counter()
+        with rt.native_step():  # timed for the tuner, which may resize the pool for the next step
             rc = self._lib.cons_copy_step(self.env, self.rows, self._lib.SEER_COPY_STEP)
-            seconds = time.perf_counter() - t0
             if rc != self._lib.SEER_OK:
                 rt.fail(rc)
-            rt.report_step_time(seconds)  # the tuner may resize the pool for the next step
 
     def error(self, rc: int) -> BaseException:
         try:
