@@ -374,7 +374,7 @@ class UavModel(Model):
             "sep_a": np.zeros(n), "sep_b": np.zeros(n), "dist": np.zeros(n),
             "perm": np.zeros(cfg.lattice_side ** 2 * cfg.layers, np.int32),
             "sep_slot_b": np.zeros(n * SEP_SLOTS, np.uint32), "sep_slot_pen": np.zeros(n * SEP_SLOTS),
-            "sep_count": np.zeros(n, np.int32),
+            "sep_count": np.zeros(n, np.int32), "grid_pos": np.zeros(3 * n),
         }
         e.m = c
         e.rt = ffi.NULL

@@ -188,6 +188,7 @@ static void copy_init_workers(copy *c, int32_t n, int32_t inner) {
     e->sep_slot_b = own(c, sizeof(uint32_t) * SEER_UAV_SEP_SLOTS * n);
     e->sep_slot_pen = own(c, sizeof(double) * SEER_UAV_SEP_SLOTS * n);
     e->sep_count = own(c, sizeof(int32_t) * n);
+    e->grid_pos = own(c, sizeof(double) * 3 * n);
 
     c->q = seer_queue_new(n, 2, (uint32_t)(n * 66 + 8192));
     c->rt = seer_rt_new(c->q, inner, 0.005, 100);

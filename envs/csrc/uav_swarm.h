@@ -171,6 +171,11 @@ typedef struct seer_uav_env {
     uint32_t *sep_slot_b;      /* N x SLOTS: second UAV | collided << 31   */
     double *sep_slot_pen;      /* N x SLOTS                                */
     int32_t *sep_count;        /* N                                        */
+    /* N x 3: the live UAVs' positions in the order a grid pass visits them
+     * (the broadcast grid's cell_items, then the separation's sorted
+     * entries), gathered once, so the pass reads its neighbours' positions
+     * in sequence instead of all over pos */
+    double *grid_pos;
 } seer_uav_env;
 
 /* The initial state for seed (a pure function of it); no runtime needed. */

@@ -61,6 +61,33 @@ static void run_phase(seer_uav_env *e, int64_t n, seer_range_fn fn, void *arg) {
     seer_rt_parallel_for(e->rt, n, grain, fn, arg);
 }
 
+/* grid_pos[r] = pos[id_at(r)] for the entries of a grid pass. */
+typedef struct gather_ctx {
+    seer_uav_env *e;
+    const int32_t *ids;    /* the broadcast grid's items, or NULL: */
+    const uint64_t *keyed; /* the separation's (cell << 32 | id) entries */
+} gather_ctx;
+
+#define GATHER_AHEAD 16 /* rows ahead whose position we prefetch */
+
+static inline int64_t gather_id(const gather_ctx *g, int64_t r) {
+    return g->ids ? g->ids[r] : (int64_t)(uint32_t)g->keyed[r];
+}
+
+static void gather_slice(void *arg, int64_t lo, int64_t hi, int32_t worker) {
+    (void)worker;
+    const gather_ctx *g = arg;
+    const double *pos = g->e->m->pos;
+    double *out = g->e->grid_pos;
+    for (int64_t r = lo; r < hi; r++) {
+        if (r + GATHER_AHEAD < hi) __builtin_prefetch(pos + 3 * gather_id(g, r + GATHER_AHEAD));
+        const double *p = pos + 3 * gather_id(g, r);
+        out[3 * r] = p[0];
+        out[3 * r + 1] = p[1];
+        out[3 * r + 2] = p[2];
+    }
+}
+
 static void prepare_slice(void *arg, int64_t lo, int64_t hi, int32_t worker) {
     (void)worker;
     seer_uav_env *e = arg;
@@ -84,8 +111,9 @@ static void prepare_slice(void *arg, int64_t lo, int64_t hi, int32_t worker) {
  * sender within radio range at the window start.  Scanning the cells reads
  * the snapshot position of some 50 UAVs per broadcast, scattered over the
  * arrays (ids are not in space order), which is most of a big swarm's tick
- * cost.  Once per step, in cell order (neighbouring UAVs share their
- * cells, so this pass stays in cache), we keep for each live UAV the UAVs
+ * cost.  Once per step, in cell order, over positions gathered in that
+ * order (grid_pos: a cell's UAVs are then consecutive rows), we keep for
+ * each live UAV the UAVs
  * of its 27 cells that can come within range during the step: a UAV moves
  * at most D = max(|v|, v_max) * T in the step (T: the control periods that
  * begin in it; the first period starts from the current velocity, the
@@ -122,28 +150,11 @@ static void cand_slice(void *arg, int64_t lo, int64_t hi, int32_t worker) {
     /* this slice's share of the slots: [CAND_SLOTS lo, CAND_SLOTS hi) */
     int64_t g = CAND_SLOTS * lo;
     const int64_t g_end = CAND_SLOTS * hi;
-    int64_t last_cell = -1;
+    const double *gp = e->grid_pos; /* positions in items order: rows in sequence */
     for (int64_t r = lo; r < hi; r++) {
         const int32_t i = items[r];
-        const double *p = m->pos + 3 * (int64_t)i;
+        const double *p = gp + 3 * r;
         const int32_t *co = e->cell_of + 3 * (int64_t)i;
-        const int64_t cell = ((int64_t)co[2] * ny + co[1]) * nx + co[0];
-        if (cell != last_cell && co[0] + 2 < nx) {
-            /* A new cell: the next one along x needs the cells two to our
-             * right; fetch their positions now, so those misses overlap
-             * (a big swarm's rows do not stay in cache from one pass of a
-             * z slab to the next). */
-            for (int64_t z = co[2] - 1; z <= co[2] + 1; z++) {
-                if (z < 0 || z >= nz) continue;
-                for (int64_t y = co[1] - 1; y <= co[1] + 1; y++) {
-                    if (y < 0 || y >= ny) continue;
-                    const int64_t c2 = (z * ny + y) * nx + co[0] + 2;
-                    for (int32_t k = start[c2]; k < start[c2 + 1]; k++)
-                        __builtin_prefetch(m->pos + 3 * (int64_t)items[k]);
-                }
-            }
-        }
-        last_cell = cell;
         int32_t len = 0;
         for (int64_t z = co[2] - 1; z <= co[2] + 1 && len >= 0; z++) {
             if (z < 0 || z >= nz) continue;
@@ -155,7 +166,7 @@ static void cand_slice(void *arg, int64_t lo, int64_t hi, int32_t worker) {
                 if (len + (khi - klo) > CAND_BUF) { /* the row might not fit */
                     for (int32_t k = klo; k < khi && len >= 0; k++) {
                         const int32_t c = items[k];
-                        const double *q = m->pos + 3 * (int64_t)c;
+                        const double *q = gp + 3 * (int64_t)k;
                         const double dx = q[0] - p[0], dy = q[1] - p[1], dz = q[2] - p[2];
                         if (c == i || !(dx * dx + dy * dy + dz * dz <= r2)) continue;
                         if (len == CAND_MAX_LEN) len = -1; /* too many: scan the cells */
@@ -166,7 +177,7 @@ static void cand_slice(void *arg, int64_t lo, int64_t hi, int32_t worker) {
                 /* branch-free: most candidates fail, at random */
                 for (int32_t k = klo; k < khi; k++) {
                     const int32_t c = items[k];
-                    const double *q = m->pos + 3 * (int64_t)c;
+                    const double *q = gp + 3 * (int64_t)k;
                     const double dx = q[0] - p[0], dy = q[1] - p[1], dz = q[2] - p[2];
                     buf[len] = c;
                     len += (dx * dx + dy * dy + dz * dz <= r2) & (c != i);
@@ -223,6 +234,8 @@ static void build_candidates(seer_uav_env *e, int64_t J) {
     m->cand_pool[1] = (const int32_t *)(void *)e->sep_a;
     m->cand_pool[2] = (const int32_t *)(void *)e->sep_b;
     m->cand_pool[3] = (const int32_t *)(void *)e->dist;
+    gather_ctx g = {e, e->cell_items, NULL};
+    run_phase(e, live, gather_slice, &g);
     run_phase(e, live, cand_slice, &cc);
     m->cand_tick_hi = J + steps;
 }
@@ -450,7 +463,7 @@ static int32_t walk_pairs(seer_uav_env *e, const sep_geom *g, int32_t r, double 
     const int32_t live = g->live, a = (int32_t)(uint32_t)sorted[r];
     const uint64_t k = sorted[r] >> 32;
     const int64_t x = (int64_t)k % g->nx, y = ((int64_t)k / g->nx) % g->ny, z = (int64_t)k / (g->nx * g->ny);
-    const double *pos = e->m->pos, *pa = pos + 3 * (int64_t)a;
+    const double *gp = e->grid_pos, *pa = gp + 3 * (int64_t)r; /* positions in sorted order */
     double sum = 0.0;
     int col = 0;
     int32_t n = 0;
@@ -468,7 +481,7 @@ static int32_t walk_pairs(seer_uav_env *e, const sep_geom *g, int32_t r, double 
         for (; q < live && (sorted[q] >> 32) <= khi; q++) {
             const int32_t b = (int32_t)(uint32_t)sorted[q];
             int c1 = 0;
-            const double pen = pair_pen(e, pa, pos + 3 * (int64_t)b, r2, &c1);
+            const double pen = pair_pen(e, pa, gp + 3 * (int64_t)q, r2, &c1);
             if (pen < 0) continue;
             sum += pen;
             col |= c1;
@@ -510,6 +523,8 @@ static void separation(seer_uav_env *e) {
     sort_by_cell(sorted, (uint64_t *)(void *)e->sep_b, live,
                  (uint64_t)(e->sep_nx * e->sep_ny * e->sep_nz));
     for (int32_t i = 0; i < n; i++) e->sep_b[i] = 0.0;
+    gather_ctx gc = {e, NULL, sorted};
+    run_phase(e, live, gather_slice, &gc);
     const sep_geom g = {sorted, live, e->sep_nx, e->sep_ny, e->sep_nz};
     const double r2 = e->d_safe * e->d_safe;
     int32_t workers = e->rt ? seer_rt_num_workers(e->rt) : 1;
