@@ -452,13 +452,26 @@ static inline double pair_pen(const seer_uav_env *e, const double *pf, const dou
     return (e->d_safe - d) / e->d_safe;
 }
 
+/* Where each of the four FROWS rows starts, for a walk over increasing
+ * sorted positions: a row's first cell only grows with the position's cell
+ * (it is the cell plus a constant, less one unless x = 0), so its first
+ * entry does too, and a cursor moved forward replaces a binary search per
+ * row and UAV (three quarters of the pass's time, in cache misses, in a
+ * big swarm).  -1: not placed yet (one binary search). */
+typedef struct row_cursors {
+    int32_t q[4];
+} row_cursors;
+
+static const row_cursors CURSORS_UNSET = {{-1, -1, -1, -1}};
+
 /* The pairs (a, b) of the UAV a at sorted position r, in numpy's order.
  * sep_a[a] becomes their sum and collided[a] is set if one collided.  With
  * slots: the first SEP_SLOTS pairs go there (b | SEP_COL, pen); without
  * (slot_b NULL): each pen goes to sep_b[b] at once (the pass in pair order).
+ * cur: the rows' cursors, for positions r visited in increasing order.
  * Returns the number of pairs. */
 static int32_t walk_pairs(seer_uav_env *e, const sep_geom *g, int32_t r, double r2, uint32_t *slot_b,
-                          double *slot_pen) {
+                          double *slot_pen, row_cursors *cur) {
     const uint64_t *sorted = g->sorted;
     const int32_t live = g->live, a = (int32_t)(uint32_t)sorted[r];
     const uint64_t k = sorted[r] >> 32;
@@ -476,7 +489,14 @@ static int32_t walk_pairs(seer_uav_env *e, const sep_geom *g, int32_t r, double 
             q = r + 1;
         } else {
             if (!row_cells(g, x, y, z, FROWS[w][0], FROWS[w][1], &klo, &khi)) continue;
-            q = lower_cell(sorted, r + 1, live, klo);
+            const uint64_t want = klo << 32;
+            if (cur->q[w] < 0) {
+                q = lower_cell(sorted, r + 1, live, klo);
+            } else {
+                q = cur->q[w] > r + 1 ? cur->q[w] : r + 1;
+                while (q < live && sorted[q] < want) q++;
+            }
+            cur->q[w] = q;
         }
         for (; q < live && (sorted[q] >> 32) <= khi; q++) {
             const int32_t b = (int32_t)(uint32_t)sorted[q];
@@ -506,9 +526,10 @@ static void sep_phase_pairs(void *arg, int64_t lo, int64_t hi, int32_t worker) {
     seer_uav_env *e = sc->e;
     const sep_geom g = {e->sep_sorted, sc->live, e->sep_nx, e->sep_ny, e->sep_nz};
     const double r2 = e->d_safe * e->d_safe;
+    row_cursors cur = CURSORS_UNSET;
     for (int64_t r = lo; r < hi; r++)
         e->sep_count[r] = walk_pairs(e, &g, (int32_t)r, r2, e->sep_slot_b + SEP_SLOTS * r,
-                                     e->sep_slot_pen + SEP_SLOTS * r);
+                                     e->sep_slot_pen + SEP_SLOTS * r, &cur);
 }
 
 static void separation(seer_uav_env *e) {
@@ -531,10 +552,11 @@ static void separation(seer_uav_env *e) {
     if (workers > 1 && live >= PAR_MIN && e->sep_slot_b && e->sep_slot_pen && e->sep_count) {
         sep_ctx sc = {e, live};
         run_phase(e, live, sep_phase_pairs, &sc);
+        row_cursors cur = CURSORS_UNSET;
         for (int32_t r = 0; r < live; r++) { /* the sep_b sums, in pair order */
             const int32_t c = e->sep_count[r];
             if (c > SEP_SLOTS) {
-                (void)walk_pairs(e, &g, r, r2, NULL, NULL);
+                (void)walk_pairs(e, &g, r, r2, NULL, NULL, &cur);
                 continue;
             }
             const uint32_t *sb = e->sep_slot_b + SEP_SLOTS * (int64_t)r;
@@ -548,7 +570,8 @@ static void separation(seer_uav_env *e) {
         return;
     }
     /* One slice: numpy's bincounts directly, each pair visited once. */
-    for (int32_t r = 0; r < live; r++) (void)walk_pairs(e, &g, r, r2, NULL, NULL);
+    row_cursors cur = CURSORS_UNSET;
+    for (int32_t r = 0; r < live; r++) (void)walk_pairs(e, &g, r, r2, NULL, NULL, &cur);
 }
 
 static inline float clip(float v, float bound) {
