@@ -1005,6 +1005,35 @@ void seer_queue_publish_quiet(seer_queue *q, uint32_t id) {
     (void)push_node(q, nd, &q->lanes[nd->ev.entity]);
 }
 
+void seer_queue_push_private(seer_queue *q, uint32_t id) {
+    seer_node *nd = &q->nodes[id];
+    seer_lane *l = &q->lanes[nd->ev.entity];
+    /* relaxed loads and stores, no RMW: the caller has the lane to itself
+     * (see the header), and whoever accesses it next is ordered after us by
+     * the caller's own synchronization (the runtime's barrier, or its
+     * release store of the claimed list). */
+    nd->next = atomic_load_explicit(&l->inbox, memory_order_relaxed);
+    atomic_store_explicit(&l->inbox, id, memory_order_relaxed);
+    const uint64_t k = time_key(nd->ev.time);
+    if (k < atomic_load_explicit(&l->next_key, memory_order_relaxed))
+        atomic_store_explicit(&l->next_key, k, memory_order_relaxed);
+}
+
+uint64_t seer_queue_unclaim_private(seer_queue *q, uint32_t e) {
+    seer_lane *l = &q->lanes[e];
+    if (atomic_load_explicit(&l->inbox, memory_order_relaxed) != NIL) lane_drain(q, l);
+    const uint64_t k = l->head == NIL ? KEY_INF : time_key(q->nodes[l->head].ev.time);
+    /* No pusher can be between this store and a load of the inbox (none
+     * runs), so no handshake: a plain store, and no second look. */
+    atomic_store_explicit(&l->next_key, k, memory_order_relaxed);
+    /* release: our writes to the private list happen-before the next
+     * claimant's acquire CAS on state (as in seer_queue_unclaim_key).  The
+     * state is CLAIMED alone: QUEUED is only set on an idle lane, by a
+     * pusher. */
+    atomic_store_explicit(&l->state, 0, memory_order_release);
+    return k;
+}
+
 void seer_queue_insert_held(seer_queue *q, uint32_t id) {
     seer_node *N = q->nodes;
     seer_lane *l = &q->lanes[N[id].ev.entity];

@@ -93,6 +93,17 @@ void seer_queue_publish(seer_queue *q, uint32_t id);
  * them (a lane held meanwhile by someone else is readied by its unclaim,
  * as after any push). */
 void seer_queue_publish_quiet(seer_queue *q, uint32_t id);
+/* Push a filled node onto its lane with plain (relaxed) accesses, neither
+ * readying the lane nor doing any RMW: only for a caller that has the lane
+ * to itself, with no other thread pushing to, draining or claiming it until
+ * the caller's own synchronization orders them after this (the runtime's
+ * outbox delivery between a window's end barrier and its claim). */
+void seer_queue_push_private(seer_queue *q, uint32_t id);
+/* seer_queue_unclaim_key for a claimant that knows no push can reach the
+ * lane until a later synchronization (the runtime's deferred windows, where
+ * every event for another entity waits in an outbox): no Dekker handshake,
+ * no readying (its events are all at or after the window's end). */
+uint64_t seer_queue_unclaim_private(seer_queue *q, uint32_t entity);
 void seer_queue_add_pending(seer_queue *q, int64_t delta);
 
 #endif

@@ -161,16 +161,21 @@ typedef struct seer_worker {
     int32_t report_abort[2];
     uint32_t phase; /* report barriers passed */
     /* Deferred publication (native windows of the parallel bookkeeping, all
-     * but a step's last): an event for a lane of another worker's share is
-     * filled in a node of ours, and its id goes to outbox[window parity]
-     * [that worker] instead of onto the lane; the owner publishes the ids at
-     * the start of the next window (deliver_outboxes).  Such an event is >=
-     * the window's end (the lookahead rule), so nothing needs it sooner, and
-     * the lane's line (inbox CAS, next_key CAS-min, the owner's drain and
-     * unclaim) no longer moves between cores once per crossing event.  The
-     * barrier between the two windows orders the sender's writes before the
-     * owner's reads; the parity keeps this window's appends off the list
-     * being delivered. */
+     * but a step's last): an event for another entity is filled in a node
+     * of ours, and its id goes to outbox[window parity][the worker whose
+     * share holds its lane] instead of onto the lane; the owner pushes the
+     * ids at the start of the next window (deliver_outboxes).  Such an event
+     * is >= the window's end (the lookahead rule), so nothing needs it
+     * sooner.  So inside a deferred window no thread pushes onto any lane,
+     * and between the end barrier and its claim a worker has its share's
+     * lanes to itself: it pushes with plain stores (seer_queue_push_private)
+     * and unclaims without the push/unclaim handshake
+     * (seer_queue_unclaim_private), no RMW and no fence per event where a
+     * push cost a CAS, a CAS-min and a seq_cst load, and an unclaim an
+     * exchange and a seq_cst reload.  A crossing event's lane line also no
+     * longer moves between cores once per event.  The barrier between the
+     * two windows orders the sender's writes before the owner's reads; the
+     * parity keeps this window's appends off the list being delivered. */
     int defer;          /* this window defers (see above)        */
     seer_outbox *ob[2]; /* [window parity][destination worker]   */
 } seer_worker;
@@ -537,11 +542,10 @@ static inline int32_t owner_of(const seer_runtime *rt, int32_t e) {
 }
 
 /* Put node id, filled for target, in this window's outbox for the owner of
- * target's lane, when that is another worker; 0: publish it now (our own
- * share, or no memory to grow the outbox). */
+ * target's lane (ourselves included); 0: no memory to grow the outbox (the
+ * emit fails: publishing it now would break the window's no-pusher rule). */
 static int defer_publish(seer_runtime *rt, seer_worker *w, int32_t target, uint32_t id) {
     const int32_t d = owner_of(rt, target);
-    if (d == w->ctx.worker) return 0;
     seer_outbox *ob = &w->ob[w->win_seq & 1][d];
     if (ob->len == ob->cap) {
         int32_t cap = ob->cap ? 2 * ob->cap : 256;
@@ -554,9 +558,9 @@ static int defer_publish(seer_runtime *rt, seer_worker *w, int32_t target, uint3
     return 1;
 }
 
-/* Publish what the other workers deferred to our lanes in the window of
- * this parity.  The ids' nodes and pending counts are the senders'; only
- * the lanes are ours. */
+/* Push what the workers deferred to our lanes in the window of this
+ * parity.  The ids' nodes and pending counts are the senders'; only the
+ * lanes are ours. */
 static void deliver_outboxes(seer_runtime *rt, seer_worker *w, uint32_t parity,
                              void (*publish)(seer_queue *, uint32_t)) {
     for (int32_t i = 0; i < rt->num_workers; i++) {
@@ -580,10 +584,14 @@ static int emit_one(seer_runtime *rt, seer_worker *w, int32_t source, int32_t ta
     if (id == SEER_NIL) return SEER_E_FULL;
     seer_event *ev = seer_queue_node_event(rt->q, id);
     *ev = (seer_event){time == 0.0 ? 0.0 : time, payload, target, kind, source, rt->emit_seq[source]++};
-    if (held && target == source)
+    if (held && target == source) {
         seer_queue_insert_held(rt->q, id);
-    else if (!w->defer || !defer_publish(rt, w, target, id))
+    } else if (!w->defer) {
         seer_queue_publish(rt->q, id);
+    } else if (!defer_publish(rt, w, target, id)) {
+        seer_queue_recycle(rt->q, &w->cache, id);
+        return SEER_E_NOMEM;
+    }
     note_key(w, seer_time_key(ev->time));
     w->pending_delta++;
     return SEER_OK;
@@ -678,7 +686,8 @@ static inline void run_entity(seer_runtime *rt, seer_worker *w, uint32_t e, doub
         w->pending_delta--;
         if (run_native(rt, w, &ev, st, window) != SEER_OK || aborted(rt)) break;
     }
-    note_key(w, seer_queue_unclaim_key(rt->q, e));
+    /* a deferred window has no pusher to shake hands with (see defer) */
+    note_key(w, w->defer ? seer_queue_unclaim_private(rt->q, e) : seer_queue_unclaim_key(rt->q, e));
 }
 
 /* Native-only models: hold one entity and run all its window events. */
@@ -991,9 +1000,9 @@ static void run_step_parallel(seer_runtime *rt, int32_t wid) {
             /* Nothing left before the horizon, but the window just run
              * (not the step's last, or we would have left) may have
              * deferred events: publish them before the step returns. */
-            if (!rt->has_python && rt->num_workers > 1 && w->win_seq > 0) {
+            if (!rt->has_python && w->win_seq > 0) {
                 deliver_outboxes(rt, w, w->win_seq & 1, seer_queue_publish);
-                timed_barrier(rt, w);
+                if (rt->num_workers > 1) timed_barrier(rt, w);
             }
             w->defer = 0;
             if (stats) w->stats.bookkeeping_ns += now_ns() - b0;
@@ -1008,9 +1017,13 @@ static void run_step_parallel(seer_runtime *rt, int32_t wid) {
         w->stats.windows++;
         const int32_t window = (int32_t)(window_base + w->win_seq);
         if (!rt->has_python) {
-            /* the last window's; quiet: claim_range below claims them */
-            deliver_outboxes(rt, w, (w->win_seq - 1) & 1, seer_queue_publish_quiet);
-            w->defer = rt->num_workers > 1 && t1 < horizon; /* a step's last window publishes at once */
+            w->defer = t1 < horizon; /* a step's last window publishes at once */
+            /* The last window's; claim_range below claims them.  With plain
+             * stores only if this window defers too: otherwise another
+             * worker's handlers may push onto our lanes as soon as they run,
+             * which (with no snapshot barrier) can be before we are done. */
+            deliver_outboxes(rt, w, (w->win_seq - 1) & 1,
+                             w->defer ? seer_queue_push_private : seer_queue_publish_quiet);
         }
         if (rt->has_python) {
             w->min_key = seer_queue_advance_range(rt->q, t1, w->lane_lo, w->lane_hi);

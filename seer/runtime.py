@@ -152,6 +152,9 @@ class _Core:
                                 f"entity {entity} is out of range: expected 0 <= entity < {self.num_entities}"),
             lib.SEER_E_KIND: (InvalidEventError, f"kind {kind} is out of range: expected 0 <= kind < {len(self.kinds)}"),
             lib.SEER_E_TIME: (InvalidEventError, f"time {time} for an event to entity {target} is not finite"),
+            lib.SEER_E_NOMEM: (SeerError, (
+                f"out of memory while entity {source} sent kind {kind} to entity {target} for time {time} "
+                f"(a worker's list of events for the next window could not grow)")),
             lib.SEER_E_FULL: (QueueFullError, (
                 f"event pool full ({self.queue.capacity} events) while entity {source} sent kind {kind}; "
                 f"pass a larger capacity= to the Runtime")),
