@@ -23,6 +23,10 @@
  *   release: store next_key, load inbox, store state, load next_key
  *   advance: raise horizon, load next_key
  *
+ * The runtime's deferred windows skip the first two where no pusher can
+ * run (seer_queue_push_private, seer_queue_unclaim_private; see the defer
+ * field in seer_runtime.c).
+ *
  * Release/acquire edges (the rest; the rings have their own, seer_ring.h):
  *   push:    inbox CAS (release part)  -> drain's acquire exchange: the
  *            node contents, and the pending count added before the push;
