@@ -65,6 +65,10 @@ class EventQueue:
     entity's events claims it: no other pop returns its events until it is
     released.  Every method is safe to call from several threads at once
     (except :meth:`clear`), and bulk calls run in C with the GIL released.
+    The queue of a :class:`seer.Runtime` (``runtime.queue``) takes turns with
+    the runtime's own calls instead: a push, pop, release or clear from
+    another thread while it steps raises :class:`MisuseError`, and one from
+    inside its handlers too (they emit with ``ctx.emit``).
 
     Args:
         num_entities: Entity ids are ``0 .. num_entities - 1``.
@@ -92,9 +96,24 @@ class EventQueue:
         if handle == ffi.NULL:
             raise MemoryError(f"cannot allocate an EventQueue of capacity {capacity} for {num_entities} entities")
         self._q = ffi.gc(handle, lib.seer_queue_free)
+        #: the guard of a seer.Runtime that runs on this queue (set by it):
+        #: its steps take lanes without the push handshake, so a push, pop,
+        #: release or clear from another thread during a step is refused
+        self._owner = None
         self.num_entities = int(num_entities)
         self.num_kinds = int(num_kinds)
         self.capacity = int(capacity)
+
+    def _call(self, what: str, fn, *args):
+        """fn(*args), holding the owning runtime (if any) as its own calls do."""
+        owner = self._owner
+        if owner is None:
+            return fn(*args)
+        owner.enter(what)
+        try:
+            return fn(*args)
+        finally:
+            owner.leave()
 
     # ---- push -----------------------------------------------------------
 
@@ -161,7 +180,9 @@ class EventQueue:
         if n == 0:
             return
         bad = ffi.new("int64_t *")
-        rc = lib.seer_queue_push_many(
+        rc = self._call(
+            "queue.push_many()",
+            lib.seer_queue_push_many,
             self._q,
             _ptr("int32_t[]", ent),
             _ptr("double[]", tim),
@@ -200,7 +221,8 @@ class EventQueue:
             raise ValueError(f"n={n} is invalid: expected 0 <= n <= {len(arrays[0])}")
         if n == 0:
             return
-        rc = lib.seer_queue_push_many(self._q, e, t, k, p, ffi.NULL, ffi.NULL, n, bad)
+        rc = self._call("queue.push_prepared()", lib.seer_queue_push_many, self._q, e, t, k, p, ffi.NULL, ffi.NULL,
+                        n, bad)
         if rc != lib.SEER_OK:
             raise self._push_error(rc, int(bad[0]), arrays[0], arrays[1], arrays[2], n)
 
@@ -270,9 +292,8 @@ class EventQueue:
         elif not out.flags.writeable:
             raise InvalidArgumentError("out is read-only: pop writes the events into it; pass a writeable array")
         cap = min(int(max_events), out.shape[0])
-        n = lib.seer_queue_pop(
-            self._q, float(horizon), ffi.from_buffer("seer_event[]", out, require_writable=True), cap, int(per_entity or 0)
-        )
+        n = self._call("queue.pop()", lib.seer_queue_pop, self._q, float(horizon),
+                       ffi.from_buffer("seer_event[]", out, require_writable=True), cap, int(per_entity or 0))
         return out[:n]
 
     def release(self, entities) -> None:
@@ -287,7 +308,8 @@ class EventQueue:
         if ent.size == 0:
             return
         bad = ffi.new("int64_t *")
-        rc = lib.seer_queue_release(self._q, ffi.from_buffer("int32_t[]", ent), ent.shape[0], bad)
+        rc = self._call("queue.release()", lib.seer_queue_release, self._q, ffi.from_buffer("int32_t[]", ent),
+                        ent.shape[0], bad)
         if rc == lib.SEER_E_ENTITY:
             i = int(bad[0])
             raise InvalidEventError(
@@ -313,7 +335,7 @@ class EventQueue:
 
     def clear(self) -> None:
         """Drop every event and claim.  Call only while no other thread uses the queue."""
-        lib.seer_queue_clear(self._q)
+        self._call("queue.clear()", lib.seer_queue_clear, self._q)
 
     @property
     def nbytes(self) -> int:

@@ -77,6 +77,7 @@ class _Core:
         self.closed = False
         self.guard = CallGuard("this Runtime")
         self.local = self.guard.local
+        queue._owner = self.guard  # its pushes, pops and releases take turns with the steps
 
     def start_pool(self) -> None:
         """Start pool threads 1..num_workers-1 (the stepping thread is worker 0)."""
@@ -192,6 +193,7 @@ class _Core:
         self.stop_pool()
         lib.seer_rt_free(self.rt)
         self.rt = ffi.NULL
+        self.queue._owner = None  # a plain queue again
 
 
 def _spin(workers: int) -> int:

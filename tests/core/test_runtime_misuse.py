@@ -188,3 +188,47 @@ def test_largest_seed_is_accepted_and_distinct():
             rt.step(1.0)
             states.append(model.state["value"].copy())
     assert states[0].tobytes() != states[1].tobytes()
+
+
+def test_its_queue_takes_turns_with_the_runtime():
+    # A runtime's steps take lanes without the push handshake, so its queue
+    # refuses pushes, pops and releases from another thread during a step,
+    # and from its handlers, instead of losing events.
+    inside, release = threading.Event(), threading.Event()
+    from_handler = []
+
+    def hook(ctx, events):
+        if not inside.is_set():
+            try:
+                rt.queue.push_many([1], [5.0], [TICK])
+            except seer.MisuseError as exc:
+                from_handler.append(exc)
+            inside.set()
+            release.wait(10)
+
+    rt = seer.Runtime(CallbackModel(hook=hook), workers=2)
+    rt.reset(0)
+    t = threading.Thread(target=lambda: rt.step(0.05))
+    t.start()
+    try:
+        assert inside.wait(10)
+        calls = {"push_many": lambda: rt.queue.push_many([0], [5.0], [TICK]),
+                 "push": lambda: rt.queue.push(0, 5.0, TICK),
+                 "pop": lambda: rt.queue.pop(1.0),
+                 "release": lambda: rt.queue.release([0]),
+                 "clear": lambda: rt.queue.clear()}
+        for name, call in calls.items():
+            with pytest.raises(seer.MisuseError, match="another call .*step\\(\\).* another thread"):
+                call()
+    finally:
+        release.set()
+        t.join(10)
+    assert not t.is_alive()
+    assert len(from_handler) == 1 and "inside a handler" in str(from_handler[0])
+    before = len(rt.queue)
+    rt.queue.push_many([0], [5.0], [TICK])  # between steps: fine
+    assert len(rt.queue) == before + 1
+    rt.step(0.2)
+    rt.close()
+    rt.queue.push_many([1], [9.0], [TICK])  # closed: a plain queue again
+    assert len(rt.queue) >= 1
