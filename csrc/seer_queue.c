@@ -751,6 +751,10 @@ static uint32_t sort_chain(seer_node *N, uint32_t top, size_t k, uint32_t *tail_
 /* Move the inbox into the private sorted list.  Caller holds the entity. */
 static void lane_drain(seer_queue *q, seer_lane *l) {
     seer_node *N = q->nodes;
+    /* relaxed peek: an empty inbox needs no exchange (an RMW on a shared
+     * line).  A push this load misses is one an exchange here could have
+     * missed as well; unclaim's handshake rereads the inbox for it. */
+    if (atomic_load_explicit(&l->inbox, memory_order_relaxed) == NIL) return;
     /* acquire: pairs with the pushers' CAS on the inbox (release part); as
      * every push is an RMW on the inbox, one exchange synchronizes with all
      * the pushes it empties, and their node writes are visible from here. */
@@ -775,15 +779,18 @@ static void lane_drain(seer_queue *q, seer_lane *l) {
     }
 }
 
+/* The key of the earliest event in the held lane's private list. */
+static inline uint64_t head_key(const seer_queue *q, const seer_lane *l) {
+    return l->head == NIL ? KEY_INF : time_key(q->nodes[l->head].ev.time);
+}
+
 /* End a claim: publish the exact earliest time, unclaim, re-ready if needed. */
 uint64_t seer_queue_unclaim_key(seer_queue *q, uint32_t e) {
     seer_lane *l = &q->lanes[e];
     uint64_t k;
     for (;;) {
-        /* relaxed: an empty inbox needs no exchange (an RMW); a push after
-         * this load is caught by the handshake below. */
-        if (atomic_load_explicit(&l->inbox, memory_order_relaxed) != NIL) lane_drain(q, l);
-        k = l->head == NIL ? KEY_INF : time_key(q->nodes[l->head].ev.time);
+        lane_drain(q, l);
+        k = head_key(q, l);
         /* seq_cst write then seq_cst load of the inbox (Dekker with
          * pushers): if a push slipped in after the drain, we see it and
          * drain again; otherwise its CAS-min comes after this write and is
@@ -938,9 +945,7 @@ int seer_queue_take(seer_queue *q, uint32_t *entity) {
 
 uint32_t seer_queue_next(seer_queue *q, uint32_t e, double horizon, seer_event *out) {
     seer_lane *l = &q->lanes[e];
-    /* relaxed peek: skip the exchange (an RMW on a shared line) when nothing
-     * was pushed; a push we miss here is caught by the unclaim handshake. */
-    if (atomic_load_explicit(&l->inbox, memory_order_relaxed) != NIL) lane_drain(q, l);
+    lane_drain(q, l);
     uint32_t id = l->head;
     if (id == NIL || !(q->nodes[id].ev.time < horizon)) return NIL;
     *out = q->nodes[id].ev;
@@ -1025,8 +1030,8 @@ void seer_queue_push_private(seer_queue *q, uint32_t id) {
 
 uint64_t seer_queue_unclaim_private(seer_queue *q, uint32_t e) {
     seer_lane *l = &q->lanes[e];
-    if (atomic_load_explicit(&l->inbox, memory_order_relaxed) != NIL) lane_drain(q, l);
-    const uint64_t k = l->head == NIL ? KEY_INF : time_key(q->nodes[l->head].ev.time);
+    lane_drain(q, l);
+    const uint64_t k = head_key(q, l);
     /* No pusher can be between this store and a load of the inbox (none
      * runs), so no handshake: a plain store, and no second look. */
     atomic_store_explicit(&l->next_key, k, memory_order_relaxed);

@@ -265,8 +265,14 @@ static void free_workers(seer_worker *ws, int32_t n);
 #define STEP_RUNNING 1
 #define STEP_RECLAIMING 2
 
-static void flush_caches(seer_runtime *rt) {
-    for (int32_t w = 0; w < rt->num_workers; w++) seer_queue_flush_cache(rt->q, &rt->workers[w].cache);
+/* Give every worker's cached nodes back to the queue; 1 if there were any. */
+static int flush_caches(seer_runtime *rt) {
+    int any = 0;
+    for (int32_t w = 0; w < rt->num_workers; w++) {
+        any |= rt->workers[w].cache.n != 0;
+        seer_queue_flush_cache(rt->q, &rt->workers[w].cache);
+    }
+    return any;
 }
 
 /* The queue's reclaim hook (seer_queue_set_reclaim): a native step leaves
@@ -281,9 +287,7 @@ static int reclaim_caches(void *arg) {
     if (!atomic_compare_exchange_strong_explicit(&rt->stepping, &idle, STEP_RECLAIMING, memory_order_acquire,
                                                  memory_order_relaxed))
         return 0;
-    int any = 0;
-    for (int32_t w = 0; w < rt->num_workers; w++) any |= rt->workers[w].cache.n != 0;
-    flush_caches(rt);
+    const int any = flush_caches(rt);
     /* release: the emptied caches happen-before the next step's acquire. */
     atomic_store_explicit(&rt->stepping, STEP_IDLE, memory_order_release);
     return any;
