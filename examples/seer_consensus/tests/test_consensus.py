@@ -75,7 +75,10 @@ def test_auto_workers_probe_the_model_and_change_nothing(engine):
         with seer.stpa.capture() as rec:
             env = consensus_v0.parallel_env(scenario="default", workers="auto", engine=engine)
     env.close()
-    assert [r.reason for r in rec] == [""] and rec[0].features["probe_traced"] == 1.0
+    # The model decided from a traced probe (its reason may say that the probe's
+    # timings overruled its prediction: that depends on the machine's load).
+    assert [r.source for r in rec] == ["model"] and rec[0].features["probe_traced"] == 1.0
+    assert "probe failed" not in rec[0].reason
     assert rec[0].features["events_per_step"] > 0
     _same(_run(scenario="default", workers=1, engine=engine), _run(scenario="default", workers="auto", engine=engine))
 
