@@ -748,18 +748,10 @@ static uint32_t sort_chain(seer_node *N, uint32_t top, size_t k, uint32_t *tail_
     return s[0].id;
 }
 
-/* Move the inbox into the private sorted list.  Caller holds the entity. */
-static void lane_drain(seer_queue *q, seer_lane *l) {
+/* Put the chain top (an emptied inbox, newest first) into the held lane's
+ * private sorted list. */
+static void lane_take(seer_queue *q, seer_lane *l, uint32_t top) {
     seer_node *N = q->nodes;
-    /* relaxed peek: an empty inbox needs no exchange (an RMW on a shared
-     * line).  A push this load misses is one an exchange here could have
-     * missed as well; unclaim's handshake rereads the inbox for it. */
-    if (atomic_load_explicit(&l->inbox, memory_order_relaxed) == NIL) return;
-    /* acquire: pairs with the pushers' CAS on the inbox (release part); as
-     * every push is an RMW on the inbox, one exchange synchronizes with all
-     * the pushes it empties, and their node writes are visible from here. */
-    uint32_t top = atomic_exchange_explicit(&l->inbox, NIL, memory_order_acquire);
-    if (top == NIL) return;
     uint32_t list, tail;
     if (N[top].next == NIL) { /* one event: the usual case inside a window */
         list = tail = top;
@@ -777,6 +769,32 @@ static void lane_drain(seer_queue *q, seer_lane *l) {
     } else {
         l->head = merge_lists(N, l->head, list, &l->tail);
     }
+}
+
+/* Move the inbox into the private sorted list.  Caller holds the entity. */
+static void lane_drain(seer_queue *q, seer_lane *l) {
+    /* relaxed peek: an empty inbox needs no exchange (an RMW on a shared
+     * line).  A push this load misses is one an exchange here could have
+     * missed as well; unclaim's handshake rereads the inbox for it. */
+    if (atomic_load_explicit(&l->inbox, memory_order_relaxed) == NIL) return;
+    /* acquire: pairs with the pushers' CAS on the inbox (release part); as
+     * every push is an RMW on the inbox, one exchange synchronizes with all
+     * the pushes it empties, and their node writes are visible from here. */
+    uint32_t top = atomic_exchange_explicit(&l->inbox, NIL, memory_order_acquire);
+    if (top != NIL) lane_take(q, l, top);
+}
+
+/* lane_drain for a claimant that no pusher can reach (see
+ * seer_queue_unclaim_private): a load and a store where the exchange was a
+ * full fence that waited for the handler's pending store misses. */
+static void lane_drain_private(seer_queue *q, seer_lane *l) {
+    /* relaxed: whoever filled the inbox is ordered before us by the
+     * caller's synchronization (the runtime's barrier, or the release store
+     * of the claimed list that a thief acquires). */
+    uint32_t top = atomic_load_explicit(&l->inbox, memory_order_relaxed);
+    if (top == NIL) return;
+    atomic_store_explicit(&l->inbox, NIL, memory_order_relaxed);
+    lane_take(q, l, top);
 }
 
 /* The key of the earliest event in the held lane's private list. */
@@ -943,9 +961,9 @@ int seer_queue_take(seer_queue *q, uint32_t *entity) {
     return 1;
 }
 
-uint32_t seer_queue_next(seer_queue *q, uint32_t e, double horizon, seer_event *out) {
-    seer_lane *l = &q->lanes[e];
-    lane_drain(q, l);
+/* The held lane's earliest event before horizon, after its inbox was moved
+ * into the private list. */
+static inline uint32_t lane_next(seer_queue *q, seer_lane *l, double horizon, seer_event *out) {
     uint32_t id = l->head;
     if (id == NIL || !(q->nodes[id].ev.time < horizon)) return NIL;
     *out = q->nodes[id].ev;
@@ -953,6 +971,18 @@ uint32_t seer_queue_next(seer_queue *q, uint32_t e, double horizon, seer_event *
     if (l->head == NIL) l->tail = NIL;
     atomic_store_explicit(&l->floor_key, time_key(out->time), memory_order_relaxed);
     return id;
+}
+
+uint32_t seer_queue_next(seer_queue *q, uint32_t e, double horizon, seer_event *out) {
+    seer_lane *l = &q->lanes[e];
+    lane_drain(q, l);
+    return lane_next(q, l, horizon, out);
+}
+
+uint32_t seer_queue_next_private(seer_queue *q, uint32_t e, double horizon, seer_event *out) {
+    seer_lane *l = &q->lanes[e];
+    lane_drain_private(q, l);
+    return lane_next(q, l, horizon, out);
 }
 
 void seer_queue_set_reclaim(seer_queue *q, int (*fn)(void *), void *arg) {
@@ -1030,7 +1060,7 @@ void seer_queue_push_private(seer_queue *q, uint32_t id) {
 
 uint64_t seer_queue_unclaim_private(seer_queue *q, uint32_t e) {
     seer_lane *l = &q->lanes[e];
-    lane_drain(q, l);
+    lane_drain_private(q, l);
     const uint64_t k = head_key(q, l);
     /* No pusher can be between this store and a load of the inbox (none
      * runs), so no handshake: a plain store, and no second look. */

@@ -43,6 +43,9 @@ int seer_queue_take(seer_queue *q, uint32_t *entity);
 /* Hand out the held entity's earliest event if it is before horizon; returns
  * its node id (to recycle) or SEER_NIL.  Does not touch the pending count. */
 uint32_t seer_queue_next(seer_queue *q, uint32_t entity, double horizon, seer_event *out);
+/* The same for a claimant that no pusher can reach until its own later
+ * synchronization (as for seer_queue_unclaim_private): no exchange. */
+uint32_t seer_queue_next_private(seer_queue *q, uint32_t entity, double horizon, seer_event *out);
 /* End the claim on a held entity (re-readies it if it has work left). */
 void seer_queue_unclaim(seer_queue *q, uint32_t entity);
 /* The same, returning the exact earliest pending time key it published
