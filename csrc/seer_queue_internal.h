@@ -102,6 +102,13 @@ void seer_queue_publish_quiet(seer_queue *q, uint32_t id);
  * the caller's own synchronization orders them after this (the runtime's
  * outbox delivery between a window's end barrier and its claim). */
 void seer_queue_push_private(seer_queue *q, uint32_t id);
+/* seer_queue_push_private of n nodes, their misses overlapped. */
+void seer_queue_push_private_many(seer_queue *q, const uint32_t *ids, int64_t n);
+/* Start the cache misses of the entities a claimant runs next, so that
+ * they overlap the handlers in between: lane's line, and the nodes that
+ * held's drain and first pop read (its inbox top, its private list's head
+ * and tail).  held must be a lane the caller holds; SEER_NIL: none. */
+void seer_queue_prefetch_ahead(const seer_queue *q, uint32_t lane, uint32_t held);
 /* seer_queue_unclaim_key for a claimant that knows no push can reach the
  * lane until a later synchronization (the runtime's deferred windows, where
  * every event for another entity waits in an outbox): no Dekker handshake,

@@ -574,7 +574,10 @@ static void deliver_outboxes(seer_runtime *rt, seer_worker *w, uint32_t parity,
                              void (*publish)(seer_queue *, uint32_t)) {
     for (int32_t i = 0; i < rt->num_workers; i++) {
         seer_outbox *ob = &rt->workers[i].ob[parity][w->ctx.worker];
-        for (int32_t k = 0; k < ob->len; k++) publish(rt->q, ob->ids[k]);
+        if (publish == seer_queue_push_private)
+            seer_queue_push_private_many(rt->q, ob->ids, ob->len);
+        else
+            for (int32_t k = 0; k < ob->len; k++) publish(rt->q, ob->ids[k]);
         ob->len = 0;
     }
 }
@@ -757,9 +760,15 @@ static void run_claimed(seer_runtime *rt, seer_worker *w, seer_worker *o, uint32
         if (!atomic_compare_exchange_weak_explicit(&o->own_range, &r, want, memory_order_relaxed,
                                                    memory_order_relaxed))
             continue; /* r holds the new value */
-        const uint32_t first = thief ? end - 1 : next;
+        const uint32_t first = thief ? end - 1 : next, last = first + take;
         r = want;
-        for (uint32_t i = first; i < first + take; i++) {
+        if (take > 1) seer_queue_prefetch_ahead(rt->q, SEER_NIL, o->own[first]);
+        for (uint32_t i = first; i < last; i++) {
+            /* In a big swarm the next entities' lanes and nodes are cache
+             * misses: start them while this one runs (only of entries we
+             * took: a thief may hold the others). */
+            if (i + 1 < last)
+                seer_queue_prefetch_ahead(rt->q, i + 2 < last ? o->own[i + 2] : SEER_NIL, o->own[i + 1]);
             if (aborted(rt)) /* give the claim back unrun (it is readied if it still has events) */
                 seer_queue_unclaim(rt->q, o->own[i]);
             else
