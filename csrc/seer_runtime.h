@@ -116,7 +116,7 @@ double seer_uniform(seer_ctx *ctx);
 /* An external event (source -1) pushed into the runtime's queue. */
 int seer_rt_push(seer_runtime *rt, int32_t entity, double time, int32_t kind, int64_t payload);
 /* Between steps, from the stepping thread: fn over [0, n) in slices of
- * `grain` items taken by the pool's workers as they come free (seer/seer.h). */
+ * `grain` items, each worker's home share first (seer/seer.h). */
 int seer_rt_parallel_for(seer_runtime *rt, int64_t n, int64_t grain, seer_range_fn fn, void *arg);
 int32_t seer_rt_num_workers(const seer_runtime *rt);
 /* The function table plug-ins reach through ctx->api (seer/seer.h). */

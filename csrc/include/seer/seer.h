@@ -57,10 +57,14 @@ static inline int64_t seer_rt_events_total(const seer_runtime *rt) { return seer
 /* Run fn over [0, n) in slices of about `grain` items on the runtime's
  * worker pool (the caller works too), and return when every slice is done.
  * Between steps only, from the thread that steps the runtime (a native
- * copy's step, an env's readout).  Slices go to whichever worker is free,
- * so fn must give the same result however [0, n) is cut and shared: each
- * item writes only its own outputs.  Runs fn(arg, 0, n, 0) in the caller
- * when the pool has one worker, or the SEER it runs in predates the call. */
+ * copy's step, an env's readout).  Worker w first runs the slices of its
+ * home share [n w / W, n (w + 1) / W), the share of the entities whose
+ * events it runs in a step's windows, so a loop indexed by entity finds
+ * their rows in its cache; a worker done early then takes slices from the
+ * back of the others' shares.  So fn must give the same result however
+ * [0, n) is cut and shared: each item writes only its own outputs.  Runs
+ * fn(arg, 0, n, 0) in the caller when the pool has one worker, or the SEER
+ * it runs in predates the call. */
 static inline int seer_rt_parallel_for(seer_runtime *rt, int64_t n, int64_t grain, seer_range_fn fn, void *arg) {
     const seer_api *api = seer_api_of(rt);
     if (!SEER_API_HAS(api, rt_parallel_for)) {
