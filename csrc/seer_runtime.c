@@ -357,7 +357,7 @@ seer_runtime *seer_rt_new(seer_queue *q, int32_t num_workers, double lookahead, 
         return NULL;
     }
     seer_queue_set_reclaim(q, reclaim_caches, rt);
-    /* Parallel by default (4.9x the serial one per step at 4096 entities,
+    /* Parallel by default (5.8x the serial one per step at 4096 entities,
      * bench/results/runtime.md).  It was opt-in for a while after one state
      * difference under qemu-aarch64; that came from qemu letting a seq_cst
      * store pass a later seq_cst load in seer_queue_unclaim_key (both
