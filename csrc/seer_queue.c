@@ -837,6 +837,8 @@ void seer_queue_unclaim(seer_queue *q, uint32_t e) { (void)seer_queue_unclaim_ke
 
 /* ---- pop / release --------------------------------------------------------- */
 
+#define POP_BATCH 32
+
 int64_t seer_queue_pop(seer_queue *q, double horizon, seer_event *out, int64_t max_events,
                        int32_t per_entity) {
     if (max_events <= 0) return 0;
@@ -851,9 +853,22 @@ int64_t seer_queue_pop(seer_queue *q, double horizon, seer_event *out, int64_t m
     /* Each entity sits in the ring at most once, so num_entities dequeues
      * without progress mean every ready entity was looked at. */
     int64_t budget = q->num_entities;
-    while (n < max_events && budget-- > 0) {
-        uint32_t e;
-        if (!seer_ring_dequeue(&q->ready_ring, &e, 1, 1)) break;
+    /* Ready entities are taken from the ring POP_BATCH at a time (one CAS
+     * on its head instead of one per entity: at one event per lane the CAS
+     * was a quarter of a pop), but never more than events are still wanted,
+     * so a concurrent pop is not starved of entities this one will not run;
+     * those taken and not run go back to the ring at the end. */
+    uint32_t batch[POP_BATCH];
+    uint32_t nbatch = 0, at = 0;
+    while (n < max_events && budget > 0) {
+        if (at == nbatch) {
+            const int64_t want = max_events - n < budget ? max_events - n : budget;
+            nbatch = seer_ring_dequeue(&q->ready_ring, batch, want < POP_BATCH ? (uint32_t)want : POP_BATCH, 0);
+            at = 0;
+            if (nbatch == 0) break;
+        }
+        budget--;
+        const uint32_t e = batch[at++];
         seer_lane *l = &q->lanes[e];
         /* acquire: pairs with the previous claimant's unclaim RMW on state
          * (release part); make_ready's CAS in between is an RMW and keeps
@@ -894,6 +909,8 @@ int64_t seer_queue_pop(seer_queue *q, double horizon, seer_event *out, int64_t m
     }
     if (uncounted) atomic_fetch_sub_explicit(&q->pending, uncounted, memory_order_relaxed);
     if (nfreed) ring_put(&q->free_ring, freed, nfreed);
+    /* Still QUEUED, and no longer in the ring: put them back. */
+    if (at < nbatch) ring_put(&q->ready_ring, batch + at, nbatch - at);
     return n;
 }
 
