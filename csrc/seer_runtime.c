@@ -1117,10 +1117,10 @@ static void pfor_take(seer_runtime *rt, seer_worker *o, int32_t wid, uint32_t g,
  * them as the step's windows cut the lanes, and a row stays in the cache of
  * the core that wrote it during the windows.  With slices handed out first
  * come, first served, half of them went to the other core: on 'large' (256
- * UAVs) with 2 workers, perf put 3.0x the samples of one worker on
- * observe_one (the readout) and 1.6x on cand_slice; with home shares,
- * 1.1x and 1.0x.  Loops too long for the 32-bit ranges are handed out
- * first come, first served. */
+ * UAVs, ids in space order) perf put 3.0x the CPU time of one worker on
+ * observe_one (the readout) with 2 workers, and 1.6x on cand_slice; with
+ * home shares, 1.1x and 1.0x.  Loops too long for the 32-bit ranges are
+ * handed out first come, first served. */
 static void pfor_run(seer_runtime *rt, int32_t wid) {
     const int64_t n = rt->pf_n, g = rt->pf_grain;
     if (!rt->pf_home) {
