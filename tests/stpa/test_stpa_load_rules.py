@@ -9,6 +9,7 @@ import math
 import os
 import statistics
 import threading
+import time
 import warnings
 
 import numpy as np
@@ -284,6 +285,28 @@ def test_a_loaded_probe_also_times_one_thread_above_the_cores(monkeypatch):
     monkeypatch.setattr(F, "load_features", lambda: {"free_cores": cores - 1.0})
     g = F.probe_stepper(make, {"entities": 4.0}, budget_s=0.003)
     assert g.ok and g["probe3_workers"] == cores + 1 and g["probe2_workers"] == 2 and g["probe_traced"] == 0.0
+
+
+def test_the_stepper_probe_times_steps_after_a_pause_as_in_a_training_loop():
+    # A pool's workers sleep when nothing comes for a while; a training loop
+    # (a policy between steps) wakes them every step, so the probe must too:
+    # every timed step comes at least PARK_S after the previous one ended,
+    # and only the steps themselves are timed.
+    ends, starts = [], []
+
+    def make(workers):
+        def step():
+            starts.append(time.perf_counter())
+            time.sleep(0.0002)
+            ends.append(time.perf_counter())
+        return step, (lambda: None)
+
+    f = F.probe_stepper(make, {"entities": 4.0}, budget_s=0.02, measure_load=False)
+    assert f.ok and len(starts) >= 6
+    gaps = [b - a for a, b in zip(ends, starts[1:])]
+    # only the warm-up step of each throwaway instance (at most 6) comes without a pause
+    assert sum(g < F.PARK_S for g in gaps) <= 5 < len(gaps)
+    assert 0.0002 <= f["step_ms"] / 1e3 < F.PARK_S  # the pauses are not in the step time
 
 
 def test_allowed_sizes():
