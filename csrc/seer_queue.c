@@ -24,7 +24,7 @@
  *   advance: raise horizon, load next_key
  *
  * The runtime's deferred windows skip the first two where no pusher can
- * run (seer_queue_push_private, seer_queue_unclaim_private; see the defer
+ * run (seer_queue_push_private_many, seer_queue_unclaim_private; see the defer
  * field in seer_runtime.c).
  *
  * Release/acquire edges (the rest; the rings have their own, seer_ring.h):
@@ -1075,8 +1075,6 @@ static inline void push_private(seer_queue *q, uint32_t id) {
     if (k < atomic_load_explicit(&l->next_key, memory_order_relaxed))
         atomic_store_explicit(&l->next_key, k, memory_order_relaxed);
 }
-
-void seer_queue_push_private(seer_queue *q, uint32_t id) { push_private(q, id); }
 
 /* Each push reads its node (for the lane) and writes the lane: two misses
  * apart in a big swarm.  Fetch the nodes PRIVATE_AHEAD ahead and their

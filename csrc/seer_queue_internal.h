@@ -96,13 +96,12 @@ void seer_queue_publish(seer_queue *q, uint32_t id);
  * them (a lane held meanwhile by someone else is readied by its unclaim,
  * as after any push). */
 void seer_queue_publish_quiet(seer_queue *q, uint32_t id);
-/* Push a filled node onto its lane with plain (relaxed) accesses, neither
- * readying the lane nor doing any RMW: only for a caller that has the lane
- * to itself, with no other thread pushing to, draining or claiming it until
- * the caller's own synchronization orders them after this (the runtime's
- * outbox delivery between a window's end barrier and its claim). */
-void seer_queue_push_private(seer_queue *q, uint32_t id);
-/* seer_queue_push_private of n nodes, their misses overlapped. */
+/* Push n filled nodes onto their lanes with plain (relaxed) accesses,
+ * neither readying the lanes nor doing any RMW, their cache misses
+ * overlapped: only for a caller that has the lanes to itself, with no other
+ * thread pushing to, draining or claiming them until the caller's own
+ * synchronization orders them after this (the runtime's outbox delivery
+ * between a window's end barrier and its claim). */
 void seer_queue_push_private_many(seer_queue *q, const uint32_t *ids, int64_t n);
 /* Start the cache misses of the entities a claimant runs next, so that
  * they overlap the handlers in between: lane's line, and the nodes that

@@ -172,7 +172,7 @@ typedef struct seer_worker {
      * is >= the window's end (the lookahead rule), so nothing needs it
      * sooner.  So inside a deferred window no thread pushes onto any lane,
      * and between the end barrier and its claim a worker has its share's
-     * lanes to itself: it pushes with plain stores (seer_queue_push_private)
+     * lanes to itself: it pushes with plain stores (seer_queue_push_private_many)
      * and unclaims without the push/unclaim handshake
      * (seer_queue_unclaim_private), no RMW and no fence per event where a
      * push cost a CAS, a CAS-min and a seq_cst load, and an unclaim an
@@ -567,17 +567,22 @@ static int defer_publish(seer_runtime *rt, seer_worker *w, int32_t target, uint3
     return 1;
 }
 
+/* How deliver_outboxes pushes (see run_step_parallel): with plain stores
+ * (the lanes are ours until the claim), with the full push but without
+ * readying (claim_range claims them next), or with the full push. */
+typedef enum { PUSH_PRIVATE, PUSH_QUIET, PUSH_PUBLISH } push_mode;
+
 /* Push what the workers deferred to our lanes in the window of this
  * parity.  The ids' nodes and pending counts are the senders'; only the
  * lanes are ours. */
-static void deliver_outboxes(seer_runtime *rt, seer_worker *w, uint32_t parity,
-                             void (*publish)(seer_queue *, uint32_t)) {
+static void deliver_outboxes(seer_runtime *rt, seer_worker *w, uint32_t parity, push_mode how) {
     for (int32_t i = 0; i < rt->num_workers; i++) {
         seer_outbox *ob = &rt->workers[i].ob[parity][w->ctx.worker];
-        if (publish == seer_queue_push_private)
+        if (how == PUSH_PRIVATE)
             seer_queue_push_private_many(rt->q, ob->ids, ob->len);
         else
-            for (int32_t k = 0; k < ob->len; k++) publish(rt->q, ob->ids[k]);
+            for (int32_t k = 0; k < ob->len; k++)
+                (how == PUSH_QUIET ? seer_queue_publish_quiet : seer_queue_publish)(rt->q, ob->ids[k]);
         ob->len = 0;
     }
 }
@@ -717,6 +722,21 @@ static void window_native(seer_runtime *rt, seer_worker *w, double t1, window_st
     }
 }
 
+/* Take `take` indices of a range packed as next | end << 32 (own_range,
+ * pf_range) off its front (the owner) or its back (a helper): a CAS from
+ * *r, its last value.  1 and the first index in *first, or 0 with *r
+ * reloaded.  relaxed: the CAS only hands out distinct indices; what they
+ * index came with the edges that published the range. */
+static inline int range_take(_Atomic uint64_t *range, uint64_t *r, uint32_t take, int back, uint32_t *first) {
+    const uint32_t next = (uint32_t)*r, end = (uint32_t)(*r >> 32);
+    const uint64_t want = back ? ((uint64_t)(end - take) << 32 | next) : *r + take;
+    if (!atomic_compare_exchange_weak_explicit(range, r, want, memory_order_relaxed, memory_order_relaxed))
+        return 0;
+    *first = back ? end - take : next;
+    *r = want;
+    return 1;
+}
+
 /* A thief leaves a list alone once fewer entries than this are left: the
  * owner is about to finish them, and a stolen entity's rows (its tables,
  * its lane, the nodes it frees) move to the thief's cache and back.  On
@@ -738,8 +758,8 @@ static void window_native(seer_runtime *rt, seer_worker *w, double t1, window_st
 
 /* Take entries of worker o's claimed list for window `seq` until none is
  * left (the owner, from the front) or fewer than STEAL_MIN (a thief, from
- * the back).  relaxed CAS: it only hands out distinct indices; the list's
- * contents came with the acquire load of own_tag. */
+ * the back), through range_take; the list's contents came with the
+ * acquire load of own_tag. */
 static void run_claimed(seer_runtime *rt, seer_worker *w, seer_worker *o, uint32_t seq, double t1,
                         window_stats *st, int32_t window) {
     /* acquire: pairs with the owner's release store of the tag, after it
@@ -756,12 +776,9 @@ static void run_claimed(seer_runtime *rt, seer_worker *w, seer_worker *o, uint32
                               : rt->num_workers == 1 || left < STEAL_MIN ? left
                               : guided > OWNER_CHUNK                     ? guided
                                                                          : OWNER_CHUNK;
-        const uint64_t want = thief ? ((uint64_t)(end - 1) << 32 | next) : r + take;
-        if (!atomic_compare_exchange_weak_explicit(&o->own_range, &r, want, memory_order_relaxed,
-                                                   memory_order_relaxed))
-            continue; /* r holds the new value */
-        const uint32_t first = thief ? end - 1 : next, last = first + take;
-        r = want;
+        uint32_t first;
+        if (!range_take(&o->own_range, &r, take, thief, &first)) continue;
+        const uint32_t last = first + take;
         if (take > 1) seer_queue_prefetch_ahead(rt->q, SEER_NIL, o->own[first]);
         for (uint32_t i = first; i < last; i++) {
             /* In a big swarm the next entities' lanes and nodes are cache
@@ -1022,7 +1039,7 @@ static void run_step_parallel(seer_runtime *rt, int32_t wid) {
              * (not the step's last, or we would have left) may have
              * deferred events: publish them before the step returns. */
             if (!rt->has_python && w->win_seq > 0) {
-                deliver_outboxes(rt, w, w->win_seq & 1, seer_queue_publish);
+                deliver_outboxes(rt, w, w->win_seq & 1, PUSH_PUBLISH);
                 if (rt->num_workers > 1) timed_barrier(rt, w);
             }
             w->defer = 0;
@@ -1043,8 +1060,7 @@ static void run_step_parallel(seer_runtime *rt, int32_t wid) {
              * stores only if this window defers too: otherwise another
              * worker's handlers may push onto our lanes as soon as they run,
              * which (with no snapshot barrier) can be before we are done. */
-            deliver_outboxes(rt, w, (w->win_seq - 1) & 1,
-                             w->defer ? seer_queue_push_private : seer_queue_publish_quiet);
+            deliver_outboxes(rt, w, (w->win_seq - 1) & 1, w->defer ? PUSH_PRIVATE : PUSH_QUIET);
         }
         if (rt->has_python) {
             w->min_key = seer_queue_advance_range(rt->q, t1, w->lane_lo, w->lane_hi);
@@ -1092,22 +1108,17 @@ static void run_step(seer_runtime *rt, int32_t wid) {
 #define JOB_FOR 1
 
 /* Run slices of worker o's home share of the loop: from the front if it is
- * ours, from the back if we help.  relaxed CAS: it only hands out disjoint
- * slices; the loop's inputs came with the step_gen edge, its outputs go out
- * through the barrier after it. */
+ * ours, from the back if we help (range_take).  The loop's inputs came with
+ * the step_gen edge, its outputs go out through the barrier after it. */
 static void pfor_take(seer_runtime *rt, seer_worker *o, int32_t wid, uint32_t g, int thief) {
     uint64_t r = atomic_load_explicit(&o->pf_range, memory_order_relaxed);
     for (;;) {
         const uint32_t next = (uint32_t)r, end = (uint32_t)(r >> 32);
         if (next >= end) return;
         const uint32_t take = end - next < g ? end - next : g;
-        const uint32_t lo = thief ? end - take : next;
-        const uint64_t want = thief ? ((uint64_t)lo << 32 | next) : r + take;
-        if (!atomic_compare_exchange_weak_explicit(&o->pf_range, &r, want, memory_order_relaxed,
-                                                   memory_order_relaxed))
-            continue; /* r holds the new value */
+        uint32_t lo;
+        if (!range_take(&o->pf_range, &r, take, thief, &lo)) continue;
         rt->pf_fn(rt->pf_arg, lo, (int64_t)lo + take, wid);
-        r = want;
     }
 }
 
