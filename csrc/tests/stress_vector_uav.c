@@ -124,11 +124,8 @@ static void copy_init_workers(copy *c, int32_t n, int32_t inner) {
     m->nb_count = own(c, sizeof(int32_t) * n);
     m->sent = own(c, sizeof(int64_t) * n);
     m->received = own(c, sizeof(int64_t) * n);
-    double *snap_pos = own(c, sizeof(double) * 3 * n), *snap_bcast = own(c, sizeof(double) * 6 * n);
-    int64_t *snap_tick = own(c, sizeof(int64_t) * n);
+    double *snap_pos = own(c, sizeof(double) * 3 * n);
     m->snap_pos = snap_pos;
-    m->snap_bcast = snap_bcast;
-    m->snap_bcast_tick = snap_tick;
     int32_t *cell_of = own(c, sizeof(int32_t) * 3 * n);
     int64_t cells = (int64_t)m->grid_nx * m->grid_ny * m->grid_nz;
     int32_t *cell_start = own(c, sizeof(int32_t) * (cells + 1)), *cell_items = own(c, sizeof(int32_t) * n);
@@ -199,9 +196,7 @@ static void copy_init_workers(copy *c, int32_t n, int32_t inner) {
     seer_rt_set_handler(c->rt, SEER_UAV_TICK, seer_uav_tick);
     seer_rt_set_handler(c->rt, SEER_UAV_RECV, seer_uav_recv);
     seer_rt_set_model(c->rt, m);
-    seer_rt_add_snapshot(c->rt, m->pos, snap_pos, sizeof(double) * 3 * n);
-    seer_rt_add_snapshot(c->rt, m->bcast, snap_bcast, sizeof(double) * 6 * n);
-    seer_rt_add_snapshot(c->rt, m->bcast_tick, snap_tick, sizeof(int64_t) * n);
+    seer_rt_add_snapshot(c->rt, m->pos, snap_pos, sizeof(double) * 3 * n); /* the broadcasts need none */
     e->rt = c->rt;
 }
 

@@ -143,8 +143,8 @@ int seer_uav_recv(seer_ctx *ctx, const seer_event *ev) {
      * rarely in cache (ids are not in space order): start every miss now,
      * so they overlap instead of following one another. */
     if (s >= 0 && s < m->num_uavs) {
-        __builtin_prefetch(m->snap_bcast + 6 * (int64_t)s);
-        __builtin_prefetch(m->snap_bcast_tick + s);
+        __builtin_prefetch(m->bcast + 6 * (int64_t)s);
+        __builtin_prefetch(m->bcast_tick + s);
     }
     __builtin_prefetch(m->nb_count + r);
     __builtin_prefetch(m->nb_src + (int64_t)C * r, 1);
@@ -152,11 +152,12 @@ int seer_uav_recv(seer_ctx *ctx, const seer_event *ev) {
     __builtin_prefetch(m->nb_state + (int64_t)6 * C * r, 1);
     __builtin_prefetch(m->received + r, 1);
     if (!m->alive[r]) return 0;
-    /* The sender broadcasts at most every second tick, so the snapshot of
-     * this window still holds the message sent at tick j. */
-    if (s < 0 || s >= m->num_uavs || m->snap_bcast_tick[s] != j) return 1;
+    /* The sender broadcasts at most every second tick, so its row still
+     * holds the message of tick j (see uav_swarm.h); a message that is not
+     * there fails the step rather than being misread. */
+    if (s < 0 || s >= m->num_uavs || m->bcast_tick[s] != j) return 1;
     m->received[r]++;
-    const double *msg = m->snap_bcast + 6 * (int64_t)s;
+    const double *msg = m->bcast + 6 * (int64_t)s;
 
     /* The table keeps the latest message of each sender, at most table_cap
      * senders, preferring newer messages (then lower ids); slots stay sorted

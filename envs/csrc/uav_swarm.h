@@ -10,12 +10,17 @@
  *   SEER_UAV_RECV  a neighbour's broadcast arrives (one tick after it was
  *                  sent): store it in the receiver's neighbour table.
  *                  payload = the tick the sender broadcast at; the message
- *                  body is the sender's broadcast row in the snapshot.
+ *                  body is the sender's broadcast row (bcast).
  *
  * All arrays are owned by the Python model (envs/_uav_model.py); see there
- * for the equations.  A handler writes only its own UAV's rows and reads
- * other UAVs only from the snapshot arrays (snap_*).  Plain declarations:
- * this header is read by cffi's cdef. */
+ * for the equations.  A handler writes only its own UAV's rows.  It reads
+ * other UAVs' positions from the window-start snapshot (snap_pos) and their
+ * broadcasts from the live rows (bcast, bcast_tick): the RECVs of the
+ * message of tick j run in the window of tick j + 1, and the sender writes
+ * its row again at its next tick, j + 2 at the earliest (the periods are
+ * 2, 5 and 10 ticks; a window holds one tick), so no window both reads and
+ * writes a row, and the window barriers order the write before the reads.
+ * Plain declarations: this header is read by cffi's cdef. */
 #ifndef SEER_ENV_UAV_SWARM_H
 #define SEER_ENV_UAV_SWARM_H
 
@@ -62,10 +67,9 @@ typedef struct seer_uav {
     int64_t *sent;           /* N: messages sent since reset               */
     int64_t *received;       /* N: messages received since reset           */
 
-    /* snapshots taken at each window start */
+    /* pos as it was at the window start (a runtime snapshot); the
+     * broadcasts need none (see the top of this file) */
     const double *snap_pos;        /* N x 3 */
-    const double *snap_bcast;      /* N x 6 */
-    const int64_t *snap_bcast_tick; /* N    */
 
     /* broadcast grid, rebuilt in numpy before each env step */
     const int32_t *cell_of;    /* N x 3 cell coordinates of each UAV            */
