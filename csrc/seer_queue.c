@@ -325,6 +325,36 @@ int32_t seer_queue_claim_range(seer_queue *q, double t, int32_t lo, int32_t hi, 
     return n;
 }
 
+int32_t seer_queue_claim_range_private(seer_queue *q, double t, int32_t lo, int32_t hi, uint32_t *out,
+                                       uint64_t *rest) {
+    uint64_t hk = time_key(t), other = KEY_INF;
+    int32_t n = 0;
+    raise_horizon(q, hk); /* for the pushes after the window (the lanes' readying) */
+    for (int32_t e = lo; e < hi; e++) {
+        seer_lane *l = &q->lanes[e];
+        /* relaxed: no pusher runs, so no handshake; the keys were written
+         * before the caller's synchronization. */
+        uint64_t k = atomic_load_explicit(&l->next_key, memory_order_relaxed);
+        if (k < hk) {
+            /* Idle -> claimed is ours alone to make: only a pusher (none
+             * runs) or an unclaim that readies (none here: the private
+             * unclaim does not) turns an idle lane QUEUED.  A QUEUED or
+             * claimed lane belongs to a ring taker: left alone, as the CAS
+             * of seer_queue_claim_range would fail on it.  acquire: pairs
+             * with the last unclaim's release store, so the private list
+             * is ours (the barrier already orders it; this costs nothing). */
+            if (atomic_load_explicit(&l->state, memory_order_acquire) == 0) {
+                atomic_store_explicit(&l->state, ST_CLAIMED, memory_order_relaxed);
+                out[n++] = (uint32_t)e;
+            }
+        } else if (k < other) {
+            other = k;
+        }
+    }
+    *rest = other;
+    return n;
+}
+
 uint64_t seer_queue_min_key_range(const seer_queue *q, int32_t lo, int32_t hi) {
     uint64_t m = KEY_INF;
     for (int32_t e = lo; e < hi; e++) {

@@ -74,6 +74,13 @@ uint64_t seer_queue_min_key_range(const seer_queue *q, int32_t lo, int32_t hi);
  * already in the ready ring is left there.  *rest: the smallest key of the
  * lanes not claimed.  Returns how many were claimed. */
 int32_t seer_queue_claim_range(seer_queue *q, double t, int32_t lo, int32_t hi, uint32_t *out, uint64_t *rest);
+/* seer_queue_claim_range for a caller that has the lanes of [lo, hi) to
+ * itself (as for seer_queue_push_private_many: no thread pushes to any lane
+ * until its own synchronization): a load and a store per lane where the
+ * claim was a compare-and-swap, a locked RMW that waits for the store
+ * buffer to drain. */
+int32_t seer_queue_claim_range_private(seer_queue *q, double t, int32_t lo, int32_t hi, uint32_t *out,
+                                       uint64_t *rest);
 /* Raise the horizon to t (never lowers it) and ready every lane of [lo, hi)
  * with an event before t; returns the smallest key of the others. */
 uint64_t seer_queue_advance_range(seer_queue *q, double t, int32_t lo, int32_t hi);

@@ -1068,7 +1068,8 @@ static void run_step_parallel(seer_runtime *rt, int32_t wid) {
             /* Claim our share's lanes ourselves: no ready ring, so no ring
              * traffic between the workers inside the window. */
             uint64_t rest;
-            int32_t n = seer_queue_claim_range(rt->q, t1, w->lane_lo, w->lane_hi, w->own, &rest);
+            int32_t n = (w->defer ? seer_queue_claim_range_private : seer_queue_claim_range)(
+                rt->q, t1, w->lane_lo, w->lane_hi, w->own, &rest);
             w->min_key = rest;
             /* relaxed: published by the release store of the tag below. */
             atomic_store_explicit(&w->own_range, (uint64_t)(uint32_t)n << 32, memory_order_relaxed);
