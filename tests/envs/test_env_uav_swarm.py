@@ -11,6 +11,7 @@ import pytest
 from seer.envs import _uav_model as M
 from seer.envs import uav_swarm_v0 as U
 from seer.envs._uav_reference import ReferenceSim, close_pairs
+from seer.errors import HandlerError
 
 
 def controller(env, rng, gain=0.3, noise=0.3):
@@ -175,6 +176,23 @@ def test_each_uav_runs_on_its_own_clock_and_messages_respect_the_lookahead():
         assert set((np.round(recv["time"] / M.TICK_S).astype(int) - 1).tolist()) <= tick_times
         assert 0 < sim.model.lookahead <= M.BROADCAST_DELAY_TICKS * M.TICK_S
         assert sim.model.lookahead < M.TICK_S  # one tick per window
+    finally:
+        sim.close()
+
+
+def test_a_message_whose_broadcast_row_was_rewritten_fails_the_step_loudly():
+    """RECVs read the sender's live broadcast row, safe because every period
+    is 2 ticks or longer (envs/csrc/uav_swarm.h): the sender rewrites it two
+    windows later.  If a sender ticked again in the window that reads its
+    message, the step must fail naming the handler, not deliver the newer
+    state as the old message."""
+    assert min(M.PERIOD_TICKS) >= 2
+    sim = M.SeerSim(M.make_config(num_uavs=12), workers=1)
+    try:
+        sim.reset(1)
+        sim.state["period"][:] = 1  # every UAV ticks at every tick: the rule broken
+        with pytest.raises(HandlerError, match="'recv' failed"):
+            sim.advance()
     finally:
         sim.close()
 
