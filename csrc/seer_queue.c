@@ -371,6 +371,7 @@ double seer_queue_key_time(uint64_t key) { return key_time(key); }
 /* ---- push --------------------------------------------------------------- */
 
 static int32_t *group_scratch(size_t n);
+static uint32_t *id_scratch(size_t n);
 
 int seer_queue_push_many(seer_queue *q, const int32_t *entities, const double *times,
                          const int32_t *kinds, const int64_t *payloads, const int32_t *sources,
@@ -389,38 +390,28 @@ int seer_queue_push_many(seer_queue *q, const int32_t *entities, const double *t
     }
     if ((uint64_t)n > q->capacity) return SEER_E_FULL;
 
-    uint32_t idx_buf[256];
     uint32_t base_seq = 0;
     if (!seqs) base_seq = atomic_fetch_add_explicit(&q->ext_seq, (uint32_t)n, memory_order_relaxed);
-    /* Reserve every node before publishing any, chained through next so no
-     * scratch memory is needed; on a shortage give them all back, so a failed
-     * push changes nothing. */
+    /* Reserve every node before publishing any, into this thread's scratch
+     * array, so a failed push changes nothing.  (Chained through the nodes'
+     * next fields instead, the publish loop below walked that chain one
+     * dependent load after another over nodes in the free ring's order,
+     * scattered over the pool once pops have recycled them out of order:
+     * half of push_many's time at a lane depth of 256 with random times.) */
+    uint32_t *ids = id_scratch((size_t)n);
+    if (!ids) return SEER_E_NOMEM;
     int64_t got = 0;
-    uint32_t chain = NIL;
     int reclaimed = 0;
     while (got < n) {
-        uint32_t want = (uint32_t)((n - got) < 256 ? (n - got) : 256);
-        uint32_t k = seer_ring_dequeue(&q->free_ring, idx_buf, want, 0);
+        uint32_t k = seer_ring_dequeue(&q->free_ring, ids + got, (uint32_t)(n - got), 0);
         if (k == 0 && !reclaimed && q->reclaim) {
             /* The free nodes may be in a runtime's worker caches. */
             reclaimed = 1;
             if (q->reclaim(q->reclaim_arg)) continue;
         }
-        if (k == 0) {
-            /* Shortage: return what we took. */
-            while (chain != NIL) {
-                uint32_t k2 = 0;
-                while (chain != NIL && k2 < 256) {
-                    idx_buf[k2++] = chain;
-                    chain = q->nodes[chain].next;
-                }
-                ring_put(&q->free_ring, idx_buf, k2);
-            }
+        if (k == 0) { /* shortage: return what we took */
+            if (got) ring_put(&q->free_ring, ids, (uint32_t)got);
             return SEER_E_FULL;
-        }
-        for (uint32_t j = 0; j < k; j++) {
-            q->nodes[idx_buf[j]].next = chain;
-            chain = idx_buf[j];
         }
         got += k;
     }
@@ -467,8 +458,8 @@ int seer_queue_push_many(seer_queue *q, const int32_t *entities, const double *t
         uint32_t first = NIL, last = NIL;
         uint64_t run_min = KEY_INF;
         for (; j < n && entities[i = order ? order[j] : j] == e; j++) {
-            uint32_t id = chain;
-            chain = q->nodes[id].next;
+            const uint32_t id = ids[j];
+            if (j + 8 < n) __builtin_prefetch(&q->nodes[ids[j + 8]], 1);
             seer_node *nd = &q->nodes[id];
             nd->ev.time = times[i] == 0.0 ? 0.0 : times[i];
             nd->ev.payload = payloads ? payloads[i] : 0;
@@ -562,11 +553,14 @@ typedef struct sort_buf {
     size_t cap; /* records */
     int32_t *g; /* push_many's grouping */
     size_t gcap;
+    uint32_t *ids; /* push_many's reserved nodes */
+    size_t icap;
 } sort_buf;
 static void sort_buf_free(void *b) {
     if (b) {
         free(((sort_buf *)b)->p);
         free(((sort_buf *)b)->g);
+        free(((sort_buf *)b)->ids);
     }
     free(b);
 }
@@ -586,18 +580,34 @@ static sort_buf *thread_buf(void) {
     return b;
 }
 
-static sort_rec *sort_scratch(size_t n) { /* 3n records, NULL on failure */
+/* This thread's buffer with room for 3n records, NULL on failure; grown
+ * with realloc, so what it held is kept (sort_chain fills it as it walks). */
+static sort_rec *sort_scratch(size_t n) {
     sort_buf *b = thread_buf();
     if (!b) return NULL;
     if (b->cap < 3 * n) {
         size_t cap = 3 * n < 4096 ? 4096 : 3 * n;
-        sort_rec *p = malloc(cap * sizeof(sort_rec));
+        sort_rec *p = realloc(b->p, cap * sizeof(sort_rec));
         if (!p) return NULL;
-        free(b->p);
         b->p = p;
         b->cap = cap;
     }
     return b->p;
+}
+
+/* Per-thread scratch for push_many's reserved node ids (NULL on failure). */
+static uint32_t *id_scratch(size_t n) {
+    sort_buf *b = thread_buf();
+    if (!b) return NULL;
+    if (b->icap < n) {
+        size_t cap = n < 4096 ? 4096 : n;
+        uint32_t *p = malloc(cap * sizeof(uint32_t));
+        if (!p) return NULL;
+        free(b->ids);
+        b->ids = p;
+        b->icap = cap;
+    }
+    return b->ids;
 }
 
 /* Per-thread int32 scratch for push_many's grouping (NULL on failure). */
@@ -705,11 +715,27 @@ static inline void fill_rec(sort_rec *r, const seer_node *nd, uint32_t id) {
     r->id = id;
 }
 
-/* Sort a newest-first chain of k nodes into a list, oldest-first on ties;
- * returns its head, its tail in *tail_out. */
-static uint32_t sort_chain(seer_node *N, uint32_t top, size_t k, uint32_t *tail_out) {
+/* Sort a newest-first chain into a list, oldest-first on ties; returns its
+ * head, its tail in *tail_out.  One walk of the chain gathers its records
+ * (a walk is one dependent cache miss per node where the nodes are
+ * scattered; counting them first took a second one). */
+static uint32_t sort_chain(seer_node *N, uint32_t top, uint32_t *tail_out) {
     sort_rec stack_buf[3 * SORT_STACK];
-    sort_rec *r = k <= SORT_STACK ? stack_buf : sort_scratch(k);
+    sort_rec *r = stack_buf;
+    size_t k = 0, room = SORT_STACK;
+    for (uint32_t c = top; c != NIL; c = N[c].next) {
+        if (k == room) { /* deeper than the stack: the thread's buffer, grown as needed */
+            sort_rec *g = sort_scratch(2 * room);
+            if (!g) {
+                r = NULL;
+                break;
+            }
+            if (r == stack_buf) memcpy(g, stack_buf, k * sizeof(sort_rec));
+            r = g;
+            room *= 2;
+        }
+        fill_rec(&r[k++], &N[c], c);
+    }
     if (!r) { /* no memory for the buffer: reverse, then sort the list itself */
         uint32_t prev = NIL;
         while (top != NIL) {
@@ -736,13 +762,17 @@ static uint32_t sort_chain(seer_node *N, uint32_t top, size_t k, uint32_t *tail_
             if (parts[i] != NIL) result = merge_lists(N, parts[i], result, NULL);
         return merge_lists(N, result, NIL, tail_out);
     }
-    /* Fill from the back, so r[] is in push order (what stability means). */
+    /* Newest first as gathered: reverse into push order (what stability
+     * means), noting whether it is sorted already and the key range. */
+    for (size_t a = 0, b = k - 1; a < b; a++, b--) {
+        const sort_rec t = r[a];
+        r[a] = r[b];
+        r[b] = t;
+    }
     int sorted = 1;
-    size_t i = k;
-    uint64_t kmin = UINT64_MAX, kmax = 0;
-    for (uint32_t c = top; c != NIL; c = N[c].next) {
-        fill_rec(&r[--i], &N[c], c);
-        if (i + 1 < k && rec_less(&r[i + 1], &r[i])) sorted = 0;
+    uint64_t kmin = r[0].k, kmax = r[0].k;
+    for (size_t i = 1; i < k; i++) {
+        if (rec_less(&r[i], &r[i - 1])) sorted = 0;
         if (r[i].k < kmin) kmin = r[i].k;
         if (r[i].k > kmax) kmax = r[i].k;
     }
@@ -786,9 +816,7 @@ static void lane_take(seer_queue *q, seer_lane *l, uint32_t top) {
     if (N[top].next == NIL) { /* one event: the usual case inside a window */
         list = tail = top;
     } else {
-        size_t k = 0;
-        for (uint32_t c = top; c != NIL; c = N[c].next) k++;
-        list = sort_chain(N, top, k, &tail);
+        list = sort_chain(N, top, &tail);
     }
     if (l->head == NIL) {
         l->head = list;

@@ -252,6 +252,9 @@ class EventQueue:
                 f"{self.capacity}; create the EventQueue with capacity >= {pending + n} "
                 f"(or release and pop events sooner)"
             )
+        if rc == lib.SEER_E_NOMEM:
+            return MemoryError(f"push_many: no memory for this thread's list of {n} node ids "
+                               f"({4 * n} bytes); nothing was pushed")
         return InvalidEventError(f"push_many failed with status {rc}")
 
     # ---- pop / release ----------------------------------------------------

@@ -20,7 +20,7 @@
 #define SEER_E_NOT_CLAIMED -6 /* release of an entity nobody holds            */
 #define SEER_E_CAUSALITY -7   /* cross-entity event closer than the lookahead */
 #define SEER_E_HANDLER -8     /* a handler reported failure                   */
-#define SEER_E_NOMEM -9       /* allocation failed at construction            */
+#define SEER_E_NOMEM -9       /* an allocation failed (nothing was changed)   */
 #define SEER_E_ARG -10        /* other bad argument                           */
 #define SEER_E_CLOSED -11     /* the step was interrupted (close from another thread) */
 
