@@ -231,6 +231,19 @@ static inline void ring_put(seer_ring *r, const uint32_t *ids, uint32_t n) {
     while (!seer_ring_enqueue_bulk(r, ids, n)) seer_backoff(&spins);
 }
 
+/* Turn a lane just taken from the ready ring from QUEUED into CLAIMED.  A
+ * QUEUED lane's state has one writer, the owner of its ring entry: pushers
+ * (mark_queued) and claimants (claim_range's CAS, the private claim's load)
+ * leave it alone.  So a load and a store do what a fetch-xor did, without
+ * a locked RMW (one of the few left per lane of a popped batch).  acquire:
+ * pairs with the previous claimant's unclaim RMW on state (release part),
+ * read through make_ready's or mark_queued's CAS, which continue its
+ * release sequence; so its private list is ours to read now. */
+static inline void claim_queued(seer_lane *l) {
+    (void)atomic_load_explicit(&l->state, memory_order_acquire);
+    atomic_store_explicit(&l->state, ST_CLAIMED, memory_order_relaxed);
+}
+
 /* Mark entity e QUEUED unless it is already queued or held; 1 if this call
  * did, and so owns e's one ring entry (the caller must put e in the ring). */
 static inline int mark_queued(seer_queue *q, uint32_t e) {
@@ -929,12 +942,7 @@ int64_t seer_queue_pop(seer_queue *q, double horizon, seer_event *out, int64_t m
         budget--;
         const uint32_t e = batch[at++];
         seer_lane *l = &q->lanes[e];
-        /* acquire: pairs with the previous claimant's unclaim RMW on state
-         * (release part); make_ready's CAS in between is an RMW and keeps
-         * the release sequence going.  So its private list is ours to read
-         * now.  Only the ring entry's owner clears QUEUED, so this is a plain
-         * swap of the two bits. */
-        atomic_fetch_xor_explicit(&l->state, ST_QUEUED | ST_CLAIMED, memory_order_acquire);
+        claim_queued(l);
         lane_drain(q, l);
         int64_t took = 0;
         double last = 0;
@@ -1030,9 +1038,7 @@ int seer_queue_is_claimed(const seer_queue *q, int32_t entity) {
 int seer_queue_take(seer_queue *q, uint32_t *entity) {
     uint32_t e;
     if (!seer_ring_dequeue(&q->ready_ring, &e, 1, 1)) return 0;
-    /* acquire: as in seer_queue_pop, pairs with the previous unclaim's RMW
-     * (release part) through make_ready's CAS. */
-    atomic_fetch_xor_explicit(&q->lanes[e].state, ST_QUEUED | ST_CLAIMED, memory_order_acquire);
+    claim_queued(&q->lanes[e]);
     *entity = e;
     return 1;
 }
