@@ -734,20 +734,48 @@ static inline void fill_rec(sort_rec *r, const seer_node *nd, uint32_t id) {
  * scattered; counting them first took a second one). */
 static uint32_t sort_chain(seer_node *N, uint32_t top, uint32_t *tail_out) {
     sort_rec stack_buf[3 * SORT_STACK];
+    /* The usual short chain fills the stack's first third from its end
+     * down, so r[] ends up in push order (what stability means) with no
+     * reversal; a longer one continues forward in the thread's buffer and
+     * is reversed once. */
     sort_rec *r = stack_buf;
-    size_t k = 0, room = SORT_STACK;
-    for (uint32_t c = top; c != NIL; c = N[c].next) {
-        if (k == room) { /* deeper than the stack: the thread's buffer, grown as needed */
-            sort_rec *g = sort_scratch(2 * room);
-            if (!g) {
-                r = NULL;
-                break;
+    size_t k = 0;
+    /* sorted: push order (the reverse of the walk) is already in time order;
+     * and the key range, for the bucket sort */
+    int sorted = 1;
+    uint64_t kmin = UINT64_MAX, kmax = 0;
+    uint32_t c = top;
+    for (; c != NIL && k < SORT_STACK; c = N[c].next, k++) {
+        sort_rec *x = &stack_buf[SORT_STACK - 1 - k];
+        fill_rec(x, &N[c], c);
+        if (k > 0 && rec_less(x + 1, x)) sorted = 0;
+        if (x->k < kmin) kmin = x->k;
+        if (x->k > kmax) kmax = x->k;
+    }
+    if (c == NIL) {
+        r = stack_buf + SORT_STACK - k;
+    } else { /* deeper than the stack */
+        size_t room = 2 * SORT_STACK;
+        r = sort_scratch(room);
+        if (r) {
+            for (size_t i = 0; i < k; i++) r[i] = stack_buf[SORT_STACK - 1 - i]; /* back to walk order */
+            for (; c != NIL; c = N[c].next, k++) {
+                if (k == room) {
+                    room *= 2;
+                    if (!(r = sort_scratch(room))) break;
+                }
+                fill_rec(&r[k], &N[c], c);
+                if (rec_less(&r[k - 1], &r[k])) sorted = 0;
+                if (r[k].k < kmin) kmin = r[k].k;
+                if (r[k].k > kmax) kmax = r[k].k;
             }
-            if (r == stack_buf) memcpy(g, stack_buf, k * sizeof(sort_rec));
-            r = g;
-            room *= 2;
         }
-        fill_rec(&r[k++], &N[c], c);
+        if (r)
+            for (size_t a = 0, b = k - 1; a < b; a++, b--) { /* into push order */
+                const sort_rec t = r[a];
+                r[a] = r[b];
+                r[b] = t;
+            }
     }
     if (!r) { /* no memory for the buffer: reverse, then sort the list itself */
         uint32_t prev = NIL;
@@ -774,20 +802,6 @@ static uint32_t sort_chain(seer_node *N, uint32_t top, uint32_t *tail_out) {
         for (int i = 0; i < 33; i++)
             if (parts[i] != NIL) result = merge_lists(N, parts[i], result, NULL);
         return merge_lists(N, result, NIL, tail_out);
-    }
-    /* Newest first as gathered: reverse into push order (what stability
-     * means), noting whether it is sorted already and the key range. */
-    for (size_t a = 0, b = k - 1; a < b; a++, b--) {
-        const sort_rec t = r[a];
-        r[a] = r[b];
-        r[b] = t;
-    }
-    int sorted = 1;
-    uint64_t kmin = r[0].k, kmax = r[0].k;
-    for (size_t i = 1; i < k; i++) {
-        if (rec_less(&r[i], &r[i - 1])) sorted = 0;
-        if (r[i].k < kmin) kmin = r[i].k;
-        if (r[i].k > kmax) kmax = r[i].k;
     }
     sort_rec *s = sorted             ? r
                   : k >= BUCKET_MIN ? bucket_recs(r, r + k, k, kmin, kmax)
