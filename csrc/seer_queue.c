@@ -564,9 +564,9 @@ static pthread_once_t sort_once = PTHREAD_ONCE_INIT;
 typedef struct sort_buf {
     sort_rec *p;
     size_t cap; /* records */
-    int32_t *g; /* push_many's grouping */
+    void *g; /* int32: push_many's grouping */
     size_t gcap;
-    uint32_t *ids; /* push_many's reserved nodes */
+    void *ids; /* uint32: push_many's reserved nodes */
     size_t icap;
 } sort_buf;
 static void sort_buf_free(void *b) {
@@ -608,34 +608,30 @@ static sort_rec *sort_scratch(size_t n) {
     return b->p;
 }
 
+/* *buf with room for n elements of elem bytes (at least 4096), grown
+ * without keeping what it held; NULL on failure. */
+static void *scratch_room(void **buf, size_t *cap, size_t n, size_t elem) {
+    if (*cap < n) {
+        const size_t want = n < 4096 ? 4096 : n;
+        void *p = malloc(want * elem);
+        if (!p) return NULL;
+        free(*buf);
+        *buf = p;
+        *cap = want;
+    }
+    return *buf;
+}
+
 /* Per-thread scratch for push_many's reserved node ids (NULL on failure). */
 static uint32_t *id_scratch(size_t n) {
     sort_buf *b = thread_buf();
-    if (!b) return NULL;
-    if (b->icap < n) {
-        size_t cap = n < 4096 ? 4096 : n;
-        uint32_t *p = malloc(cap * sizeof(uint32_t));
-        if (!p) return NULL;
-        free(b->ids);
-        b->ids = p;
-        b->icap = cap;
-    }
-    return b->ids;
+    return b ? scratch_room(&b->ids, &b->icap, n, sizeof(uint32_t)) : NULL;
 }
 
 /* Per-thread int32 scratch for push_many's grouping (NULL on failure). */
 static int32_t *group_scratch(size_t n) {
     sort_buf *b = thread_buf();
-    if (!b) return NULL;
-    if (b->gcap < n) {
-        size_t cap = n < 4096 ? 4096 : n;
-        int32_t *p = malloc(cap * sizeof(int32_t));
-        if (!p) return NULL;
-        free(b->g);
-        b->g = p;
-        b->gcap = cap;
-    }
-    return b->g;
+    return b ? scratch_room(&b->g, &b->gcap, n, sizeof(int32_t)) : NULL;
 }
 
 /* Stable sort of r[0..n); tmp has room for n records.  Returns the buffer
