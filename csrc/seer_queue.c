@@ -313,23 +313,42 @@ uint64_t seer_queue_advance_range(seer_queue *q, double t, int32_t lo, int32_t h
     return rest;
 }
 
-int32_t seer_queue_claim_range(seer_queue *q, double t, int32_t lo, int32_t hi, uint32_t *out, uint64_t *rest) {
+/* Lane e, idle with an event before the horizon, claimed for the caller;
+ * 0 if it is QUEUED or held (whoever takes it from the ring runs it). */
+static inline int claim_idle(seer_lane *l, int priv) {
+    if (priv) {
+        /* Idle -> claimed is ours alone to make: only a pusher (none runs)
+         * or an unclaim that readies (none here: the private unclaim does
+         * not) turns an idle lane QUEUED.  acquire: pairs with the last
+         * unclaim's release store, so the private list is ours (the
+         * barrier already orders it; this costs nothing). */
+        if (atomic_load_explicit(&l->state, memory_order_acquire) != 0) return 0;
+        atomic_store_explicit(&l->state, ST_CLAIMED, memory_order_relaxed);
+        return 1;
+    }
+    uint32_t s = 0;
+    /* seq_cst (acquire part): pairs with the last unclaim's RMW on state
+     * (release part), as seer_queue_take's does, so the private list is
+     * ours.  Fails when the lane is QUEUED (a pusher or an unclaim put it in
+     * the ready ring first). */
+    return atomic_compare_exchange_strong_explicit(&l->state, &s, ST_CLAIMED, memory_order_seq_cst,
+                                                   memory_order_relaxed);
+}
+
+/* seer_queue_claim_range, and its private form (priv: no thread pushes to
+ * the lanes meanwhile, so no handshake and no CAS). */
+static int32_t claim_range(seer_queue *q, double t, int32_t lo, int32_t hi, uint32_t *out, uint64_t *rest,
+                           int priv) {
     uint64_t hk = time_key(t), other = KEY_INF;
     int32_t n = 0;
     raise_horizon(q, hk); /* the same Dekker argument as advance_range */
     for (int32_t e = lo; e < hi; e++) {
         seer_lane *l = &q->lanes[e];
-        uint64_t k = atomic_load_explicit(&l->next_key, memory_order_seq_cst);
+        /* relaxed when private: no pusher runs, and the keys were written
+         * before the caller's synchronization. */
+        uint64_t k = atomic_load_explicit(&l->next_key, priv ? memory_order_relaxed : memory_order_seq_cst);
         if (k < hk) {
-            uint32_t s = 0;
-            /* seq_cst (acquire part): pairs with the last unclaim's RMW on
-             * state (release part), as seer_queue_take's does, so the
-             * private list is ours.  Fails when the lane is QUEUED (a
-             * pusher or an unclaim put it in the ready ring first): whoever
-             * takes it from the ring runs it. */
-            if (atomic_compare_exchange_strong_explicit(&l->state, &s, ST_CLAIMED, memory_order_seq_cst,
-                                                        memory_order_relaxed))
-                out[n++] = (uint32_t)e;
+            if (claim_idle(l, priv)) out[n++] = (uint32_t)e;
         } else if (k < other) {
             other = k;
         }
@@ -338,34 +357,13 @@ int32_t seer_queue_claim_range(seer_queue *q, double t, int32_t lo, int32_t hi, 
     return n;
 }
 
+int32_t seer_queue_claim_range(seer_queue *q, double t, int32_t lo, int32_t hi, uint32_t *out, uint64_t *rest) {
+    return claim_range(q, t, lo, hi, out, rest, 0);
+}
+
 int32_t seer_queue_claim_range_private(seer_queue *q, double t, int32_t lo, int32_t hi, uint32_t *out,
                                        uint64_t *rest) {
-    uint64_t hk = time_key(t), other = KEY_INF;
-    int32_t n = 0;
-    raise_horizon(q, hk); /* for the pushes after the window (the lanes' readying) */
-    for (int32_t e = lo; e < hi; e++) {
-        seer_lane *l = &q->lanes[e];
-        /* relaxed: no pusher runs, so no handshake; the keys were written
-         * before the caller's synchronization. */
-        uint64_t k = atomic_load_explicit(&l->next_key, memory_order_relaxed);
-        if (k < hk) {
-            /* Idle -> claimed is ours alone to make: only a pusher (none
-             * runs) or an unclaim that readies (none here: the private
-             * unclaim does not) turns an idle lane QUEUED.  A QUEUED or
-             * claimed lane belongs to a ring taker: left alone, as the CAS
-             * of seer_queue_claim_range would fail on it.  acquire: pairs
-             * with the last unclaim's release store, so the private list
-             * is ours (the barrier already orders it; this costs nothing). */
-            if (atomic_load_explicit(&l->state, memory_order_acquire) == 0) {
-                atomic_store_explicit(&l->state, ST_CLAIMED, memory_order_relaxed);
-                out[n++] = (uint32_t)e;
-            }
-        } else if (k < other) {
-            other = k;
-        }
-    }
-    *rest = other;
-    return n;
+    return claim_range(q, t, lo, hi, out, rest, 1);
 }
 
 uint64_t seer_queue_min_key_range(const seer_queue *q, int32_t lo, int32_t hi) {

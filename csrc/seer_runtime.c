@@ -236,7 +236,6 @@ struct seer_runtime {
     seer_range_fn pf_fn;
     void *pf_arg;
     int64_t pf_n, pf_grain;
-    int pf_home; /* the loop is cut into home shares (pfor_run) */
     _Alignas(SEER_CACHELINE) _Atomic int64_t pf_next;
     _Alignas(SEER_CACHELINE) _Atomic uint32_t step_gen;
     _Atomic uint32_t step_sleepers;
@@ -1133,9 +1132,12 @@ static void pfor_take(seer_runtime *rt, seer_worker *o, int32_t wid, uint32_t g,
  * observe_one (the readout) with 2 workers, and 1.6x on cand_slice; with
  * home shares, 1.1x and 1.0x.  Loops too long for the 32-bit ranges are
  * handed out first come, first served. */
+/* A loop is cut into home shares if its ranges fit range_take's 32 bits. */
+static inline int pf_home(int64_t n, int64_t grain) { return n <= (int64_t)UINT32_MAX && grain <= (int64_t)UINT32_MAX; }
+
 static void pfor_run(seer_runtime *rt, int32_t wid) {
     const int64_t n = rt->pf_n, g = rt->pf_grain;
-    if (!rt->pf_home) {
+    if (!pf_home(n, g)) {
         for (;;) {
             int64_t lo = atomic_fetch_add_explicit(&rt->pf_next, g, memory_order_relaxed);
             if (lo >= n) return;
@@ -1162,8 +1164,7 @@ int seer_rt_parallel_for(seer_runtime *rt, int64_t n, int64_t grain, seer_range_
     /* relaxed: published by the step_gen RMW below; every worker's last
      * fetch_add of the previous loop came before the barrier that ended it. */
     atomic_store_explicit(&rt->pf_next, 0, memory_order_relaxed);
-    rt->pf_home = n <= (int64_t)UINT32_MAX && grain <= (int64_t)UINT32_MAX;
-    for (int32_t w = 0; rt->pf_home && w < rt->num_workers; w++) {
+    for (int32_t w = 0; pf_home(n, grain) && w < rt->num_workers; w++) {
         const uint64_t lo = (uint64_t)(n * w / rt->num_workers), hi = (uint64_t)(n * (w + 1) / rt->num_workers);
         atomic_store_explicit(&rt->workers[w].pf_range, hi << 32 | lo, memory_order_relaxed); /* (as pf_next) */
     }
