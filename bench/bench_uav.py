@@ -214,14 +214,20 @@ cfg = M.make_config(sc)
 sim = M.SeerSim(cfg, workers=w)
 sim.reset(0)
 rng = np.random.default_rng(0)
-p0 = sim.state["pos"].copy()
+# by agent id where the engine keeps its rows in slots (builds from 2026-12 on)
+by_agent = hasattr(sim, "agent_rows")
+rows = sim.agent_rows if by_agent else (lambda: sim.state)
+p0 = rows()["pos"].copy()
 lat = []
 for k in range(steps + warm):
-    st = sim.state
-    live = np.flatnonzero(st["alive"])
+    st = rows()
+    live = sim.live_agents() if by_agent else np.flatnonzero(st["alive"])
     act = np.clip(0.05 * (p0[live] - st["pos"][live]) - 0.5 * st["vel"][live]
                   + rng.normal(0, 0.1, (len(live), 3)), -1, 1)
-    M.set_actions(cfg, st, live, act)
+    if by_agent:
+        sim.set_actions(live, act)
+    else:
+        M.set_actions(cfg, st, live, act)
     t = time.perf_counter(); sim.step(); dt = time.perf_counter() - t
     if k >= warm:
         lat.append(dt)

@@ -507,6 +507,59 @@ int seer_queue_push_many(seer_queue *q, const int32_t *entities, const double *t
     return SEER_OK;
 }
 
+/* Not thread-safe, like clear.  Every pending event is taken out (pop
+ * hands them over grouped by entity), the queue is reset, and the events go
+ * back in under their new names through push_many, which sorts each lane
+ * by the new (time, source, seq) keys.  Everything that can fail is
+ * checked or reserved before the first event is taken out: the permutation,
+ * the buffers, this thread's push scratch. */
+int seer_queue_relabel(seer_queue *q, const int32_t *new_of_old) {
+    const int32_t E = q->num_entities;
+    const int64_t n = seer_queue_len(q);
+    uint8_t *seen = calloc((size_t)E, 1);
+    uint64_t *floors = malloc(sizeof(uint64_t) * (size_t)E);
+    const size_t m = n > 0 ? (size_t)n : 1;
+    seer_event *evs = malloc(sizeof(seer_event) * m);
+    int32_t *ent = malloc(sizeof(int32_t) * m), *kinds = malloc(sizeof(int32_t) * m);
+    int32_t *srcs = malloc(sizeof(int32_t) * m);
+    double *times = malloc(sizeof(double) * m);
+    int64_t *payloads = malloc(sizeof(int64_t) * m);
+    uint32_t *seqs = malloc(sizeof(uint32_t) * m);
+    int rc = SEER_OK;
+    if (!seen || !floors || !evs || !ent || !kinds || !srcs || !times || !payloads || !seqs || !id_scratch(m) ||
+        !group_scratch((size_t)E + 1 + m))
+        rc = SEER_E_NOMEM;
+    for (int32_t e = 0; e < E && rc == SEER_OK; e++) {
+        const int32_t v = new_of_old[e];
+        if (v < 0 || v >= E || seen[v]) rc = SEER_E_ARG; /* not a permutation */
+        else seen[v] = 1;
+        if (seer_queue_is_claimed(q, e)) rc = SEER_E_ARG; /* its holder would lose it */
+    }
+    if (rc == SEER_OK && n > 0) {
+        for (int32_t e = 0; e < E; e++) floors[e] = atomic_load_explicit(&q->lanes[e].floor_key, memory_order_relaxed);
+        const uint32_t ext = atomic_load_explicit(&q->ext_seq, memory_order_relaxed);
+        const int64_t got = seer_queue_pop(q, INFINITY, evs, n, 0);
+        reset_state(q);
+        /* the floors and the external numbering go on as if nothing moved */
+        for (int32_t e = 0; e < E; e++)
+            atomic_store_explicit(&q->lanes[new_of_old[e]].floor_key, floors[e], memory_order_relaxed);
+        atomic_store_explicit(&q->ext_seq, ext, memory_order_relaxed);
+        for (int64_t i = 0; i < got; i++) {
+            const seer_event *ev = &evs[i];
+            ent[i] = new_of_old[ev->entity];
+            srcs[i] = ev->source >= 0 ? new_of_old[ev->source] : ev->source;
+            times[i] = ev->time;
+            kinds[i] = ev->kind;
+            payloads[i] = ev->payload;
+            seqs[i] = ev->seq;
+        }
+        int64_t bad;
+        rc = got == n ? seer_queue_push_many(q, ent, times, kinds, payloads, srcs, seqs, got, &bad) : SEER_E_ARG;
+    }
+    free(seen), free(floors), free(evs), free(ent), free(kinds), free(srcs), free(times), free(payloads), free(seqs);
+    return rc;
+}
+
 /* ---- claimant-side lane maintenance -------------------------------------- */
 
 static uint32_t merge_lists(seer_node *N, uint32_t a, uint32_t b, uint32_t *tail_out) {

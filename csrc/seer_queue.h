@@ -56,6 +56,13 @@ double seer_queue_floor(const seer_queue *q, int32_t entity);
 int seer_queue_is_claimed(const seer_queue *q, int32_t entity);
 /* Not thread-safe: drop every event and claim, reset floors and horizon. */
 void seer_queue_clear(seer_queue *q);
+/* Not thread-safe: rename entity e to new_of_old[e] (a permutation of
+ * 0..num_entities-1), for the pending events' entity and source alike;
+ * each entity keeps its events and floor under its new name, and ties
+ * between an entity's simultaneous events follow the new source names.
+ * SEER_E_ARG (not a permutation, or an entity is held) and SEER_E_NOMEM
+ * change nothing. */
+int seer_queue_relabel(seer_queue *q, const int32_t *new_of_old);
 /* Bytes allocated by seer_queue_new for this queue. */
 uint64_t seer_queue_footprint(const seer_queue *q);
 

@@ -451,6 +451,38 @@ void seer_rt_reset(seer_runtime *rt, uint64_t seed) {
     memset(&rt->err, 0, sizeof rt->err);
 }
 
+/* new[new_of_old[e]] = old[e] for n items of `size` bytes, through tmp. */
+static void permute_items(void *items, void *tmp, size_t size, const int32_t *new_of_old, int32_t n) {
+    for (int32_t e = 0; e < n; e++)
+        memcpy((char *)tmp + size * (size_t)new_of_old[e], (const char *)items + size * (size_t)e, size);
+    memcpy(items, tmp, size * (size_t)n);
+}
+
+int seer_rt_relabel(seer_runtime *rt, const int32_t *new_of_old) {
+    const int32_t n = rt->num_entities;
+    void *tmp = malloc(sizeof(uint64_t) * (size_t)(n > 0 ? n : 1));
+    if (!tmp) return SEER_E_NOMEM;
+    int idle = STEP_IDLE;
+    /* acquire: as reclaim_caches, which this excludes the same way (the
+     * caches are flushed: the queue's relabel makes every node free). */
+    if (!atomic_compare_exchange_strong_explicit(&rt->stepping, &idle, STEP_RECLAIMING, memory_order_acquire,
+                                                 memory_order_relaxed)) {
+        free(tmp);
+        return SEER_E_ARG;
+    }
+    flush_caches(rt);
+    const int rc = seer_queue_relabel(rt->q, new_of_old);
+    if (rc == SEER_OK) {
+        permute_items(rt->rng_counter, tmp, sizeof(uint64_t), new_of_old, n);
+        permute_items(rt->emit_seq, tmp, sizeof(uint32_t), new_of_old, n);
+        permute_items(rt->cur_time, tmp, sizeof(double), new_of_old, n);
+    }
+    /* release: what moved happens-before the next step's acquire. */
+    atomic_store_explicit(&rt->stepping, STEP_IDLE, memory_order_release);
+    free(tmp);
+    return rc;
+}
+
 /* ---- errors --------------------------------------------------------------- */
 
 static void fail(seer_runtime *rt, int32_t code, int32_t worker, const seer_event *ev, int32_t target,
@@ -1275,6 +1307,7 @@ static const seer_api API = {
     .rt_events_total = seer_rt_events_total,
     .rt_parallel_for = seer_rt_parallel_for,
     .rt_num_workers = seer_rt_num_workers,
+    .rt_relabel = seer_rt_relabel,
 };
 
 const seer_api *seer_api_table(void) { return &API; }

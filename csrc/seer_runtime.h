@@ -77,6 +77,8 @@ int seer_rt_add_snapshot(seer_runtime *rt, void *live, void *snapshot, uint64_t 
 void seer_rt_clear_snapshots(seer_runtime *rt);
 /* Not thread-safe: empty the queue, reset counters and the random streams. */
 void seer_rt_reset(seer_runtime *rt, uint64_t seed);
+/* Between steps: rename the entities (see seer_rt_relabel in seer/seer.h). */
+int seer_rt_relabel(seer_runtime *rt, const int32_t *new_of_old);
 /* Run every window before horizon; the caller acts as worker 0. */
 int seer_rt_step(seer_runtime *rt, double horizon);
 /* Body of pool threads 1..num_workers-1; returns after seer_rt_shutdown. */

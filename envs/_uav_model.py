@@ -49,6 +49,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Mapping
 
 import numpy as np
 
@@ -269,6 +270,31 @@ class BroadcastGrid:
 
 # ---- the SEER model -------------------------------------------------------------------------
 
+class AgentRows(Mapping):
+    """A model's state arrays with their rows in agent-id order: ``rows[name]``
+    is read when asked for, as a new read-only array whose row ``i`` is
+    agent ``i``'s (writing to it raises instead of changing nothing).  The
+    SEER engine keeps its rows in slots ordered in space
+    (envs/csrc/uav_swarm.h); this is the view a caller indexing by agent id
+    wants.  Neighbour-table sender ids (``nb_src``) are agent ids already."""
+
+    def __init__(self, state: dict[str, np.ndarray], slot_of: np.ndarray | None):
+        self._state = state
+        self._slot_of = slot_of
+
+    def __getitem__(self, name: str) -> np.ndarray:
+        arr = self._state[name]
+        rows = arr.copy() if self._slot_of is None else arr[self._slot_of]
+        rows.flags.writeable = False
+        return rows
+
+    def __iter__(self):
+        return iter(self._state)
+
+    def __len__(self) -> int:
+        return len(self._state)
+
+
 EP_TICK, EP_STEPS, EP_LIVE, EP_VERSION, EP_TRUNCATED, EP_SEED = (
     lib.SEER_UAV_EP_TICK, lib.SEER_UAV_EP_STEPS, lib.SEER_UAV_EP_LIVE, lib.SEER_UAV_EP_VERSION,
     lib.SEER_UAV_EP_TRUNCATED, lib.SEER_UAV_EP_SEED)
@@ -365,6 +391,11 @@ class UavModel(Model):
         c.nb_count = ptr("int32_t *", st["nb_count"])
         c.sent = ptr("int64_t *", st["sent"])
         c.received = ptr("int64_t *", st["received"])
+        # Slots (envs/csrc/uav_swarm.h): the state's rows are slots; a spatial
+        # reset orders them by start cell.  Identity until then.
+        self.agent_of = np.arange(n, dtype=np.int32)
+        self.slot_of = np.arange(n, dtype=np.int32)
+        c.agent_of = ptr("int32_t *", self.agent_of)
         c.snap_pos = ptr("double *", snap["pos"])
         c.cell_of = ptr("int32_t *", self.grid.cell_of)
         c.cell_start = ptr("int32_t *", self.grid.cell_start)
@@ -404,6 +435,8 @@ class UavModel(Model):
             e.centre[k] = hi[k] / 2
             e.half[k] = hi[k] / 2
             e.hi[k] = hi[k]
+        e.agent_of = ffi.cast("int32_t *", c.agent_of)
+        e.slot_of = ptr("int32_t *", self.slot_of)
         e.acc = c.acc
         e.alive = c.alive
         e.target = ptr("double *", st["target"])
@@ -431,17 +464,26 @@ class UavModel(Model):
         self.out.max_cycles = (1 << 62) if max_cycles is None else int(max_cycles)
         self.native_env.max_cycles = self.out.max_cycles
 
-    def initial_state(self, seed: int) -> None:
+    def initial_state(self, seed: int, *, spatial: bool = False) -> None:
         """The initial state for ``seed`` (in place), drawn in C
         (``seer_uav_initial_state``): starts on a random subset of a
         ``side x side x layers`` lattice of spacing ``start_spacing`` with
         uniform jitter; targets on a random subset of the same lattice shape
         with spacing ``formation_spacing``, centred in the world (a
-        formation the swarm has to fly into, crossing paths)."""
-        lib.seer_uav_initial_state(self.native_env, int(seed) & (2**64 - 1))
+        formation the swarm has to fly into, crossing paths).
+
+        ``spatial``: the state's rows (slots) ordered by start cell, as the
+        SEER engine keeps them (:attr:`agent_of` says whose row is where);
+        otherwise row ``i`` is agent ``i``'s.  The agents' states are the
+        same either way."""
+        lib.seer_uav_initial_state(self.native_env, int(seed) & (2**64 - 1), int(bool(spatial)))
+
+    def agent_rows(self) -> AgentRows:
+        """The state by agent id (see :class:`AgentRows`)."""
+        return AgentRows(self.state, self.slot_of)
 
     def reset(self, runtime, seed: int) -> None:
-        self.initial_state(seed)
+        self.initial_state(seed, spatial=True)
         n = self.cfg.num_uavs
         runtime.schedule(np.arange(n, dtype=np.int32), np.zeros(n), np.full(n, TICK, np.int32),
                          np.zeros(n, np.int64))
@@ -473,11 +515,14 @@ def _auto_workers(cfg: UavConfig, model) -> int:
 
 class SeerSim:
     """The swarm run by SEER: ``reset(seed, max_cycles)``, then per step
-    write the live UAVs' actions (:func:`set_actions`) and call
+    write the live agents' actions (:meth:`set_actions`) and call
     :meth:`step`, which runs the whole step in C (one call, the GIL
     released): broadcast grid, the step's events, readout, losses.  Results
-    land in :attr:`out` (a :class:`StepBuffers`).  ``advance()`` runs only
-    the events (tests and ``seer trace``)."""
+    land in :attr:`out` (a :class:`StepBuffers`, rows by agent id).
+    ``advance()`` runs only the events (tests and ``seer trace``).
+
+    :attr:`state` holds the rows in slots ordered in space (see
+    envs/csrc/uav_swarm.h): :meth:`agent_rows` reads them by agent id."""
 
     name = "seer"
 
@@ -507,6 +552,17 @@ class SeerSim:
 
     def next_seed(self) -> int:
         return int(lib.seer_uav_next_seed(self.model.native_env))
+
+    def live_agents(self) -> np.ndarray:
+        """The live agents' ids, ascending."""
+        return np.flatnonzero(self.state["alive"][self.model.slot_of])
+
+    def set_actions(self, agents: np.ndarray, actions: np.ndarray) -> None:
+        """The commanded accelerations of ``agents`` (ids): action in [-1, 1]^3 times a_max."""
+        set_actions(self.cfg, self.state, self.model.slot_of[agents], actions)
+
+    def agent_rows(self) -> AgentRows:
+        return self.model.agent_rows()
 
     def reset(self, seed: int, max_cycles: int | None = None) -> None:
         """The whole reset in C (``seer_uav_env_reset``, which seer.vector's

@@ -38,10 +38,12 @@ from seer.envs._uav_model import (
     OBS_BOUND,
     PERIOD_TICKS,
     TARGET_SCALE,
+    AgentRows,
     BroadcastGrid,
     UavConfig,
     UavModel,
     neighbour_pairs,
+    set_actions,
 )
 
 
@@ -78,6 +80,16 @@ class ReferenceSim:
 
     def next_seed(self) -> int:
         return int(lib.seer_uav_next_seed(self._model.native_env))
+
+    # rows are agents here (the initial state is drawn without slots)
+    def live_agents(self) -> np.ndarray:
+        return np.flatnonzero(self.state["alive"])
+
+    def set_actions(self, agents: np.ndarray, actions: np.ndarray) -> None:
+        set_actions(self.cfg, self.state, agents, actions)
+
+    def agent_rows(self) -> AgentRows:
+        return AgentRows(self.state, None)
 
     def reset(self, seed: int, max_cycles: int | None = None) -> None:
         self._model.set_max_cycles(max_cycles)

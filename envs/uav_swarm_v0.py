@@ -126,11 +126,18 @@ class UavSwarmEnv(ClosingParallelEnv):
 
             self._sim = ReferenceSim(cfg)
         self.engine = engine
-        self.state_arrays = self._sim.state
         self._out = self._sim.out
         self._agents: list[str] = []
         self._agents_version = int(self._out.episode[M.EP_VERSION])
         self._live = np.zeros(0, np.int64)
+
+    @property
+    def state_arrays(self):
+        """The model's state (``pos``, ``vel``, neighbour tables, ...) by
+        agent id: row ``i`` of ``state_arrays[name]`` is ``uav_i``'s, in a
+        new array each time, so writing to it changes nothing (the engine
+        keeps its own rows in space order)."""
+        return self._sim.agent_rows()
 
     @property
     def workers(self) -> int:
@@ -172,7 +179,7 @@ class UavSwarmEnv(ClosingParallelEnv):
             if ep[M.EP_TRUNCATED]:
                 self._live = np.zeros(0, np.int64)
             else:
-                self._live = np.flatnonzero(self._sim.state["alive"])
+                self._live = self._sim.live_agents()
             names = self.possible_agents
             self._agents = [names[i] for i in self._live.tolist()]
             self._agents_version = int(ep[M.EP_VERSION])
@@ -194,7 +201,7 @@ class UavSwarmEnv(ClosingParallelEnv):
             raise MisuseError("step() called with no live agents: call reset() first")
         act = self._actions_array(actions)
         live = self._live
-        M.set_actions(self.cfg, self._sim.state, live, act)
+        self._sim.set_actions(live, act)
         self._sim.step()
         out = self._out
         lost = (out.collided[live] | out.oob[live]).astype(bool)
@@ -241,7 +248,7 @@ class UavSwarmEnv(ClosingParallelEnv):
         if self.render_mode is None:
             gymnasium.logger.warn("render() called without render_mode; pass render_mode='rgb_array'")
             return None
-        return render_frame(self.cfg, self._sim.state, self._sim.J)
+        return render_frame(self.cfg, self._sim.agent_rows(), self._sim.J)
 
     # ---- lifecycle ---------------------------------------------------------------------------
 

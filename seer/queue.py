@@ -336,6 +336,51 @@ class EventQueue:
         self._check_scalar_range(int(entity), 0)
         return bool(lib.seer_queue_is_claimed(self._q, int(entity)))
 
+    def relabel(self, new_of_old) -> None:
+        """Rename the entities: entity ``e`` becomes ``new_of_old[e]``, as the
+        target and as the source of every pending event, and keeps its
+        events and its floor (the latest time handed to it).  Simultaneous
+        events of one entity then break ties by their new source names.
+        Call only while no other thread uses the queue and no entity is held.
+
+        Args:
+            new_of_old: a permutation of ``range(num_entities)``.
+
+        Raises:
+            InvalidArgumentError: ``new_of_old`` is not such a permutation (the
+                message names the first bad value), or an entity is held.
+
+        Example:
+            >>> q = EventQueue(num_entities=2, capacity=8)
+            >>> q.push(0, 1.0, 0)
+            >>> q.relabel([1, 0])
+            >>> q.pop(2.0)["entity"].tolist()
+            [1]
+        """
+        n = self.num_entities
+        try:
+            perm = np.asarray(new_of_old)
+        except OverflowError:
+            perm = np.asarray(new_of_old, dtype=object)
+        if perm.shape != (n,) or perm.dtype.kind not in "iu":
+            raise InvalidArgumentError(f"new_of_old={new_of_old!r} is invalid: expected {n} integers, a permutation "
+                                       f"of 0..{n - 1}")
+        seen = np.zeros(n, bool)
+        for e, v in enumerate(perm.tolist()):
+            if not 0 <= v < n or seen[v]:
+                what = "out of range" if not 0 <= v < n else "a repeat"
+                raise InvalidArgumentError(f"new_of_old[{e}]={v} is {what}: expected a permutation of 0..{n - 1}")
+            seen[v] = True
+        held = [e for e in range(n) if lib.seer_queue_is_claimed(self._q, e)]
+        if held:
+            raise InvalidArgumentError(f"relabel() while entity {held[0]} is held: release it first")
+        perm = np.ascontiguousarray(perm, np.int32)
+        rc = self._call("queue.relabel()", lib.seer_queue_relabel, self._q, ffi.from_buffer("int32_t[]", perm))
+        if rc == lib.SEER_E_NOMEM:
+            raise MemoryError("queue.relabel(): out of memory (nothing changed)")
+        if rc != lib.SEER_OK:
+            raise InvalidArgumentError(f"queue.relabel() failed with code {rc}")
+
     def clear(self) -> None:
         """Drop every event and claim.  Call only while no other thread uses the queue."""
         self._call("queue.clear()", lib.seer_queue_clear, self._q)

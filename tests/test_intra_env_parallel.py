@@ -27,14 +27,15 @@ def drive(sim, cfg, steps, seed):
     rng = np.random.default_rng(seed)
     out = []
     for _ in range(steps):
-        live = np.flatnonzero(sim.state["alive"])
-        st = sim.state
+        live = sim.live_agents()
+        st = sim.agent_rows()  # SEER's own rows are in space order
         act = np.clip(0.3 * (st["target"][live] - st["pos"][live]) - 0.6 * st["vel"][live]
                       + rng.normal(0, 0.3, (len(live), 3)), -1, 1)
-        M.set_actions(cfg, sim.state, live, act)
+        sim.set_actions(live, act)
         sim.step()
         out.append({name: getattr(sim.out, name).copy() for name in ("obs", "reward", "collided", "oob")})
-    return out, {k: v.copy() for k, v in sim.state.items()}
+    rows = sim.agent_rows()
+    return out, {k: rows[k] for k in rows}
 
 
 @pytest.mark.parametrize("workers", [2, 3])

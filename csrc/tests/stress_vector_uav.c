@@ -124,6 +124,9 @@ static void copy_init_workers(copy *c, int32_t n, int32_t inner) {
     m->nb_count = own(c, sizeof(int32_t) * n);
     m->sent = own(c, sizeof(int64_t) * n);
     m->received = own(c, sizeof(int64_t) * n);
+    int32_t *agent_of = own(c, sizeof(int32_t) * n), *slot_of = own(c, sizeof(int32_t) * n);
+    for (int32_t i = 0; i < n; i++) agent_of[i] = slot_of[i] = i; /* a reset puts them in space order */
+    m->agent_of = agent_of;
     double *snap_pos = own(c, sizeof(double) * 3 * n);
     m->snap_pos = snap_pos;
     int32_t *cell_of = own(c, sizeof(int32_t) * 3 * n);
@@ -164,6 +167,8 @@ static void copy_init_workers(copy *c, int32_t n, int32_t inner) {
     e->formation_spacing = 5.0;
     e->pad = pad;
     e->jitter = 1.5;
+    e->agent_of = agent_of;
+    e->slot_of = slot_of;
     e->acc = acc;
     e->alive = alive;
     e->target = own(c, sizeof(double) * 3 * n);
@@ -363,6 +368,7 @@ static uint64_t run_intra(int32_t uavs, int32_t steps, int32_t inner, uint64_t s
     e->max_cycles = 1 << 30;
     e->start_spacing = 2.0; /* crowded: separation and collisions from the start */
     e->jitter = 0.9;
+    e->relabel_period = 1; /* the slots re-ordered at every step: runtime and rows renamed under the pool */
     pthread_t *th = zalloc(sizeof(pthread_t) * inner);
     void *(*args)[2] = zalloc(sizeof(void *[2]) * inner);
     for (int32_t w = 1; w < inner; w++) {
@@ -385,7 +391,10 @@ static uint64_t run_intra(int32_t uavs, int32_t steps, int32_t inner, uint64_t s
         h = fnv(h, e->alive, (size_t)uavs);
         h = fnv(h, c->m.pos, sizeof(double) * 3 * (size_t)uavs);
         h = fnv(h, c->m.nb_state, sizeof(double) * 6 * TABLE * (size_t)uavs);
+        h = fnv(h, e->agent_of, sizeof(int32_t) * (size_t)uavs);
     }
+    /* every step but the first (the reset ordered them) */
+    CHECK(e->relabels == steps - 1, "intra: %lld of %d steps re-ordered the slots", (long long)e->relabels, steps);
     int64_t lost = uavs - e->episode[SEER_UAV_EP_LIVE];
     seer_rt_shutdown(c->rt);
     for (int32_t w = 1; w < inner; w++) pthread_join(th[w], NULL);

@@ -7,7 +7,8 @@
 #include <math.h>
 #include <string.h>
 
-/* (d2, id) ordering of broadcast recipients: nearer first, then lower id. */
+/* (d2, agent id) ordering of broadcast recipients: nearer first, then
+ * lower agent id (a recipient's slot is not its id: see Slots). */
 static inline int closer(double da, int32_t ia, double db, int32_t ib) {
     return da < db || (da == db && ia < ib);
 }
@@ -17,30 +18,34 @@ static inline int better(int64_t ta, int32_t sa, int64_t tb, int32_t sb) {
     return ta > tb || (ta == tb && sa < sb);
 }
 
-/* A broadcast's recipients so far: the n nearest by (d2, id), in order. */
+/* A broadcast's recipients so far: the n nearest by (d2, agent id), in
+ * order; c holds their slots, a their agent ids. */
 typedef struct recipients {
     int32_t n, max;
     double d[SEER_UAV_MAX_RECIPIENTS];
     int32_t c[SEER_UAV_MAX_RECIPIENTS];
+    int32_t a[SEER_UAV_MAX_RECIPIENTS];
 } recipients;
 
-/* Candidate c (live, not the sender at p): a recipient if within range. */
+/* Candidate slot c (live, not the sender at p): a recipient if within range. */
 static inline void consider(recipients *rs, const seer_uav *m, const double *p, int32_t c) {
     const double *q = m->snap_pos + 3 * (int64_t)c;
     const double dx = q[0] - p[0], dy = q[1] - p[1], dz = q[2] - p[2];
     const double d2 = dx * dx + dy * dy + dz * dz;
     if (!(d2 <= m->radius2)) return;
-    const int32_t M = rs->max;
+    const int32_t M = rs->max, id = m->agent_of[c];
     int32_t nb = rs->n;
-    if (nb == M && !closer(d2, c, rs->d[nb - 1], rs->c[nb - 1])) return;
+    if (nb == M && !closer(d2, id, rs->d[nb - 1], rs->a[nb - 1])) return;
     int32_t at = nb < M ? nb++ : M - 1;
-    while (at > 0 && closer(d2, c, rs->d[at - 1], rs->c[at - 1])) {
+    while (at > 0 && closer(d2, id, rs->d[at - 1], rs->a[at - 1])) {
         rs->d[at] = rs->d[at - 1];
         rs->c[at] = rs->c[at - 1];
+        rs->a[at] = rs->a[at - 1];
         at--;
     }
     rs->d[at] = d2;
     rs->c[at] = c;
+    rs->a[at] = id;
     rs->n = nb;
 }
 
@@ -64,7 +69,7 @@ int seer_uav_tick(seer_ctx *ctx, const seer_event *ev) {
 
     /* Recipients: live UAVs of the 27 grid cells around ours, within the
      * radio range at the window start (snapshot positions), the
-     * max_recipients nearest of them by (d2, id).  The step's candidate
+     * max_recipients nearest of them by (d2, agent id).  The step's candidate
      * list holds every such UAV (see seer_uav.cand_head), so the result is
      * the same whichever of the two we scan, and in whatever order. */
     recipients rs;
@@ -136,12 +141,12 @@ int seer_uav_tick(seer_ctx *ctx, const seer_event *ev) {
 
 int seer_uav_recv(seer_ctx *ctx, const seer_event *ev) {
     seer_uav *m = ctx->model;
-    const int32_t r = ev->entity, s = ev->source;
+    const int32_t r = ev->entity, s = ev->source; /* slots */
     const int64_t j = ev->payload;
     const int32_t C = m->table_cap;
     /* In a big swarm the receiver's table and the sender's message are
-     * rarely in cache (ids are not in space order): start every miss now,
-     * so they overlap instead of following one another. */
+     * often not in cache (slots are in space order only as of the reset):
+     * start every miss now, so they overlap instead of following one another. */
     if (s >= 0 && s < m->num_uavs) {
         __builtin_prefetch(m->bcast + 6 * (int64_t)s);
         __builtin_prefetch(m->bcast_tick + s);
@@ -158,6 +163,7 @@ int seer_uav_recv(seer_ctx *ctx, const seer_event *ev) {
     if (s < 0 || s >= m->num_uavs || m->bcast_tick[s] != j) return 1;
     m->received[r]++;
     const double *msg = m->bcast + 6 * (int64_t)s;
+    const int32_t sa = m->agent_of[s]; /* the table is keyed by agent id */
 
     /* The table keeps the latest message of each sender, at most table_cap
      * senders, preferring newer messages (then lower ids); slots stay sorted
@@ -168,8 +174,8 @@ int seer_uav_recv(seer_ctx *ctx, const seer_event *ev) {
     double *st = m->nb_state + (int64_t)6 * C * r;
     int32_t n = m->nb_count[r];
     int32_t k = 0;
-    while (k < n && src[k] < s) k++;
-    if (k < n && src[k] == s) {
+    while (k < n && src[k] < sa) k++;
+    if (k < n && src[k] == sa) {
         if (j > tk[k]) {
             tk[k] = j;
             memcpy(st + 6 * (int64_t)k, msg, 6 * sizeof(double));
@@ -180,7 +186,7 @@ int seer_uav_recv(seer_ctx *ctx, const seer_event *ev) {
         int32_t w = 0;
         for (int32_t q = 1; q < n; q++)
             if (better(tk[w], src[w], tk[q], src[q])) w = q;
-        if (!better(j, s, tk[w], src[w])) return 0;
+        if (!better(j, sa, tk[w], src[w])) return 0;
         for (int32_t q = w; q < n - 1; q++) {
             src[q] = src[q + 1];
             tk[q] = tk[q + 1];
@@ -194,7 +200,7 @@ int seer_uav_recv(seer_ctx *ctx, const seer_event *ev) {
         tk[q] = tk[q - 1];
         memcpy(st + 6 * (int64_t)q, st + 6 * (int64_t)(q - 1), 6 * sizeof(double));
     }
-    src[k] = s;
+    src[k] = sa;
     tk[k] = j;
     memcpy(st + 6 * (int64_t)k, msg, 6 * sizeof(double));
     m->nb_count[r] = n + 1;

@@ -20,6 +20,17 @@
  * its row again at its next tick, j + 2 at the earliest (the periods are
  * 2, 5 and 10 ticks; a window holds one tick), so no window both reads and
  * writes a row, and the window barriers order the write before the reads.
+ *
+ * Slots.  The per-UAV state rows and the runtime's entities are *slots*,
+ * not agent ids: a reset (seer_uav_initial_state with spatial set) puts the
+ * UAVs into slots in the order of their start cells, so UAVs that talk to
+ * each other sit in nearby rows and lanes (shared cache lines, and on a pool
+ * the same worker's share of the lanes) instead of wherever their ids fall.
+ * agent_of[slot] names the agent; everything a result depends on is keyed
+ * by agent id (recipient and table ties, the neighbour tables' sender ids,
+ * the separation's pair order), so the slot order never changes a result.
+ * The step's outputs (obs, reward, collided, oob) are rows by agent id.
+ *
  * Plain declarations: this header is read by cffi's cdef. */
 #ifndef SEER_ENV_UAV_SWARM_H
 #define SEER_ENV_UAV_SWARM_H
@@ -60,12 +71,13 @@ typedef struct seer_uav {
     double *energy;          /* N: sum |a|^2 T over this env step          */
     double *bcast;           /* N x 6: last broadcast (pos, vel)           */
     int64_t *bcast_tick;     /* N: tick of the last broadcast              */
-    int32_t *nb_src;         /* N x table_cap, ascending sender ids        */
+    int32_t *nb_src;         /* N x table_cap, ascending sender agent ids  */
     int64_t *nb_tick;        /* N x table_cap                              */
     double *nb_state;        /* N x table_cap x 6                          */
     int32_t *nb_count;       /* N: used slots                              */
     int64_t *sent;           /* N: messages sent since reset               */
     int64_t *received;       /* N: messages received since reset           */
+    const int32_t *agent_of; /* N: the agent id in each slot (see Slots)   */
 
     /* pos as it was at the window start (a runtime snapshot); the
      * broadcasts need none (see the top of this file) */
@@ -150,6 +162,8 @@ typedef struct seer_uav_env {
     double pad;
     double jitter;
 
+    int32_t *slot_of;          /* N: the slot of each agent id             */
+    int32_t *agent_of;         /* N: seer_uav.agent_of, writable           */
     double *acc;               /* N x 3 (the handlers read it)             */
     uint8_t *alive;            /* N (the handlers read it)                 */
     const double *target;      /* N x 3                                    */
@@ -158,16 +172,16 @@ typedef struct seer_uav_env {
     int32_t *cell_of;
     double *prev_dist;         /* N                                        */
     int64_t *episode;          /* SEER_UAV_EP_LEN                          */
-    /* readout outputs */
+    /* readout outputs, rows by agent id */
     float *obs;                /* N x obs_dim                              */
     double *reward;            /* N                                        */
     uint8_t *collided;         /* N                                        */
     uint8_t *oob;              /* N                                        */
     /* scratch */
-    uint64_t *sep_sorted;      /* N: live UAVs as (cell << 32 | id), sorted */
+    uint64_t *sep_sorted;      /* N: live UAVs as (cell << 32 | agent), sorted */
     int32_t *sep_key;          /* N: the broadcast grid's cell keys        */
-    double *sep_a;             /* N                                        */
-    double *sep_b;             /* N                                        */
+    double *sep_a;             /* N, by agent id                           */
+    double *sep_b;             /* N, by agent id                           */
     double *dist;              /* N                                        */
     int32_t *perm;             /* lattice_side^2 * layers                  */
     /* the separation pairs found on the pool (uav_swarm_step.c): per sorted
@@ -180,10 +194,23 @@ typedef struct seer_uav_env {
      * entries), gathered once, so the pass reads its neighbours' positions
      * in sequence instead of all over pos */
     double *grid_pos;
+    /* Slots in space order (uav_swarm_step.c): how far the order has
+     * decayed, its value after the last ordering (-1: not measured yet),
+     * the step of that ordering, and how many steps started with one. */
+    double slot_spread;
+    double slot_spread_base;
+    int64_t relabel_step;
+    int64_t relabels;
+    /* 0: order the slots when they have decayed (the default); k > 0: at
+     * every k-th step whatever the decay (tests, measurements) */
+    int32_t relabel_period;
 } seer_uav_env;
 
-/* The initial state for seed (a pure function of it); no runtime needed. */
-void seer_uav_initial_state(seer_uav_env *e, uint64_t seed);
+/* The initial state for seed (a pure function of it); no runtime needed.
+ * spatial: UAVs in slots by start cell (see Slots); 0: slot = agent id
+ * (the layout of the time-stepped reference).  Either way the agents'
+ * states are the same. */
+void seer_uav_initial_state(seer_uav_env *e, uint64_t seed, int32_t spatial);
 /* The next seed of the env's stream (a reset without a seed uses it). */
 int64_t seer_uav_next_seed(seer_uav_env *e);
 /* A whole reset: runtime, initial state, first ticks, observations,

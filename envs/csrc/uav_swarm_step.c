@@ -61,17 +61,17 @@ static void run_phase(seer_uav_env *e, int64_t n, seer_range_fn fn, void *arg) {
     seer_rt_parallel_for(e->rt, n, grain, fn, arg);
 }
 
-/* grid_pos[r] = pos[id_at(r)] for the entries of a grid pass. */
+/* grid_pos[r] = pos[slot_at(r)] for the entries of a grid pass. */
 typedef struct gather_ctx {
     seer_uav_env *e;
-    const int32_t *ids;    /* the broadcast grid's items, or NULL: */
-    const uint64_t *keyed; /* the separation's (cell << 32 | id) entries */
+    const int32_t *ids;    /* the broadcast grid's items (slots), or NULL: */
+    const uint64_t *keyed; /* the separation's (cell << 32 | agent) entries */
 } gather_ctx;
 
 #define GATHER_AHEAD 16 /* rows ahead whose position we prefetch */
 
 static inline int64_t gather_id(const gather_ctx *g, int64_t r) {
-    return g->ids ? g->ids[r] : (int64_t)(uint32_t)g->keyed[r];
+    return g->ids ? g->ids[r] : g->e->slot_of[(uint32_t)g->keyed[r]];
 }
 
 static void gather_slice(void *arg, int64_t lo, int64_t hi, int32_t worker) {
@@ -243,12 +243,183 @@ static void build_candidates(seer_uav_env *e, int64_t J) {
 /* The readout (and a new episode) reuse the lists' buffers. */
 static inline void drop_candidates(seer_uav_env *e) { e->m->cand_tick_hi = e->m->cand_tick_lo; }
 
+/* ---- slots in space order --------------------------------------------------
+ *
+ * The state's rows and the runtime's entities are slots (uav_swarm.h).  A
+ * reset puts the UAVs into slots by their start cells; as they fly, the
+ * order decays towards random, and with it what it bought: a TICK's
+ * recipients in nearby rows, lanes and (on a pool) the same worker's share.
+ * So each step measures the decay on its grid (slot_spread: the mean
+ * |slot - neighbour's slot| / N over a sample; 1/3 for a random order)
+ * and, once it has gone a quarter of the way from its value after the last
+ * ordering to random, and no sooner than RELABEL_MIN_STEPS steps after it,
+ * the next step starts by putting the UAVs into slots by their current
+ * cells again: the runtime renames its entities (seer_rt_relabel) and every
+ * slot row moves.  That costs about one step's worth of memory traffic,
+ * hence the spacing.  Results never depend on it (everything is keyed by
+ * agent id), only the speed does. */
+
+#define RELABEL_MIN_STEPS 10
+#define RANDOM_SPREAD (1.0 / 3.0) /* mean |i - j| / N of two random slots */
+#define SPREAD_SAMPLE 8           /* measure every 8th UAV's candidate list */
+
+/* agent_in_slot: the agents ordered by cell, the broadcast grid's longest
+ * axis first, so that a pool's contiguous shares of the lanes are slabs
+ * across that axis, whose faces (where neighbours sit on two workers) are
+ * the smallest; agent id order within a cell.  pos: positions by row, the
+ * row of agent a being row_of_agent[a] (NULL: a).  Lost UAVs are ordered
+ * where they were lost, so every share keeps its part of the live ones. */
+static void spatial_order(seer_uav_env *e, const double *pos, const int32_t *row_of_agent, int32_t *agent_in_slot) {
+    const seer_uav *m = e->m;
+    const int32_t n = m->num_uavs;
+    const int64_t dims[3] = {m->grid_nx, m->grid_ny, m->grid_nz}, cells = dims[0] * dims[1] * dims[2];
+    int ax[3] = {0, 1, 2}; /* axes by extent, longest first (stable) */
+    for (int a = 1; a < 3; a++)
+        for (int b = a; b > 0 && dims[ax[b]] > dims[ax[b - 1]]; b--) {
+            const int t = ax[b];
+            ax[b] = ax[b - 1];
+            ax[b - 1] = t;
+        }
+    int32_t *key = e->sep_key, *start = e->cell_start; /* scratch between steps */
+    memset(start, 0, sizeof(int32_t) * (size_t)(cells + 1));
+    for (int32_t a = 0; a < n; a++) {
+        const double *p = pos + 3 * (int64_t)(row_of_agent ? row_of_agent[a] : a);
+        int64_t c[3];
+        for (int k = 0; k < 3; k++) c[k] = clamp_cell(p[k], e->cell, dims[k]);
+        key[a] = (int32_t)((c[ax[0]] * dims[ax[1]] + c[ax[1]]) * dims[ax[2]] + c[ax[2]]);
+        start[key[a] + 1]++;
+    }
+    for (int64_t k = 0; k < cells; k++) start[k + 1] += start[k];
+    for (int32_t a = 0; a < n; a++) agent_in_slot[start[key[a]]++] = a;
+}
+
+/* The cycles of the permutation src (rows[d] takes old rows[src[d]]):
+ * their first rows into starts, fixed points left out; done: n bytes of
+ * scratch.  Returns how many. */
+static int32_t cycle_starts(const int32_t *src, int32_t n, uint8_t *done, int32_t *starts) {
+    int32_t k = 0;
+    memset(done, 0, (size_t)n);
+    for (int32_t d0 = 0; d0 < n; d0++) {
+        if (done[d0]) continue;
+        for (int32_t d = d0; !done[d]; d = src[d]) done[d] = 1;
+        if (src[d0] != d0) starts[k++] = d0;
+    }
+    return k;
+}
+
+typedef struct slot_rows {
+    void *rows;
+    size_t bytes;
+} slot_rows;
+
+typedef struct permute_ctx {
+    const slot_rows *arrays;
+    const int32_t *src, *starts;
+    int32_t cycles;
+} permute_ctx;
+
+/* Arrays [lo, hi) of a relabel: rows[d] = old rows[src[d]], in place, one
+ * cycle at a time through a one-row buffer. */
+static void permute_slice(void *arg, int64_t lo, int64_t hi, int32_t worker) {
+    (void)worker;
+    const permute_ctx *pc = arg;
+    double tmp[6 * SEER_UAV_MAX_TABLE]; /* the widest row: nb_state's */
+    for (int64_t k = lo; k < hi; k++) {
+        char *b = pc->arrays[k].rows;
+        const size_t row = pc->arrays[k].bytes;
+        for (int32_t c = 0; c < pc->cycles; c++) {
+            const int32_t d0 = pc->starts[c];
+            memcpy(tmp, b + row * (size_t)d0, row);
+            int32_t d = d0;
+            for (int32_t from = pc->src[d]; from != d0; d = from, from = pc->src[d])
+                memcpy(b + row * (size_t)d, b + row * (size_t)from, row);
+            memcpy(b + row * (size_t)d, tmp, row);
+        }
+    }
+}
+
+/* Slots by current cells (see above).  Between steps only; the scratch it
+ * uses (perm, sep_count, sep_slot_b) is free there.  0, or the runtime's
+ * code (then nothing moved). */
+static int relabel(seer_uav_env *e) {
+    seer_uav *m = e->m;
+    const int32_t n = m->num_uavs, C = m->table_cap;
+    int32_t *agent_in_slot = e->perm; /* lattice slots >= N */
+    int32_t *src = e->sep_count, *new_of_old = (int32_t *)e->sep_slot_b;
+    /* SEER_UAV_SEP_SLOTS >= 3 words per UAV */
+    int32_t *starts = (int32_t *)e->sep_slot_b + n;
+    uint8_t *done = (uint8_t *)(e->sep_slot_b + 2 * (int64_t)n);
+    spatial_order(e, m->pos, e->slot_of, agent_in_slot);
+    for (int32_t s = 0; s < n; s++) {
+        src[s] = e->slot_of[agent_in_slot[s]];
+        new_of_old[src[s]] = s;
+    }
+    const int rc = seer_rt_relabel(e->rt, new_of_old);
+    if (rc != SEER_OK) return rc;
+    const slot_rows arrays[] = {
+        {m->nb_state, 6 * sizeof(double) * C}, /* the widest first: the pool balances the rest behind it */
+        {m->nb_tick, sizeof(int64_t) * C},     {m->nb_src, sizeof(int32_t) * C},
+        {m->pos, 3 * sizeof(double)},          {m->vel, 3 * sizeof(double)},
+        {e->acc, 3 * sizeof(double)},          {(void *)e->target, 3 * sizeof(double)},
+        {m->energy, sizeof(double)},           {e->alive, 1},
+        {(void *)m->period, sizeof(int32_t)},  {(void *)m->ctrl_dt, sizeof(double)},
+        {m->bcast, 6 * sizeof(double)},        {m->bcast_tick, sizeof(int64_t)},
+        {m->nb_count, sizeof(int32_t)},        {m->sent, sizeof(int64_t)},
+        {m->received, sizeof(int64_t)},        {e->prev_dist, sizeof(double)},
+    };
+    const int64_t count = (int64_t)(sizeof arrays / sizeof arrays[0]);
+    permute_ctx pc = {arrays, src, starts, cycle_starts(src, n, done, starts)};
+    /* one array per slice: they are independent */
+    const int32_t workers = seer_rt_num_workers(e->rt);
+    if (workers > 1 && n >= PAR_MIN) seer_rt_parallel_for(e->rt, count, 1, permute_slice, &pc);
+    else permute_slice(&pc, 0, count, 0);
+    for (int32_t s = 0; s < n; s++) {
+        e->agent_of[s] = agent_in_slot[s];
+        e->slot_of[agent_in_slot[s]] = s;
+    }
+    e->relabels++;
+    return SEER_OK;
+}
+
+/* slot_spread over every SPREAD_SAMPLE-th pair of UAVs next to each other
+ * in the broadcast grid's order (cell_items: by cell, x fastest), i.e. of
+ * neighbours along x.  From the grid, not the candidate lists, whose
+ * presence depends on how the pool cut their phase: the measure, hence
+ * when the slots are ordered, is the same for every pool size. */
+static void measure_spread(seer_uav_env *e) {
+    const seer_uav *m = e->m;
+    const int32_t n = m->num_uavs;
+    const int32_t live = e->cell_start[(int64_t)m->grid_nx * m->grid_ny * m->grid_nz];
+    double sum = 0.0;
+    int64_t cnt = 0;
+    for (int32_t k = 0; k + 1 < live; k += SPREAD_SAMPLE, cnt++) sum += abs(e->cell_items[k + 1] - e->cell_items[k]);
+    if (cnt == 0) return;
+    e->slot_spread = sum / ((double)cnt * (double)n);
+    if (e->slot_spread_base < 0.0) e->slot_spread_base = e->slot_spread;
+}
+
+/* Whether this step starts by ordering the slots again (see above). */
+static int relabel_due(const seer_uav_env *e) {
+    const double base = e->slot_spread_base;
+    const int64_t since = e->episode[SEER_UAV_EP_STEPS] - e->relabel_step;
+    if (!e->rt || !e->perm || !e->sep_count || !e->sep_slot_b) return 0;
+    if (e->relabel_period > 0) return since >= e->relabel_period;
+    return base >= 0.0 && since >= RELABEL_MIN_STEPS && e->slot_spread > base + 0.25 * (RANDOM_SPREAD - base);
+}
+
 void seer_uav_prepare_step(seer_uav_env *e) {
     const seer_uav *m = e->m;
+    /* An optimisation: if the runtime cannot rename (an old SEER, no
+     * memory), the slots stay as they are. */
+    if (relabel_due(e) && relabel(e) == SEER_OK) {
+        e->relabel_step = e->episode[SEER_UAV_EP_STEPS];
+        e->slot_spread_base = -1.0; /* measured below */
+    }
     run_phase(e, m->num_uavs, prepare_slice, e);
     bucket(e->alive, e->sep_key, m->num_uavs, (int64_t)m->grid_nx * m->grid_ny * m->grid_nz, e->cell_start,
            e->cell_items);
     build_candidates(e, e->episode[SEER_UAV_EP_TICK]);
+    measure_spread(e);
 }
 
 /* ---- reset ---------------------------------------------------------------- */
@@ -289,26 +460,53 @@ static void lattice_sample(seer_uav_env *e, uint64_t *rng, int32_t n, int32_t sl
     }
 }
 
-void seer_uav_initial_state(seer_uav_env *e, uint64_t seed) {
+void seer_uav_initial_state(seer_uav_env *e, uint64_t seed, int32_t spatial) {
     seer_uav *m = e->m;
     const int32_t n = m->num_uavs, C = m->table_cap, side = e->lattice_side;
     const int32_t slots = side * side * e->layers;
     uint64_t rng = seed;
     drop_candidates(e); /* they were for the positions being replaced */
+    /* The agents' draws in agent order, in scratch that is free until the
+     * first step (grid_pos: starts, sep_slot_pen: targets, which holds
+     * SEER_UAV_SEP_SLOTS >= 3 doubles per UAV; sep_a / sep_key: the
+     * periods, which the last episode's slots hold), then into the slots. */
+    double *P = e->grid_pos, *G = e->sep_slot_pen, *period_dt = e->sep_a;
+    int32_t *period = e->sep_key;
+    for (int32_t s = 0; s < n; s++) {
+        period[e->agent_of[s]] = m->period[s];
+        period_dt[e->agent_of[s]] = m->ctrl_dt[s];
+    }
     /* cell_of is rebuilt before every step: scratch for the lattice picks */
     int32_t *start = e->cell_of;
     lattice_sample(e, &rng, n, slots, start);
     for (int32_t i = 0; i < n; i++)
         for (int k = 0; k < 3; k++)
-            m->pos[3 * (int64_t)i + k] =
+            P[3 * (int64_t)i + k] =
                 e->pad + ((double)start[3 * i + k] + 0.5) * e->start_spacing - e->jitter + 2.0 * e->jitter * unit(&rng);
     lattice_sample(e, &rng, n, slots, start);
     const double dims[3] = {side, side, e->layers};
-    double *target = (double *)e->target;
     for (int32_t i = 0; i < n; i++)
         for (int k = 0; k < 3; k++)
-            target[3 * (int64_t)i + k] =
+            G[3 * (int64_t)i + k] =
                 e->half[k] + ((double)start[3 * i + k] - (dims[k] - 1.0) / 2.0) * e->formation_spacing;
+    int32_t *period_agent = (int32_t *)(void *)e->sep_b; /* sep_key is spatial_order's scratch */
+    memcpy(period_agent, period, sizeof(int32_t) * (size_t)n);
+    if (spatial) {
+        spatial_order(e, P, NULL, e->agent_of);
+    } else {
+        for (int32_t s = 0; s < n; s++) e->agent_of[s] = s;
+    }
+    e->slot_spread_base = -1.0; /* measured by the first step */
+    e->relabel_step = 0;
+    double *target = (double *)e->target;
+    for (int32_t s = 0; s < n; s++) {
+        const int32_t a = e->agent_of[s];
+        e->slot_of[a] = s;
+        memcpy(m->pos + 3 * (int64_t)s, P + 3 * (int64_t)a, 3 * sizeof(double));
+        memcpy(target + 3 * (int64_t)s, G + 3 * (int64_t)a, 3 * sizeof(double));
+        ((int32_t *)m->period)[s] = period_agent[a];
+        ((double *)m->ctrl_dt)[s] = period_dt[a];
+    }
     memset(m->vel, 0, sizeof(double) * 3 * (size_t)n);
     memset(e->acc, 0, sizeof(double) * 3 * (size_t)n);
     memset(m->energy, 0, sizeof(double) * (size_t)n);
@@ -331,7 +529,7 @@ void seer_uav_initial_state(seer_uav_env *e, uint64_t seed) {
 int seer_uav_env_reset(seer_uav_env *e, uint64_t seed) {
     const int32_t n = e->m->num_uavs;
     seer_rt_reset(e->rt, seed);
-    seer_uav_initial_state(e, seed);
+    seer_uav_initial_state(e, seed, 1);
     for (int32_t i = 0; i < n; i++) { /* every UAV's clock starts at tick 0 */
         const int rc = seer_rt_push(e->rt, i, 0.0, SEER_UAV_TICK, 0);
         if (rc != SEER_OK) return rc;
@@ -362,8 +560,8 @@ static int32_t lower_cell(const uint64_t *sorted, int32_t lo, int32_t hi, uint64
     return lo;
 }
 
-/* Stable LSD radix sort of the live entries (cell << 32 | id, already in id
- * order) by cell: the (cell, id) order a full sort gives, in O(n). */
+/* Stable LSD radix sort of the live entries (cell << 32 | agent, already in
+ * agent order) by cell: the (cell, agent) order a full sort gives, in O(n). */
 static void sort_by_cell(uint64_t *a, uint64_t *tmp, int32_t n, uint64_t max_cell) {
     enum { BITS = 11, SIZE = 1 << BITS };
     int32_t count[SIZE];
@@ -382,10 +580,10 @@ static void sort_by_cell(uint64_t *a, uint64_t *tmp, int32_t n, uint64_t max_cel
 }
 
 /* Separation penalties and collisions over the pairs of live UAVs closer
- * than d_safe, in numpy's pair order: UAVs by (cell, id), then offsets in
- * HALF order, then the neighbour cell's UAVs by id (in its own cell only
- * those after this one).  sep_a / sep_b are bincount(a, pen) and
- * bincount(b, pen): each sums its pairs in pair order.
+ * than d_safe, in numpy's pair order: UAVs by (cell, agent id), then
+ * offsets in HALF order, then the neighbour cell's UAVs by agent id (in its
+ * own cell only those after this one).  sep_a / sep_b are bincount(a, pen)
+ * and bincount(b, pen), by agent id: each sums its pairs in pair order.
  *
  * On a pool, the pairs are found in parallel, each UAV's by the slice that
  * holds its sorted position (sep_a is then its own sum), and kept in
@@ -464,7 +662,7 @@ typedef struct row_cursors {
 
 static const row_cursors CURSORS_UNSET = {{-1, -1, -1, -1}};
 
-/* The pairs (a, b) of the UAV a at sorted position r, in numpy's order.
+/* The pairs (a, b) (agent ids) of the UAV a at sorted position r, in numpy's order.
  * sep_a[a] becomes their sum and collided[a] is set if one collided.  With
  * slots: the first SEP_SLOTS pairs go there (b | SEP_COL, pen); without
  * (slot_b NULL): each pen goes to sep_b[b] at once (the pass in pair order).
@@ -538,8 +736,10 @@ static void separation(seer_uav_env *e) {
     run_phase(e, n, sep_phase_cells, e); /* also each UAV's target distance */
     uint64_t *sorted = e->sep_sorted;
     int32_t live = 0;
-    for (int32_t i = 0; i < n; i++)
-        if (e->alive[i]) sorted[live++] = ((uint64_t)(uint32_t)e->sep_key[i] << 32) | (uint32_t)i;
+    for (int32_t a = 0; a < n; a++) { /* in agent order, as the radix sort wants */
+        const int32_t i = e->slot_of[a];
+        if (e->alive[i]) sorted[live++] = ((uint64_t)(uint32_t)e->sep_key[i] << 32) | (uint32_t)a;
+    }
     /* sep_b is free until the pairs phase: the radix sort's buffer */
     sort_by_cell(sorted, (uint64_t *)(void *)e->sep_b, live,
                  (uint64_t)(e->sep_nx * e->sep_ny * e->sep_nz));
@@ -584,7 +784,7 @@ typedef struct readout_ctx {
     int32_t first;
 } readout_ctx;
 
-/* UAV i's observation row at tick J. */
+/* The observation row of the UAV in slot i at tick J (row agent_of[i]). */
 static void observe_one(seer_uav_env *e, int64_t J, int64_t i) {
     const seer_uav *m = e->m;
     const int32_t C = m->table_cap, K = e->k_neighbors, D = e->obs_dim;
@@ -594,7 +794,8 @@ static void observe_one(seer_uav_env *e, int64_t J, int64_t i) {
     double key[SEER_UAV_MAX_TABLE];
     int32_t slot[SEER_UAV_MAX_TABLE];
     {
-        float *o = e->obs + (int64_t)D * i;
+        const int64_t agent = e->agent_of[i];
+        float *o = e->obs + (int64_t)D * agent;
         const double *p = m->pos + 3 * (int64_t)i, *v = m->vel + 3 * (int64_t)i;
         const double *g = e->target + 3 * (int64_t)i;
         for (int k = 0; k < 3; k++) {
@@ -614,7 +815,7 @@ static void observe_one(seer_uav_env *e, int64_t J, int64_t i) {
             const double *q = st + 6 * (int64_t)s;
             const double r0 = q[0] - p[0], r1 = q[1] - p[1], r2 = q[2] - p[2];
             const double d2 = r0 * r0 + r1 * r1 + r2 * r2;
-            const double kv = (double)i * 1024.0 + (d2 < 1023.0 ? d2 : 1023.0);
+            const double kv = (double)agent * 1024.0 + (d2 < 1023.0 ? d2 : 1023.0);
             int32_t at = used++;
             while (at > 0 && key[at - 1] > kv) {
                 key[at] = key[at - 1];
@@ -651,30 +852,35 @@ static void dist_slice(void *arg, int64_t lo, int64_t hi, int32_t worker) {
 #define OBS_AHEAD 8 /* UAVs ahead whose neighbour tables we prefetch */
 
 /* Per UAV: out-of-bounds, reward (unless first), the distance to
- * remember, the observation. */
+ * remember, the observation.  The slices are ranges of agent ids, so that
+ * each worker writes whole runs of output rows (rows by agent id) instead
+ * of rows interleaved with the other workers' (a 204-byte row shares lines
+ * with its neighbours); the slot rows it reads are prefetched. */
 static void finish_slice(void *arg, int64_t lo, int64_t hi, int32_t worker) {
     (void)worker;
     const readout_ctx *rc = arg;
     seer_uav_env *e = rc->e;
     const seer_uav *m = e->m;
-    for (int64_t i = lo; i < hi; i++) {
+    for (int64_t a = lo; a < hi; a++) {
+        const int64_t i = e->slot_of[a];
         if (!rc->first) {
             const double *p = m->pos + 3 * i;
             int out = 0;
             for (int k = 0; k < 3; k++) out |= (p[k] < 0.0) | (p[k] > e->hi[k]);
-            e->oob[i] = (uint8_t)(out && e->alive[i]);
+            e->oob[a] = (uint8_t)(out && e->alive[i]);
             const double progress = e->prev_dist[i] - e->dist[i];
-            const double sep = e->sep_a[i] + e->sep_b[i];
-            e->reward[i] = e->w_progress * progress - e->w_energy * m->energy[i] - e->w_separation * sep -
-                           e->c_collision * (double)e->collided[i] - e->c_out_of_bounds * (double)e->oob[i] +
+            const double sep = e->sep_a[a] + e->sep_b[a];
+            e->reward[a] = e->w_progress * progress - e->w_energy * m->energy[i] - e->w_separation * sep -
+                           e->c_collision * (double)e->collided[a] - e->c_out_of_bounds * (double)e->oob[a] +
                            e->r_goal * (double)(e->dist[i] < e->goal_radius);
         }
         e->prev_dist[i] = e->dist[i];
-        if (i + OBS_AHEAD < hi) { /* tables are 1.4 KiB apart: too far for the hardware prefetcher */
-            const int64_t C = m->table_cap, f = i + OBS_AHEAD;
+        if (a + OBS_AHEAD < hi) { /* tables are 1.4 KiB apart: too far for the hardware prefetcher */
+            const int64_t C = m->table_cap, f = e->slot_of[a + OBS_AHEAD];
             __builtin_prefetch(m->nb_tick + C * f);
             __builtin_prefetch(m->nb_state + 6 * C * f);
             __builtin_prefetch(m->nb_state + 6 * C * f + 8);
+            __builtin_prefetch(m->pos + 3 * f);
         }
         observe_one(e, rc->J, i);
     }
@@ -710,7 +916,8 @@ static void retire(seer_uav_env *e) {
     const int32_t n = e->m->num_uavs;
     int64_t live = 0, changed = 0;
     for (int32_t i = 0; i < n; i++) {
-        if (e->alive[i] && (e->collided[i] | e->oob[i])) {
+        const int32_t a = e->agent_of[i];
+        if (e->alive[i] && (e->collided[a] | e->oob[a])) {
             e->alive[i] = 0;
             changed = 1;
         }
@@ -761,16 +968,18 @@ int seer_uav_copy_step(void *env, const seer_copy_rows *rows, int32_t op) {
         *rows->ended = 1;
         return SEER_OK;
     }
-    const float *act = rows->act;
-    for (int32_t i = 0; i < n; i++)
-        if (e->alive[i])
-            for (int k = 0; k < 3; k++) e->acc[3 * (int64_t)i + k] = (double)act[3 * (int64_t)i + k] * e->a_max;
+    const float *act = rows->act; /* rows by agent id, like every row below */
+    for (int32_t i = 0; i < n; i++) {
+        const int64_t s = e->slot_of[i];
+        if (e->alive[s])
+            for (int k = 0; k < 3; k++) e->acc[3 * s + k] = (double)act[3 * (int64_t)i + k] * e->a_max;
+    }
     const int rc = advance(e);
     if (rc != SEER_OK) return rc;
     const uint8_t truncated = e->episode[SEER_UAV_EP_STEPS] >= e->max_cycles;
     for (int32_t i = 0; i < n; i++) {
         float *o = obs + (int64_t)D * i;
-        if (e->alive[i]) { /* acted in this step */
+        if (e->alive[e->slot_of[i]]) { /* acted in this step */
             memcpy(o, e->obs + (int64_t)D * i, sizeof(float) * (size_t)D);
             rows->rew[i] = e->reward[i];
             rows->term[i] = e->collided[i] | e->oob[i];
@@ -784,7 +993,7 @@ int seer_uav_copy_step(void *env, const seer_copy_rows *rows, int32_t op) {
     }
     retire(e);
     const uint8_t over = e->episode[SEER_UAV_EP_TRUNCATED] || e->episode[SEER_UAV_EP_LIVE] == 0;
-    for (int32_t i = 0; i < n; i++) rows->alive[i] = e->alive[i] && !over;
+    for (int32_t i = 0; i < n; i++) rows->alive[i] = e->alive[e->slot_of[i]] && !over;
     *rows->ended = over;
     return SEER_OK;
 }

@@ -392,6 +392,74 @@ def test_clear_drops_events_claims_and_floors():
     assert drain(q)[1] == [(1, 0.0, 0, 0)]
 
 
+def full_rows(batch):
+    return [(int(e), float(t), int(k), int(p), int(s), int(q)) for e, t, k, p, s, q in zip(
+        batch["entity"], batch["time"], batch["kind"], batch["payload"], batch["source"], batch["seq"])]
+
+
+def test_relabel_moves_every_event_with_its_entity_and_source():
+    """Each pending event goes to the new name of its entity, its source is
+    renamed too, nothing is lost or duplicated, each entity's events come out
+    in (time, new source, seq) order, and the floors move with the entities."""
+    rng = np.random.default_rng(3)
+    E, n = 40, 3000
+    q = EventQueue(num_entities=E, capacity=4096, num_kinds=3)
+    ent = rng.integers(0, E, n).astype(np.int32)
+    times = np.round(rng.uniform(0.0, 5.0, n), 1)  # many ties
+    src = rng.integers(-1, E, n).astype(np.int32)
+    q.push_many(ent, times, rng.integers(0, 3, n).astype(np.int32), rng.integers(-9, 9, n), sources=src,
+                seqs=np.arange(n, dtype=np.uint32))
+    handed = {}
+    for row in full_rows(q.pop(1.0, max_events=n)):  # set floors, then let go
+        handed[row[0]] = max(handed.get(row[0], -INF), row[1])
+    q.release(np.arange(E, dtype=np.int32)[[q.is_claimed(e) for e in range(E)]])
+    before = {}
+    for row in full_rows(q.pop(INF, max_events=n)):
+        before.setdefault(row[0], []).append(row)
+    q.clear()
+    # the same pending events again, with the same floors
+    for e, t in handed.items():
+        push(q, [e], [t])
+        q.release(q.pop(INF)["entity"])
+    rest = [r for rs in before.values() for r in rs]
+    q.push_many([r[0] for r in rest], [r[1] for r in rest], [r[2] for r in rest], [r[3] for r in rest],
+                sources=[r[4] for r in rest], seqs=np.array([r[5] for r in rest], np.uint32))
+    perm = rng.permutation(E)
+    q.relabel(perm)
+    assert len(q) == len(rest)
+    after = {}
+    while len(q):
+        b = q.pop(INF, max_events=n)
+        for row in full_rows(b):
+            after.setdefault(row[0], []).append(row)
+        q.release(b["entity"])
+    want = {}
+    for e, t, k, p, s, sq in rest:
+        want.setdefault(int(perm[e]), []).append((int(perm[e]), t, k, p, int(perm[s]) if s >= 0 else -1, sq))
+    for e in want:
+        assert after[e] == sorted(want[e], key=lambda r: (r[1], r[4], r[5])), e
+    assert set(after) == set(want)
+    for e, t in handed.items():  # the floor moved with its entity
+        with pytest.raises(PastEventError):
+            push(q, [int(perm[e])], [t - 0.05])
+
+
+def test_relabel_refuses_what_is_not_a_permutation_and_held_entities():
+    q = EventQueue(num_entities=3, capacity=8)
+    push(q, [0, 1, 2], [1.0, 2.0, 3.0])
+    for bad, shown in (([0, 0, 1], r"new_of_old\[1\]=0 is a repeat"), ([0, 1, 3], r"new_of_old\[2\]=3 is out of range"),
+                       ([1, 0], "expected 3 integers"), ([0.0, 1.0, 2.0], "expected 3 integers")):
+        with pytest.raises(ValueError, match=shown):
+            q.relabel(bad)
+    assert len(q) == 3
+    b = q.pop(1.5)
+    with pytest.raises(ValueError, match="entity 0 is held"):
+        q.relabel([2, 1, 0])
+    q.release(b["entity"])
+    q.relabel([2, 1, 0])
+    assert drain(q) == {1: [(1, 2.0, 0, 0)], 0: [(0, 3.0, 0, 0)]}  # 1 stays 1, 2 becomes 0
+
+
 def test_out_parameter():
     q = EventQueue(num_entities=4, capacity=64)
     push(q, [0, 1, 2, 3] * 3, np.arange(12.0))

@@ -95,21 +95,62 @@ def test_reference_matches_with_tight_caps_eviction_and_recipient_limit():
         rng = np.random.default_rng(0)
         full = 0
         for _ in range(300):
-            live = np.flatnonzero(a.state["alive"])
-            st = a.state
+            live = a.live_agents()
+            st = a.agent_rows()
             act = np.clip(0.3 * (st["target"][live] - st["pos"][live]) - 0.6 * st["vel"][live]
                           + rng.normal(0, 0.3, (len(live), 3)), -1, 1)
-            M.set_actions(cfg, a.state, live, act)
-            M.set_actions(cfg, b.state, live, act)
+            a.set_actions(live, act)
+            b.set_actions(live, act)
             a.step()  # the C step: grid, events, readout, losses
             b.step()  # numpy: time-stepped events, NumpyReadout
             for name in ("obs", "reward", "collided", "oob", "episode"):
                 assert getattr(a.out, name).tobytes() == getattr(b.out, name).tobytes(), name
             for name in a.state:
-                assert a.state[name].tobytes() == b.state[name].tobytes(), name
+                assert st[name].tobytes() == b.state[name].tobytes(), name
             full = max(full, int((a.state["nb_count"] == 4).sum()))
         assert full > 10  # evictions really happened
         assert b.dropped_by_cap > 100  # broadcasts were cut to their 3 nearest recipients
+    finally:
+        a.close()
+
+
+@pytest.mark.parametrize("period", [0, 1], ids=["when-decayed", "every-step"])
+def test_slots_follow_the_swarm_and_never_change_a_result(period):
+    """The SEER engine keeps its rows and entities in slots ordered in space
+    (envs/csrc/uav_swarm.h): set at reset, and again during the episode as
+    the swarm flies and the order decays (the runtime renames its entities
+    and every row moves), or at every step.  Every output and the whole
+    state by agent id stay bit-identical to the reference's, which keeps
+    rows by agent id."""
+    cfg = M.make_config(num_uavs=300)
+    a, b = M.SeerSim(cfg, workers=2), ReferenceSim(cfg)
+    try:
+        e = a.model.native_env
+        e.relabel_period = period
+        a.reset(5)
+        b.reset(5)
+        assert sorted(a.model.agent_of.tolist()) == list(range(300))
+        assert a.model.agent_of.tolist() != list(range(300))  # in space order, not id order
+        assert (a.model.slot_of[a.model.agent_of] == np.arange(300)).all()
+        rng = np.random.default_rng(5)
+        orders = {tuple(a.model.agent_of.tolist())}
+        for _ in range(80):
+            live = a.live_agents()
+            st = a.agent_rows()
+            act = np.clip(0.3 * (st["target"][live] - st["pos"][live]) - 0.6 * st["vel"][live]
+                          + rng.normal(0, 0.3, (len(live), 3)), -1, 1)
+            a.set_actions(live, act)
+            b.set_actions(live, act)
+            a.step()
+            b.step()
+            orders.add(tuple(a.model.agent_of.tolist()))
+            for name in ("obs", "reward", "collided", "oob", "episode"):
+                assert getattr(a.out, name).tobytes() == getattr(b.out, name).tobytes(), name
+            rows = a.agent_rows()
+            for name in a.state:
+                assert rows[name].tobytes() == b.state[name].tobytes(), name
+        assert e.relabels == 79 if period == 1 else e.relabels >= 1
+        assert 2 <= len(orders) <= e.relabels + 1  # the slots really moved
     finally:
         a.close()
 
@@ -165,8 +206,9 @@ def test_each_uav_runs_on_its_own_clock_and_messages_respect_the_lookahead():
         ev = sim.runtime.trace.events
         ticks = ev[ev["kind"] == M.TICK]
         recv = ev[ev["kind"] == M.RECV]
+        tick_agent = sim.model.agent_of[ticks["entity"]]  # entities are slots (envs/csrc/uav_swarm.h)
         for i in range(cfg.num_uavs):
-            mine = np.sort(ticks["time"][ticks["entity"] == i])
+            mine = np.sort(ticks["time"][tick_agent == i])
             period = M.PERIOD_TICKS[i % 3] * M.TICK_S
             assert len(mine) == 3 * 10 // M.PERIOD_TICKS[i % 3]  # 10, 20 or 50 Hz over 0.3 s
             assert np.allclose(np.diff(mine), period)
@@ -257,9 +299,13 @@ def test_close_pairs_match_brute_force():
 def test_collided_and_out_of_bounds_uavs_are_terminated_and_leave_agents():
     env = U.parallel_env(scenario="small", workers=1)
     env.reset(seed=0)
+    with pytest.raises(ValueError, match="read-only"):  # state_arrays are copies by agent id
+        env.state_arrays["pos"][1] = 0.0
+    # the engine's own rows are slots in space order (envs/csrc/uav_swarm.h)
+    live, row = env._sim.state, env._sim.model.slot_of
+    live["pos"][row[1]] = live["pos"][row[0]] + np.array([0.3, 0.0, 0.0])   # collision
+    live["pos"][row[2]] = np.array([-50.0, 1.0, 1.0])                       # out of bounds
     st = env.state_arrays
-    st["pos"][1] = st["pos"][0] + np.array([0.3, 0.0, 0.0])   # collision
-    st["pos"][2] = np.array([-50.0, 1.0, 1.0])                 # out of bounds
     obs, rew, term, trunc, _ = env.step({a: np.zeros(3, np.float32) for a in env.agents})
     assert term["uav_0"] and term["uav_1"] and term["uav_2"]
     assert not any(term[a] for a in env.possible_agents[3:])

@@ -17,8 +17,9 @@ from seer.envs._uav_reference import ReferenceSim
 
 def run_against_reference(cfg, steps, workers, seed, boost=None):
     """Step SEER and the reference with the same actions; compare every
-    output and the whole state after each step.  boost(step, state) may
-    edit both states before a step (the same way)."""
+    output and the whole state (by agent id) after each step.
+    boost(step, state, rows) may edit both states before a step, the same
+    way: agent i's row is rows[i] (SEER keeps its rows in space order)."""
     a, b = M.SeerSim(cfg, workers=workers), ReferenceSim(cfg)
     try:
         a.reset(seed)
@@ -26,23 +27,25 @@ def run_against_reference(cfg, steps, workers, seed, boost=None):
         rng = np.random.default_rng(seed)
         sent = 0
         for k in range(steps):
-            live = np.flatnonzero(a.state["alive"])
+            live = a.live_agents()
+            assert live.tolist() == b.live_agents().tolist()
             if len(live) == 0:
                 break
-            st = a.state
+            st = a.agent_rows()
             act = np.clip(0.3 * (st["target"][live] - st["pos"][live]) - 0.6 * st["vel"][live]
                           + rng.normal(0, 0.3, (len(live), 3)), -1, 1)
-            M.set_actions(cfg, a.state, live, act)
-            M.set_actions(cfg, b.state, live, act)
+            a.set_actions(live, act)
+            b.set_actions(live, act)
             if boost is not None:
-                boost(k, a.state)
-                boost(k, b.state)
+                boost(k, a.state, a.model.slot_of)
+                boost(k, b.state, np.arange(cfg.num_uavs))
             a.step()
             b.step()
             for name in ("obs", "reward", "collided", "oob", "episode"):
                 assert getattr(a.out, name).tobytes() == getattr(b.out, name).tobytes(), (k, name)
+            rows = a.agent_rows()
             for name in a.state:
-                assert a.state[name].tobytes() == b.state[name].tobytes(), (k, name)
+                assert rows[name].tobytes() == b.state[name].tobytes(), (k, name)
             sent = int(a.state["sent"].sum())
         return sent
     finally:
@@ -64,11 +67,11 @@ def test_uavs_faster_than_v_max_at_the_step_start(workers):
     from them, so the lists' radius must cover the longer way."""
     cfg = M.make_config(num_uavs=96)
 
-    def boost(k, st):
+    def boost(k, st, rows):
         if k % 3 == 1:
             rng = np.random.default_rng(k)
             idx = rng.choice(cfg.num_uavs, 24, replace=False)
-            st["vel"][idx] = rng.normal(0.0, 2.5 * cfg.v_max, (24, 3))
+            st["vel"][rows[idx]] = rng.normal(0.0, 2.5 * cfg.v_max, (24, 3))
 
     assert run_against_reference(cfg, 30, workers, seed=8, boost=boost) > 0
 

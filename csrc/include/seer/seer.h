@@ -77,6 +77,20 @@ static inline int32_t seer_rt_num_workers(const seer_runtime *rt) {
     const seer_api *api = seer_api_of(rt);
     return SEER_API_HAS(api, rt_num_workers) ? api->rt_num_workers(rt) : 1;
 }
+/* Between steps, from the thread that steps the runtime: rename entity e
+ * to new_of_old[e] (a permutation).  Its pending events (as their target
+ * and as their source), random stream, emit counter and clock move with it,
+ * so a model that moves its own rows the same way goes on as before; only
+ * the order of simultaneous events of one entity from different sources
+ * follows the new source names.  What it is for: keeping entities that
+ * interact in nearby lanes (cache lines, and a pool worker's share of the
+ * lanes) as they move, as uav_swarm_v0 does.  SEER_E_ARG (not a
+ * permutation, or a step is running), SEER_E_NOMEM (nothing changed), or
+ * SEER_E_UNSUPPORTED from a SEER that predates the call. */
+static inline int seer_rt_relabel(seer_runtime *rt, const int32_t *new_of_old) {
+    const seer_api *api = seer_api_of(rt);
+    return SEER_API_HAS(api, rt_relabel) ? api->rt_relabel(rt, new_of_old) : SEER_E_UNSUPPORTED;
+}
 
 #endif /* SEER_CORE_BUILD */
 

@@ -102,6 +102,7 @@ struct seer_api {
     /* Appended after the first release (present when size covers them). */
     int (*rt_parallel_for)(seer_runtime *rt, int64_t n, int64_t grain, seer_range_fn fn, void *arg);
     int32_t (*rt_num_workers)(const seer_runtime *rt);
+    int (*rt_relabel)(seer_runtime *rt, const int32_t *new_of_old);
 };
 
 #endif
