@@ -38,6 +38,12 @@ of tick times (``(j + 1) * 0.01`` may be one ulp under ``j * 0.01 + 0.01``)
 can never make a one-tick delay look shorter than the lookahead.  Every
 window ``[T, T + 0.005)`` holds exactly the events of one tick.
 
+Slots.  The state's rows and the runtime's entities are slots, not agent
+ids: the SEER engine orders them in space at reset and again when the
+order has decayed (envs/csrc/uav_swarm.h and uav_swarm_step.c say how and
+why); ``UavModel.agent_of`` / ``slot_of`` map between the two, and
+``agent_rows()`` reads the state by agent id.  The reference keeps row = id.
+
 The broadcast grid (cell size ``radius + 2 v_max dt``) is rebuilt once per
 env step (in C, ``seer_uav_prepare_step``; the reference builds the same in
 numpy with :class:`BroadcastGrid`) from the step-start positions.  A UAV moves at most

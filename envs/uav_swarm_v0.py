@@ -26,6 +26,13 @@ step (grid, events, readout, losses) is one C call, ``seer_uav_env_step`` in
 envs/csrc/uav_swarm_step.c; seer.vector's thread backend runs it for every copy
 without the GIL.
 
+Layout.  SEER keeps the UAVs' state rows and its entities in *slots*
+ordered in space (by cell, set at reset and again whenever the swarm's
+motion has scrambled the order), so UAVs that talk to each other share
+cache lines and, on a pool, a worker; results are keyed by agent id and do
+not depend on it.  Observations, rewards and losses are by agent, as ever;
+``state_arrays`` gives the state by agent id too (read-only copies).
+
 Sensing.  A broadcast reaches the (at most 32) nearest live UAVs within
 ``radius = 8 m``, found through a spatial grid (O(N) per step, not O(N^2)).
 A receiver keeps the latest message of each sender in a 24-slot table.
