@@ -470,7 +470,7 @@ class UavModel(Model):
         self.out.max_cycles = (1 << 62) if max_cycles is None else int(max_cycles)
         self.native_env.max_cycles = self.out.max_cycles
 
-    def initial_state(self, seed: int, *, spatial: bool = False) -> None:
+    def initial_state(self, seed: int, *, spatial: bool | None = False) -> None:
         """The initial state for ``seed`` (in place), drawn in C
         (``seer_uav_initial_state``): starts on a random subset of a
         ``side x side x layers`` lattice of spacing ``start_spacing`` with
@@ -478,18 +478,20 @@ class UavModel(Model):
         with spacing ``formation_spacing``, centred in the world (a
         formation the swarm has to fly into, crossing paths).
 
-        ``spatial``: the state's rows (slots) ordered by start cell, as the
-        SEER engine keeps them (:attr:`agent_of` says whose row is where);
-        otherwise row ``i`` is agent ``i``'s.  The agents' states are the
-        same either way."""
-        lib.seer_uav_initial_state(self.native_env, int(seed) & (2**64 - 1), int(bool(spatial)))
+        ``spatial``: True, the state's rows (slots) ordered by start cell
+        (:attr:`agent_of` says whose row is where); False, row ``i`` is
+        agent ``i``'s; None, as the SEER engine does (in space order from
+        ``SEER_UAV_SPACE_MIN`` UAVs on).  The agents' states are the same
+        either way."""
+        flag = -1 if spatial is None else int(bool(spatial))
+        lib.seer_uav_initial_state(self.native_env, int(seed) & (2**64 - 1), flag)
 
     def agent_rows(self) -> AgentRows:
         """The state by agent id (see :class:`AgentRows`)."""
         return AgentRows(self.state, self.slot_of)
 
     def reset(self, runtime, seed: int) -> None:
-        self.initial_state(seed, spatial=True)
+        self.initial_state(seed, spatial=None)
         n = self.cfg.num_uavs
         runtime.schedule(np.arange(n, dtype=np.int32), np.zeros(n), np.full(n, TICK, np.int32),
                          np.zeros(n, np.int64))

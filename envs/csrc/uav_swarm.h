@@ -22,8 +22,9 @@
  * writes a row, and the window barriers order the write before the reads.
  *
  * Slots.  The per-UAV state rows and the runtime's entities are *slots*,
- * not agent ids: a reset (seer_uav_initial_state with spatial set) puts the
- * UAVs into slots in the order of their start cells, so UAVs that talk to
+ * not agent ids: a reset (seer_uav_initial_state with spatial set) of a
+ * swarm of SEER_UAV_SPACE_MIN UAVs or more (seer_uav_env.slot_layout)
+ * puts the UAVs into slots in the order of their start cells, so UAVs that talk to
  * each other sit in nearby rows and lanes (shared cache lines, and on a pool
  * the same worker's share of the lanes) instead of wherever their ids fall.
  * agent_of[slot] names the agent; everything a result depends on is keyed
@@ -204,12 +205,19 @@ typedef struct seer_uav_env {
     /* 0: order the slots when they have decayed (the default); k > 0: at
      * every k-th step whatever the decay (tests, measurements) */
     int32_t relabel_period;
+    /* Slots in space order: 0 from SEER_UAV_SPACE_MIN UAVs on (the
+     * default), 1 always, -1 never (slot = agent id) */
+    int32_t slot_layout;
 } seer_uav_env;
 
+/* Fewer UAVs than this keep slot = agent id unless slot_layout says
+ * otherwise (uav_swarm_step.c says why). */
+#define SEER_UAV_SPACE_MIN 1024
+
 /* The initial state for seed (a pure function of it); no runtime needed.
- * spatial: UAVs in slots by start cell (see Slots); 0: slot = agent id
- * (the layout of the time-stepped reference).  Either way the agents'
- * states are the same. */
+ * spatial: 1, UAVs in slots by start cell (see Slots); 0, slot = agent id
+ * (the layout of the time-stepped reference); -1, as slot_layout says.
+ * Either way the agents' states are the same. */
 void seer_uav_initial_state(seer_uav_env *e, uint64_t seed, int32_t spatial);
 /* The next seed of the env's stream (a reset without a seed uses it). */
 int64_t seer_uav_next_seed(seer_uav_env *e);

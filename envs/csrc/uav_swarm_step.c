@@ -257,11 +257,22 @@ static inline void drop_candidates(seer_uav_env *e) { e->m->cand_tick_hi = e->m-
  * cells again: the runtime renames its entities (seer_rt_relabel) and every
  * slot row moves.  That costs about one step's worth of memory traffic,
  * hence the spacing.  Results never depend on it (everything is keyed by
- * agent id), only the speed does. */
+ * agent id), only the speed does.
+ *
+ * Only from SEER_UAV_SPACE_MIN UAVs on: a smaller swarm's state fits the
+ * core's L2 cache (1.7 KiB a UAV), so there is no locality to gain, and
+ * its lanes in space order ran 3-4% slower than in id order on 1 and on 2
+ * workers ('large', 256 UAVs, both orders alternating in one process; the
+ * periods, by id, then no longer follow a pattern along the lanes), while
+ * 'xlarge' (4096) ran 11% faster on 2 workers. */
+
+static int slots_in_space(const seer_uav_env *e) {
+    return e->slot_layout > 0 || (e->slot_layout == 0 && e->m->num_uavs >= SEER_UAV_SPACE_MIN);
+}
 
 #define RELABEL_MIN_STEPS 10
 #define RANDOM_SPREAD (1.0 / 3.0) /* mean |i - j| / N of two random slots */
-#define SPREAD_SAMPLE 8           /* measure every 8th UAV's candidate list */
+#define SPREAD_SAMPLE 8           /* measure every 8th pair of grid neighbours */
 
 /* agent_in_slot: the agents ordered by cell, the broadcast grid's longest
  * axis first, so that a pool's contiguous shares of the lanes are slabs
@@ -402,7 +413,7 @@ static void measure_spread(seer_uav_env *e) {
 static int relabel_due(const seer_uav_env *e) {
     const double base = e->slot_spread_base;
     const int64_t since = e->episode[SEER_UAV_EP_STEPS] - e->relabel_step;
-    if (!e->rt || !e->perm || !e->sep_count || !e->sep_slot_b) return 0;
+    if (!e->rt || !e->perm || !e->sep_count || !e->sep_slot_b || !slots_in_space(e)) return 0;
     if (e->relabel_period > 0) return since >= e->relabel_period;
     return base >= 0.0 && since >= RELABEL_MIN_STEPS && e->slot_spread > base + 0.25 * (RANDOM_SPREAD - base);
 }
@@ -491,7 +502,7 @@ void seer_uav_initial_state(seer_uav_env *e, uint64_t seed, int32_t spatial) {
                 e->half[k] + ((double)start[3 * i + k] - (dims[k] - 1.0) / 2.0) * e->formation_spacing;
     int32_t *period_agent = (int32_t *)(void *)e->sep_b; /* sep_key is spatial_order's scratch */
     memcpy(period_agent, period, sizeof(int32_t) * (size_t)n);
-    if (spatial) {
+    if (spatial > 0 || (spatial < 0 && slots_in_space(e))) {
         spatial_order(e, P, NULL, e->agent_of);
     } else {
         for (int32_t s = 0; s < n; s++) e->agent_of[s] = s;
@@ -529,7 +540,7 @@ void seer_uav_initial_state(seer_uav_env *e, uint64_t seed, int32_t spatial) {
 int seer_uav_env_reset(seer_uav_env *e, uint64_t seed) {
     const int32_t n = e->m->num_uavs;
     seer_rt_reset(e->rt, seed);
-    seer_uav_initial_state(e, seed, 1);
+    seer_uav_initial_state(e, seed, -1);
     for (int32_t i = 0; i < n; i++) { /* every UAV's clock starts at tick 0 */
         const int rc = seer_rt_push(e->rt, i, 0.0, SEER_UAV_TICK, 0);
         if (rc != SEER_OK) return rc;

@@ -126,6 +126,7 @@ def test_slots_follow_the_swarm_and_never_change_a_result(period):
     a, b = M.SeerSim(cfg, workers=2), ReferenceSim(cfg)
     try:
         e = a.model.native_env
+        e.slot_layout = 1  # in space order although small (the default starts at SEER_UAV_SPACE_MIN)
         e.relabel_period = period
         a.reset(5)
         b.reset(5)
@@ -153,6 +154,25 @@ def test_slots_follow_the_swarm_and_never_change_a_result(period):
         assert 2 <= len(orders) <= e.relabels + 1  # the slots really moved
     finally:
         a.close()
+
+
+def test_slots_are_in_space_order_from_space_min_uavs_on():
+    """Small swarms keep slot = agent id (their state fits the core's cache:
+    no locality to gain); from SEER_UAV_SPACE_MIN UAVs on, a reset orders
+    the slots by start cell, the grid's longest axis first."""
+    lib = M.lib
+    for n, spatial in ((256, False), (lib.SEER_UAV_SPACE_MIN, True)):
+        sim = M.SeerSim(M.make_config(num_uavs=n), workers=1)
+        try:
+            sim.reset(3)
+            agent_of = sim.model.agent_of
+            assert (agent_of.tolist() != list(range(n))) == spatial, n
+            assert (sim.model.slot_of[agent_of] == np.arange(n)).all()
+            if spatial:  # the start x (the longest axis) never decreases by more than a cell along the slots
+                x = sim.state["pos"][:, 0]
+                assert (np.diff(np.floor(x / sim.cfg.cell)) >= 0).all()
+        finally:
+            sim.close()
 
 
 # ---- determinism across pool sizes ------------------------------------------------------------------
