@@ -83,6 +83,26 @@ def test_seer_matches_time_stepped_reference_bit_for_bit(kwargs, steps, workers)
         assert stats["lost"] > 0  # collisions happened and were handled the same
 
 
+def step_both_and_compare(a, b, rng):
+    """One step of the SEER engine a and the reference b with the same
+    fly-to-target actions; every output and the whole state (by agent id:
+    SEER keeps its rows in space order) must be bit-identical."""
+    live = a.live_agents()
+    assert live.tolist() == b.live_agents().tolist()
+    st = a.agent_rows()
+    act = np.clip(0.3 * (st["target"][live] - st["pos"][live]) - 0.6 * st["vel"][live]
+                  + rng.normal(0, 0.3, (len(live), 3)), -1, 1)
+    a.set_actions(live, act)
+    b.set_actions(live, act)
+    a.step()  # the C step: grid, events, readout, losses
+    b.step()  # numpy: time-stepped events, NumpyReadout
+    for name in ("obs", "reward", "collided", "oob", "episode"):
+        assert getattr(a.out, name).tobytes() == getattr(b.out, name).tobytes(), name
+    rows = a.agent_rows()
+    for name in a.state:
+        assert rows[name].tobytes() == b.state[name].tobytes(), name
+
+
 def test_reference_matches_with_tight_caps_eviction_and_recipient_limit():
     """Tiny tables and recipient caps: every eviction and every cut of a
     broadcast to its nearest recipients must agree."""
@@ -95,18 +115,7 @@ def test_reference_matches_with_tight_caps_eviction_and_recipient_limit():
         rng = np.random.default_rng(0)
         full = 0
         for _ in range(300):
-            live = a.live_agents()
-            st = a.agent_rows()
-            act = np.clip(0.3 * (st["target"][live] - st["pos"][live]) - 0.6 * st["vel"][live]
-                          + rng.normal(0, 0.3, (len(live), 3)), -1, 1)
-            a.set_actions(live, act)
-            b.set_actions(live, act)
-            a.step()  # the C step: grid, events, readout, losses
-            b.step()  # numpy: time-stepped events, NumpyReadout
-            for name in ("obs", "reward", "collided", "oob", "episode"):
-                assert getattr(a.out, name).tobytes() == getattr(b.out, name).tobytes(), name
-            for name in a.state:
-                assert st[name].tobytes() == b.state[name].tobytes(), name
+            step_both_and_compare(a, b, rng)
             full = max(full, int((a.state["nb_count"] == 4).sum()))
         assert full > 10  # evictions really happened
         assert b.dropped_by_cap > 100  # broadcasts were cut to their 3 nearest recipients
@@ -136,20 +145,8 @@ def test_slots_follow_the_swarm_and_never_change_a_result(period):
         rng = np.random.default_rng(5)
         orders = {tuple(a.model.agent_of.tolist())}
         for _ in range(80):
-            live = a.live_agents()
-            st = a.agent_rows()
-            act = np.clip(0.3 * (st["target"][live] - st["pos"][live]) - 0.6 * st["vel"][live]
-                          + rng.normal(0, 0.3, (len(live), 3)), -1, 1)
-            a.set_actions(live, act)
-            b.set_actions(live, act)
-            a.step()
-            b.step()
+            step_both_and_compare(a, b, rng)
             orders.add(tuple(a.model.agent_of.tolist()))
-            for name in ("obs", "reward", "collided", "oob", "episode"):
-                assert getattr(a.out, name).tobytes() == getattr(b.out, name).tobytes(), name
-            rows = a.agent_rows()
-            for name in a.state:
-                assert rows[name].tobytes() == b.state[name].tobytes(), name
         assert e.relabels == 79 if period == 1 else e.relabels >= 1
         assert 2 <= len(orders) <= e.relabels + 1  # the slots really moved
     finally:
