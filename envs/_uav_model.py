@@ -39,8 +39,8 @@ can never make a one-tick delay look shorter than the lookahead.  Every
 window ``[T, T + 0.005)`` holds exactly the events of one tick.
 
 Slots.  The state's rows and the runtime's entities are slots, not agent
-ids: the SEER engine orders them in space at reset and again when the
-order has decayed (envs/csrc/uav_swarm.h and uav_swarm_step.c say how and
+ids: from 1,024 UAVs on, the SEER engine orders them in space at reset and
+again when the order has decayed (envs/csrc/uav_swarm.h and uav_swarm_step.c say how and
 why); ``UavModel.agent_of`` / ``slot_of`` map between the two, and
 ``agent_rows()`` reads the state by agent id.  The reference keeps row = id.
 

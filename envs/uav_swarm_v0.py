@@ -26,9 +26,9 @@ step (grid, events, readout, losses) is one C call, ``seer_uav_env_step`` in
 envs/csrc/uav_swarm_step.c; seer.vector's thread backend runs it for every copy
 without the GIL.
 
-Layout.  SEER keeps the UAVs' state rows and its entities in *slots*
-ordered in space (by cell, set at reset and again whenever the swarm's
-motion has scrambled the order), so UAVs that talk to each other share
+Layout.  From 1,024 UAVs on, SEER keeps the UAVs' state rows and its
+entities in *slots* ordered in space (by cell, set at reset and again
+whenever the swarm's motion has scrambled the order), so UAVs that talk to each other share
 cache lines and, on a pool, a worker; results are keyed by agent id and do
 not depend on it.  Observations, rewards and losses are by agent, as ever;
 ``state_arrays`` gives the state by agent id too (read-only copies).
