@@ -60,6 +60,7 @@ from collections.abc import Mapping
 import numpy as np
 
 from seer.capi import Plugin
+from seer.errors import HandlerError
 from seer.model import EventKind, Model
 
 from . import _uav_swarm_c
@@ -572,6 +573,24 @@ class SeerSim:
     def agent_rows(self) -> AgentRows:
         return self.model.agent_rows()
 
+    def name_agent(self, err: BaseException) -> BaseException:
+        """A handler error of the runtime names an entity, i.e. a slot: the
+        same error naming the agent (``entity`` becomes the agent id)."""
+        slot = getattr(err, "entity", None)
+        if not isinstance(err, HandlerError) or slot is None or not 0 <= slot < self.cfg.num_uavs:
+            return err
+        agent = int(self.model.agent_of[slot])
+        named = type(err)(f"{err} (entity {slot} is the slot of agent uav_{agent})", entity=agent, kind=err.kind,
+                          time=err.time)
+        named.__cause__ = err.__cause__
+        return named
+
+    def _fail(self, rc: int) -> None:
+        try:
+            self.runtime.fail(rc)
+        except HandlerError as err:
+            raise self.name_agent(err) from err.__cause__
+
     def reset(self, seed: int, max_cycles: int | None = None) -> None:
         """The whole reset in C (``seer_uav_env_reset``, which seer.vector's
         native autoreset runs too)."""
@@ -582,7 +601,7 @@ class SeerSim:
             rc = lib.seer_uav_env_reset(self.model.native_env, seed)
             rt.mark_reset(seed)
             if rc != lib.SEER_OK:
-                rt.fail(rc)
+                self._fail(rc)
 
     def step(self) -> None:
         rt = self.runtime
@@ -593,13 +612,16 @@ class SeerSim:
             if self._trace:
                 rt.collect_trace()
             if rc != lib.SEER_OK:
-                rt.fail(rc)
+                self._fail(rc)
             rt.now = self.J * TICK_S
 
     def advance(self) -> None:
         self.model.prepare_step()
         j1 = self.J + self.cfg.ticks_per_step
-        self.last_events = self.runtime.step(j1 * TICK_S).events
+        try:
+            self.last_events = self.runtime.step(j1 * TICK_S).events
+        except HandlerError as err:
+            raise self.name_agent(err) from err.__cause__
         self.out.episode[EP_TICK] = j1
 
     def close(self) -> None:

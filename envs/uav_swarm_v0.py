@@ -228,7 +228,7 @@ class UavSwarmEnv(ClosingParallelEnv):
                           state=self._sim.model.native_env, error=self._native_error, owner=self)
 
     def _native_error(self, rc: int) -> BaseException:
-        return native_error(self._sim.runtime, rc)
+        return self._sim.name_agent(native_error(self._sim.runtime, rc))
 
     def _actions_array(self, actions) -> np.ndarray:
         """The live agents' actions as an (n, 3) array; any problem goes to

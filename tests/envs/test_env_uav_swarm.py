@@ -248,10 +248,15 @@ def test_a_message_whose_broadcast_row_was_rewritten_fails_the_step_loudly():
     assert min(M.PERIOD_TICKS) >= 2
     sim = M.SeerSim(M.make_config(num_uavs=12), workers=1)
     try:
+        sim.model.native_env.slot_layout = 1  # slots in space order: the error must name the agent
         sim.reset(1)
         sim.state["period"][:] = 1  # every UAV ticks at every tick: the rule broken
-        with pytest.raises(HandlerError, match="'recv' failed"):
+        with pytest.raises(HandlerError, match="'recv' failed") as info:
             sim.advance()
+        agent = info.value.entity
+        assert f"is the slot of agent uav_{agent})" in str(info.value)
+        slot = int(str(info.value).rsplit("(entity ", 1)[1].split()[0])
+        assert sim.model.agent_of[slot] == agent
     finally:
         sim.close()
 
