@@ -323,6 +323,61 @@ def test_dead_shard_restarts_with_restart_failed(ray_cluster):
         envs.close()
 
 
+class RestartingActor:
+    """An actor handle whose first ``fails`` ``start`` calls fail as a call
+    does while Ray is still restarting the actor (ActorUnavailableError)."""
+
+    def __init__(self, ray, handle, fails):
+        self._handle, self.fails, self.start_calls = handle, fails, 0
+
+        @ray.remote(num_cpus=0)
+        def restarting():
+            raise ray.exceptions.ActorUnavailableError(
+                "The actor is temporarily unavailable: IOError: The actor is restarting", None)
+        self._restarting = restarting
+
+    def __getattr__(self, name):
+        method = getattr(self._handle, name)
+        if name != "start":
+            return method
+        outer = self
+
+        class Start:
+            @staticmethod
+            def remote(*args):
+                outer.start_calls += 1
+                return outer._restarting.remote() if outer.start_calls <= outer.fails else method.remote(*args)
+        return Start
+
+
+def test_restart_waits_while_ray_says_the_actor_is_restarting(ray_cluster):
+    # The CI flake this fixes: the restart's first call reached the actor while Ray was
+    # still restarting it, and a transient "actor is restarting" ended the vector env.
+    ray = ray_cluster
+    envs = seer.vector.make(functools.partial(ToyEnv, max_steps=50), 4, num_shards=2, restart_failed=True, **RAY)
+    try:
+        envs.reset(seed=0)
+        envs.step(np.zeros(12, np.int64))
+        old = envs.worker_pids()
+        os.kill(old[0], signal.SIGKILL)  # dies between calls
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            try:
+                if ray.get(envs.actors[0].ping.remote(), timeout=5) != old[0]:
+                    break
+            except ray.exceptions.RayError:
+                time.sleep(0.05)
+        flaky = envs._backend.actors[0] = RestartingActor(ray, envs.actors[0], fails=2)  # the driver's handle
+        with pytest.warns(RuntimeWarning, match="Ray restarted it"):
+            obs, rew, term, trunc, infos = envs.step(np.zeros(12, np.int64))
+        assert flaky.start_calls == 3  # two calls met "restarting", the third one took the restart on
+        assert infos["restarted"].tolist() == [True] * 6 + [False] * 6 and envs.restarts == [1, 1, 0, 0]
+        obs, *_ = envs.step(np.zeros(12, np.int64))
+        assert (obs[:6, 1] == 0).all() and (obs[6:, 1] == 3).all()
+    finally:
+        envs.close()
+
+
 @pytest.mark.timeout(120)
 def test_unresponsive_shard_raises_worker_error_naming_it(ray_cluster):
     envs = seer.vector.make(functools.partial(ToyEnv, max_steps=50), 4, num_shards=2, worker_timeout=1.0, **RAY)

@@ -130,7 +130,7 @@ class RayBackend(ShardStartup, ShardRestarts, ShardRollouts):
                     raise
                 # Ray restarted the actor before this reset, which covers all its (new) copies: go on
                 try:
-                    info = self.ray.get(self.actors[s].start.remote(), timeout=self.startup_timeout)
+                    info = self._call_restarting(s, "start")
                     self._adopt(s, info)
                 except Exception as exc:
                     self._died(_ShardDied(s, exc), RESET)

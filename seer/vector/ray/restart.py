@@ -87,6 +87,26 @@ class ShardRestarts:
                           + ("" if doing != STEP else ", or restart_failed=True to kill and restart shards that hang "
                                                       "in a step"))
 
+    def _call_restarting(self, s: int, method: str, *args):
+        """Call ``method`` of shard ``s``'s actor while Ray may still be
+        restarting it: a call made then fails with ActorUnavailableError ("the
+        actor is restarting"), which is transient, so it is made again until
+        ``startup_timeout`` has passed.  A dead actor (no restarts left)
+        raises RayActorError at once."""
+        ray = self.ray
+        deadline = time.monotonic() + self.startup_timeout
+        while True:
+            ref = getattr(self.actors[s], method).remote(*args)
+            ready, _ = ray.wait([ref], timeout=max(deadline - time.monotonic(), 0.0))
+            if not ready:
+                raise TimeoutError(f"not back within startup_timeout={self.startup_timeout:g} s")
+            try:
+                return ray.get(ref)
+            except ray.exceptions.ActorUnavailableError:
+                if time.monotonic() >= deadline:
+                    raise
+                time.sleep(0.05)
+
     def _adopt(self, s: int, info: dict) -> None:
         """Take shard ``s``'s new incarnation (Ray restarted its actor) on."""
         self.shard_info[s] = info
@@ -95,8 +115,7 @@ class ShardRestarts:
         self._step_m[s] = self.actors[s].step
         if s in self.direct:
             self.direct.discard(s)
-            token = self.ray.get(self.actors[s].attach.remote(self._boxes["bufs"].name, self._row_spec(s)),
-                                 timeout=self.startup_timeout)
+            token = self._call_restarting(s, "attach", self._boxes["bufs"].name, self._row_spec(s))
             if token == info["token"]:
                 self.direct.add(s)
 
@@ -113,13 +132,8 @@ class ShardRestarts:
             raise WorkerError(f"{what} ({type(d.exc).__name__}: {first}); the vector env is closed"
                               + ("" if self.restart_failed else " (pass restart_failed=True to restart failed "
                                  "shards and go on)")) from d.exc
-        ray = self.ray
         try:  # Ray restarts the actor (max_restarts): its constructor recreates the copies
-            ref = self.actors[s].start.remote()
-            ready, _ = ray.wait([ref], timeout=self.startup_timeout)
-            if not ready:
-                raise TimeoutError(f"not back within {self.startup_timeout} s")
-            info = ray.get(ref)
+            info = self._call_restarting(s, "start")
             c0, c1 = self.copy_ranges[s]
             if len(info["specs"]) != c1 - c0 or not all(same_spaces(a, b) for a, b in
                                                         zip(info["specs"], self.specs[c0:c1])):

@@ -71,6 +71,10 @@ class _Shard:
         return self.fields
 
     def step(self, act):
+        if act is None and self.rows is None:
+            # Ray restarted this actor since the driver attached it: the actions are in buffers this incarnation
+            # never saw.  Its token alone tells the driver, which takes the restart on and discards this step.
+            return self.token, None, []
         self.b["act"][...] = self.rows["act"] if act is None else act
         self.impl.step_async()
         msgs = self.impl.step_wait()
