@@ -258,6 +258,20 @@ def dead(ray, actor, timeout=10.0):
     raise AssertionError("the killed actor still answers")
 
 
+def kill_between_calls(ray, envs, s, pid, timeout=30.0):
+    """SIGKILL shard ``s``'s process ``pid`` between two calls and wait
+    until Ray has restarted its actor (it answers from another pid)."""
+    os.kill(pid, signal.SIGKILL)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            if ray.get(envs.actors[s].ping.remote(), timeout=5) != pid:
+                return
+        except ray.exceptions.RayError:
+            time.sleep(0.05)
+    raise AssertionError(f"Ray did not restart shard {s}'s actor within {timeout:g} s")
+
+
 def test_killed_shard_is_named_and_nothing_hangs(ray_cluster):
     ray = ray_cluster
     envs = seer.vector.make(toy, 4, num_shards=2, **RAY)
@@ -305,14 +319,7 @@ def test_dead_shard_restarts_with_restart_failed(ray_cluster):
             single, _ = fn().reset(seed=c + 4)
             assert np.array_equal(obs[envs.rows_of(c)], np.stack(list(single.values())))
         # dies between calls: Ray restarts it before the next call, which notices the new incarnation
-        os.kill(new[0], signal.SIGKILL)
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            try:
-                if ray.get(envs.actors[0].ping.remote(), timeout=5) != new[0]:
-                    break
-            except ray.exceptions.RayError:
-                time.sleep(0.05)
+        kill_between_calls(ray, envs, 0, new[0])
         with pytest.warns(RuntimeWarning, match="Ray restarted it"):
             batch = envs.rollout(linear_policy, 2)
         assert batch["truncations"][0].tolist() == [True] * 6 + [False] * 6 and not batch["mask"][:, :6].any()
@@ -359,14 +366,7 @@ def test_restart_waits_while_ray_says_the_actor_is_restarting(ray_cluster):
         envs.reset(seed=0)
         envs.step(np.zeros(12, np.int64))
         old = envs.worker_pids()
-        os.kill(old[0], signal.SIGKILL)  # dies between calls
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            try:
-                if ray.get(envs.actors[0].ping.remote(), timeout=5) != old[0]:
-                    break
-            except ray.exceptions.RayError:
-                time.sleep(0.05)
+        kill_between_calls(ray, envs, 0, old[0])
         flaky = envs._backend.actors[0] = RestartingActor(ray, envs.actors[0], fails=2)  # the driver's handle
         with pytest.warns(RuntimeWarning, match="Ray restarted it"):
             obs, rew, term, trunc, infos = envs.step(np.zeros(12, np.int64))
