@@ -42,7 +42,9 @@ Slots.  The state's rows and the runtime's entities are slots, not agent
 ids: from 1,024 UAVs on, the SEER engine orders them in space at reset and
 again when the order has decayed (envs/csrc/uav_swarm.h and uav_swarm_step.c say how and
 why); ``UavModel.agent_of`` / ``slot_of`` map between the two, and
-``agent_rows()`` reads the state by agent id.  The reference keeps row = id.
+``agent_rows()`` reads the state by agent id, and a trace (``seer trace``,
+``trace=True``) names each event's agent (``Runtime.trace_entity_ids``).
+The reference keeps row = id.
 
 The broadcast grid (cell size ``radius + 2 v_max dt``) is rebuilt once per
 env step (in C, ``seer_uav_prepare_step``; the reference builds the same in
@@ -547,6 +549,8 @@ class SeerSim:
                                     choose=lambda: _auto_workers(cfg, self.model))
         # the plug-in's own ffi: the runtime is an opaque seer_runtime * to it
         self.model.native_env.rt = ffi.cast("seer_runtime *", self.runtime.native_address)
+        # a trace names agents, not slots: agent_of is renamed in place, only between steps
+        self.runtime.trace_entity_ids = self.model.agent_of
         self._trace = trace
         self.last_events = 0
 

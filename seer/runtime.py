@@ -246,6 +246,14 @@ class Runtime:
             handlers (1..256).  Large batches amortize the Python call; 1
             spreads slow per-entity handlers over the pool.
 
+    Attributes:
+        trace_entity_ids: For a model that keeps its agents in renamed
+            entities (``uav_swarm_v0`` keeps big swarms in slots ordered in
+            space): an int array, entity index -> the id the trace records,
+            read each time the trace is collected (after every step), so an
+            array the model renames in place between steps stays right.
+            None (the default): the trace records entity indices.
+
     Example:
         >>> from seer.synthetic import SyntheticModel
         >>> with Runtime(SyntheticModel(num_entities=8), workers=2) as rt:
@@ -285,6 +293,7 @@ class Runtime:
             lib.seer_rt_add_snapshot(core.rt, ffi.from_buffer(live), ffi.from_buffer(snap), live.nbytes)
         self._trace_buffers = None
         self._trace = Trace(kind_names=[k.name for k in model.kinds], workers=self.workers)
+        self.trace_entity_ids: np.ndarray | None = None
         if trace:
             self._trace_buffers = []
             for w in range(self.workers):
@@ -636,7 +645,10 @@ class Runtime:
         n_ev, n_win, dropped = ffi.new("int64_t *"), ffi.new("int64_t *"), ffi.new("int64_t *")
         for w, (ev, win) in enumerate(self._trace_buffers):
             lib.seer_rt_take_trace(self._core.rt, w, n_ev, n_win, dropped)
-            self._trace.add(ev[: n_ev[0]].copy(), win[: n_win[0]].copy(), int(dropped[0]))
+            events = ev[: n_ev[0]].copy()
+            if self.trace_entity_ids is not None:
+                events["entity"] = self.trace_entity_ids[events["entity"]]
+            self._trace.add(events, win[: n_win[0]].copy(), int(dropped[0]))
 
     @property
     def tracing(self) -> bool:
