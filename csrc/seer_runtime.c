@@ -207,6 +207,7 @@ struct seer_runtime {
     void *model;
     uint64_t seed;
     uint64_t *rng_counter; /* per entity */
+    int32_t *stream_of;    /* per entity: whose random stream it draws from (its name at reset; relabel moves it) */
     uint32_t *emit_seq;    /* per entity */
     double *cur_time;      /* per entity: time of the event being handled */
     snapshot_region snaps[MAX_SNAPSHOTS];
@@ -349,12 +350,14 @@ seer_runtime *seer_rt_new(seer_queue *q, int32_t num_workers, double lookahead, 
     rt->py_batch = PY_BATCH;
     rt->workers = new_workers(rt, num_workers);
     rt->rng_counter = zalloc(sizeof(uint64_t) * (size_t)rt->num_entities);
+    rt->stream_of = zalloc(sizeof(int32_t) * (size_t)(rt->num_entities > 0 ? rt->num_entities : 1));
     rt->emit_seq = zalloc(sizeof(uint32_t) * (size_t)rt->num_entities);
     rt->cur_time = zalloc(sizeof(double) * (size_t)rt->num_entities);
-    if (!rt->workers || !rt->rng_counter || !rt->emit_seq || !rt->cur_time) {
+    if (!rt->workers || !rt->rng_counter || !rt->stream_of || !rt->emit_seq || !rt->cur_time) {
         seer_rt_free(rt);
         return NULL;
     }
+    for (int32_t e = 0; e < rt->num_entities; e++) rt->stream_of[e] = e;
     seer_queue_set_reclaim(q, reclaim_caches, rt);
     /* Parallel by default (5.8x the serial one per step at 4096 entities,
      * bench/results/runtime.md).  It was opt-in for a while after one state
@@ -397,6 +400,7 @@ void seer_rt_free(seer_runtime *rt) {
     }
     free_workers(rt->workers, rt->num_workers);
     free(rt->rng_counter);
+    free(rt->stream_of);
     free(rt->emit_seq);
     free(rt->cur_time);
     free(rt);
@@ -435,6 +439,7 @@ void seer_rt_reset(seer_runtime *rt, uint64_t seed) {
     seer_queue_clear(rt->q);
     rt->seed = seed;
     memset(rt->rng_counter, 0, sizeof(uint64_t) * (size_t)rt->num_entities);
+    for (int32_t e = 0; e < rt->num_entities; e++) rt->stream_of[e] = e;
     memset(rt->emit_seq, 0, sizeof(uint32_t) * (size_t)rt->num_entities);
     memset(rt->cur_time, 0, sizeof(double) * (size_t)rt->num_entities);
     for (int32_t w = 0; w < rt->num_workers; w++) {
@@ -474,6 +479,7 @@ int seer_rt_relabel(seer_runtime *rt, const int32_t *new_of_old) {
     const int rc = seer_queue_relabel(rt->q, new_of_old);
     if (rc == SEER_OK) {
         permute_items(rt->rng_counter, tmp, sizeof(uint64_t), new_of_old, n);
+        permute_items(rt->stream_of, tmp, sizeof(int32_t), new_of_old, n);
         permute_items(rt->emit_seq, tmp, sizeof(uint32_t), new_of_old, n);
         permute_items(rt->cur_time, tmp, sizeof(double), new_of_old, n);
     }
@@ -553,7 +559,7 @@ double seer_counter_uniform(uint64_t seed, int32_t entity, uint64_t counter) {
 
 uint64_t seer_random_u64(seer_ctx *ctx) {
     seer_runtime *rt = ctx->rt;
-    return counter_u64(rt->seed, ctx->entity, rt->rng_counter[ctx->entity]++);
+    return counter_u64(rt->seed, rt->stream_of[ctx->entity], rt->rng_counter[ctx->entity]++);
 }
 
 double seer_uniform(seer_ctx *ctx) { return (double)(seer_random_u64(ctx) >> 11) * 0x1.0p-53; }
@@ -561,7 +567,7 @@ double seer_uniform(seer_ctx *ctx) { return (double)(seer_random_u64(ctx) >> 11)
 void seer_rt_uniform_many(seer_runtime *rt, const int32_t *entities, double *out, int64_t n) {
     for (int64_t i = 0; i < n; i++) {
         int32_t e = entities[i];
-        out[i] = seer_counter_uniform(rt->seed, e, rt->rng_counter[e]++);
+        out[i] = seer_counter_uniform(rt->seed, rt->stream_of[e], rt->rng_counter[e]++);
     }
 }
 

@@ -56,6 +56,25 @@ def _as_array(name: str, values, dtype, n: int | None, *, integer: bool) -> np.n
     return np.ascontiguousarray(arr, dtype=dtype)
 
 
+
+def check_permutation(new_of_old, n: int) -> np.ndarray:
+    """``new_of_old`` as a contiguous int32 array if it is a permutation of
+    ``range(n)``; else InvalidArgumentError naming the first bad value."""
+    try:
+        perm = np.asarray(new_of_old)
+    except OverflowError:
+        perm = np.asarray(new_of_old, dtype=object)
+    if perm.shape != (n,) or perm.dtype.kind not in "iu":
+        raise InvalidArgumentError(f"new_of_old={new_of_old!r} is invalid: expected {n} integers, a permutation "
+                                   f"of 0..{n - 1}")
+    seen = np.zeros(n, bool)
+    for e, v in enumerate(perm.tolist()):
+        if not 0 <= v < n or seen[v]:
+            what = "out of range" if not 0 <= v < n else "a repeat"
+            raise InvalidArgumentError(f"new_of_old[{e}]={v} is {what}: expected a permutation of 0..{n - 1}")
+        seen[v] = True
+    return np.ascontiguousarray(perm, np.int32)
+
 class EventQueue:
     """Dual-layer event queue over a preallocated event pool (CAS lanes, rings;
     csrc/README.md gives each part's progress guarantee).
@@ -357,24 +376,10 @@ class EventQueue:
             >>> q.pop(2.0)["entity"].tolist()
             [1]
         """
-        n = self.num_entities
-        try:
-            perm = np.asarray(new_of_old)
-        except OverflowError:
-            perm = np.asarray(new_of_old, dtype=object)
-        if perm.shape != (n,) or perm.dtype.kind not in "iu":
-            raise InvalidArgumentError(f"new_of_old={new_of_old!r} is invalid: expected {n} integers, a permutation "
-                                       f"of 0..{n - 1}")
-        seen = np.zeros(n, bool)
-        for e, v in enumerate(perm.tolist()):
-            if not 0 <= v < n or seen[v]:
-                what = "out of range" if not 0 <= v < n else "a repeat"
-                raise InvalidArgumentError(f"new_of_old[{e}]={v} is {what}: expected a permutation of 0..{n - 1}")
-            seen[v] = True
-        held = [e for e in range(n) if lib.seer_queue_is_claimed(self._q, e)]
+        perm = check_permutation(new_of_old, self.num_entities)
+        held = [e for e in range(self.num_entities) if lib.seer_queue_is_claimed(self._q, e)]
         if held:
             raise InvalidArgumentError(f"relabel() while entity {held[0]} is held: release it first")
-        perm = np.ascontiguousarray(perm, np.int32)
         rc = self._call("queue.relabel()", lib.seer_queue_relabel, self._q, ffi.from_buffer("int32_t[]", perm))
         if rc == lib.SEER_E_NOMEM:
             raise MemoryError("queue.relabel(): out of memory (nothing changed)")

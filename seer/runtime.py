@@ -32,7 +32,7 @@ from seer.errors import (
 )
 from seer.context import HandlerContext
 from seer.model import Model, validate_model
-from seer.queue import EVENT_DTYPE, EventQueue
+from seer.queue import EVENT_DTYPE, EventQueue, check_permutation
 from seer.trace import TRACE_EVENT_DTYPE, TRACE_WINDOW_DTYPE, Trace
 
 __all__ = ["Runtime", "StepStats", "HandlerContext", "check_seed", "usable_cores"]
@@ -399,6 +399,51 @@ class Runtime:
         core.guard.enter("schedule()")
         try:
             self.queue.push_many(entities, times, kinds, payloads)
+        finally:
+            core.guard.leave()
+
+    def relabel(self, new_of_old) -> None:
+        """Rename the entities between two steps: entity ``e`` becomes
+        ``new_of_old[e]``, the target and the source of each of its pending
+        events, and takes along its random stream (``ctx.uniform``), the
+        numbering of the events it emits and its clock.  So a model that
+        renames its own per-entity state the same way runs on exactly as if
+        its entities had always had their new names, except that the
+        simultaneous events of one entity break ties by the new names of
+        their sources.  Renaming entities that interact into neighbouring
+        indices is what keeps a big model's rows in cache (``uav_swarm_v0``
+        orders its UAVs in space this way; the C API's ``seer_rt_relabel``).
+
+        The runtime knows entities by index only: the model's state, its
+        snapshot arrays and any entity ids inside payloads are the caller's
+        to rename (``new[new_of_old[e]] = old[e]``).
+
+        Args:
+            new_of_old: A permutation of ``range(model.num_entities)``.
+
+        Raises:
+            InvalidArgumentError: ``new_of_old`` is not a permutation (the
+                message names the first bad value); nothing changed.
+            MisuseError: Called from inside a handler, or while another
+                thread steps the runtime.
+            ClosedError: The runtime is closed.
+
+        Example:
+            >>> from seer.synthetic import SyntheticModel
+            >>> with Runtime(SyntheticModel(num_entities=3, fanout=0), workers=1) as rt:
+            ...     rt.relabel([2, 0, 1])  # entity 0 is entity 2 from now on
+            ...     rt.step(1.0).events > 0
+            True
+        """
+        core = self._core
+        core.guard.enter("relabel()")
+        try:
+            perm = check_permutation(new_of_old, self.model.num_entities)
+            rc = lib.seer_rt_relabel(core.rt, ffi.from_buffer("int32_t[]", perm))
+            if rc == lib.SEER_E_NOMEM:
+                raise MemoryError("relabel(): out of memory (nothing changed)")
+            if rc != lib.SEER_OK:
+                raise InvalidArgumentError(f"relabel() failed with code {rc}")
         finally:
             core.guard.leave()
 

@@ -66,6 +66,36 @@ def run(model, workers, horizon=3.0, seed=5):
     return {k: v.copy() for k, v in model.state.items()}, events
 
 
+@STATE.handler
+def self_tick(ctx, ev, s):
+    e = ev.entity
+    s.value[e] = s.value[e] * 0.5 + snb.uniform(ctx)  # order-sensitive: every draw counts
+    s.handled[e] += 1
+    return snb.emit(ctx, e, ev.time + s.cfg[0], TICK, 0)
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_relabel_moves_each_entitys_random_stream_with_it(workers):
+    """Runtime.relabel between steps: a native handler's draws (seer_uniform)
+    follow the renamed entity, so a run whose rows are renamed the same way
+    ends exactly where the plain run ends."""
+    plain, renamed = NumbaModel(tick=self_tick), NumbaModel(tick=self_tick)
+    perm = np.random.default_rng(1).permutation(plain.num_entities)
+    with seer.Runtime(plain, workers=workers, seed=5) as a, seer.Runtime(renamed, workers=workers, seed=5) as b:
+        a.step(1.0)
+        b.step(1.0)
+        b.relabel(perm)
+        for arr in renamed.state.values():
+            moved = arr.copy()
+            moved[perm] = arr
+            arr[:] = moved
+        a.step(3.0)
+        b.step(3.0)
+    assert plain.state["handled"].sum() > 1000
+    for k, arr in plain.state.items():
+        assert renamed.state[k][perm].tobytes() == arr.tobytes(), k
+
+
 def test_identical_for_1_2_and_4_workers():
     ref, events = run(NumbaModel(), 1)
     assert events > 2000 and ref["handled"].sum() == events

@@ -120,6 +120,92 @@ def test_snapshot_hides_writes_made_in_the_same_window():
     assert [row[3] for row in pings] == [0, 0]
 
 
+class PartnerModel(seer.Model):
+    """Entities on their own clocks (``period``), each drawing from its
+    random stream and messaging its ``partner``: everything an entity is
+    lives in rows the caller can rename (see :meth:`rename`)."""
+
+    lookahead = 0.05
+
+    def __init__(self, n=40):
+        self.num_entities = n
+        self.kinds = [seer.EventKind("tick", self._tick), seer.EventKind("msg", self._msg)]
+        e = np.arange(n)
+        self.state = {"period": 0.1 + 0.05 * (e % 4), "partner": (7 * e + 3) % n, "drawn": np.zeros(n),
+                      "ticks": np.zeros(n, np.int64), "heard": np.zeros(n, np.int64)}
+
+    def reset(self, runtime, seed):
+        for name in ("drawn", "ticks", "heard"):
+            self.state[name][:] = 0
+        e = np.arange(self.num_entities)
+        runtime.schedule(e, 0.01 * (e % 5), np.zeros(self.num_entities, np.int32))
+
+    def _tick(self, ctx, ev):
+        e, t, st = ev["entity"], ev["time"], ctx.state
+        st["drawn"][e] = st["drawn"][e] * 0.5 + ctx.uniform(e)  # order-sensitive: each draw counts
+        st["ticks"][e] += 1
+        ctx.emit(e, t + st["period"][e], 0, sources=e)
+        ctx.emit(st["partner"][e], t + self.lookahead, 1, sources=e)
+
+    def _msg(self, ctx, ev):
+        ctx.state["heard"][ev["entity"]] += 1
+
+    def rename(self, new_of_old):
+        """The model's half of Runtime.relabel: rows move, partner ids are renamed."""
+        for name, arr in self.state.items():
+            moved = arr.copy()
+            moved[new_of_old] = arr
+            arr[:] = moved
+        self.state["partner"][:] = new_of_old[self.state["partner"]]
+
+
+@pytest.mark.parametrize("workers", [1, 2, 3])
+def test_relabel_between_steps_renames_entities_with_their_events_and_random_streams(workers):
+    """Renamed halfway (the model renaming its rows the same way), a run ends
+    exactly where the run without renaming ends, read under the new names:
+    pending events, random streams and clocks all moved with their entity."""
+    plain, renamed = PartnerModel(), PartnerModel()
+    perm = np.random.default_rng(0).permutation(plain.num_entities)
+    with seer.Runtime(plain, workers=workers, seed=4) as a, seer.Runtime(renamed, workers=workers, seed=4) as b:
+        for k in range(4):
+            a.step(0.25 * (k + 1))
+            b.step(0.25 * (k + 1))
+        b.relabel(perm)
+        renamed.rename(perm)
+        for k in range(4, 10):
+            a.step(0.25 * (k + 1))
+            b.step(0.25 * (k + 1))
+        assert plain.state["ticks"].sum() > 200 and (plain.state["heard"] > 0).all()  # it really ran
+        for name, arr in plain.state.items():
+            want = perm[arr] if name == "partner" else arr  # partner holds ids: renamed too
+            assert renamed.state[name][perm].tobytes() == want.tobytes(), name
+        assert len(a.queue) == len(b.queue)
+        # the next events too: entity e's earliest pending time is now entity perm[e]'s
+        left_a, left_b = a.queue.pop(np.inf, max_events=10**6), b.queue.pop(np.inf, max_events=10**6)
+        order = np.lexsort((left_a["time"], left_a["entity"]))
+        renamed_back = np.argsort(perm)[left_b["entity"]]
+        order_b = np.lexsort((left_b["time"], renamed_back))
+        assert renamed_back[order_b].tolist() == left_a["entity"][order].tolist()
+        assert left_b["time"][order_b].tolist() == left_a["time"][order].tolist()
+
+
+def test_relabel_refuses_what_is_not_a_permutation_and_changes_nothing():
+    model = PartnerModel(n=4)
+    with seer.Runtime(model, workers=2) as rt:
+        rt.step(0.3)
+        before = len(rt.queue)
+        with pytest.raises(seer.InvalidArgumentError, match=r"new_of_old\[2\]=0 is a repeat"):
+            rt.relabel([1, 0, 0, 3])
+        with pytest.raises(seer.InvalidArgumentError, match=r"new_of_old\[3\]=4 is out of range"):
+            rt.relabel([1, 0, 2, 4])
+        with pytest.raises(seer.InvalidArgumentError, match="expected 4 integers"):
+            rt.relabel([0, 1])
+        assert len(rt.queue) == before
+        rt.step(0.6)  # still runs
+    with pytest.raises(seer.ClosedError, match="relabel"):
+        rt.relabel([0, 1, 2, 3])
+
+
 # ---- errors ------------------------------------------------------------------------------
 
 

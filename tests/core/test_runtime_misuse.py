@@ -72,6 +72,7 @@ def test_concurrent_step_is_refused_not_deadlocked():
     (lambda rt: rt.reset(3), "reset\\(\\) called from inside a handler"),
     (lambda rt: rt.close(), "close\\(\\) called from inside a handler"),
     (lambda rt: rt.schedule([0], [9.0], [0]), "schedule\\(\\) called from inside a handler"),
+    (lambda rt: rt.relabel([3, 2, 1, 0]), "relabel\\(\\) called from inside a handler"),
 ])
 @pytest.mark.parametrize("workers", [1, 2])
 def test_calls_into_the_runtime_from_its_own_handler_are_refused(workers, call, pattern):
