@@ -868,7 +868,10 @@ static void dist_slice(void *arg, int64_t lo, int64_t hi, int32_t worker) {
  * remember, the observation.  The slices are ranges of agent ids, so that
  * each worker writes whole runs of output rows (rows by agent id) instead
  * of rows interleaved with the other workers' (a 204-byte row shares lines
- * with its neighbours); the slot rows it reads are prefetched. */
+ * with its neighbours); the slot rows it reads are prefetched, all of
+ * them: once the rows outgrow L2 ('xxlarge', 65,536 slots) each one missed
+ * is a wait of its own (prefetching the seven beyond the tables and the
+ * position made the readout 1.2-1.3x faster there on 1 worker). */
 static void finish_slice(void *arg, int64_t lo, int64_t hi, int32_t worker) {
     (void)worker;
     const readout_ctx *rc = arg;
@@ -894,6 +897,14 @@ static void finish_slice(void *arg, int64_t lo, int64_t hi, int32_t worker) {
             __builtin_prefetch(m->nb_state + 6 * C * f);
             __builtin_prefetch(m->nb_state + 6 * C * f + 8);
             __builtin_prefetch(m->pos + 3 * f);
+            /* and the other slot rows this UAV's turn reads */
+            __builtin_prefetch(m->vel + 3 * f);
+            __builtin_prefetch(e->target + 3 * f);
+            __builtin_prefetch(m->nb_count + f);
+            __builtin_prefetch(e->alive + f);
+            __builtin_prefetch(e->dist + f);
+            __builtin_prefetch(e->prev_dist + f, 1);
+            __builtin_prefetch(m->energy + f);
         }
         observe_one(e, rc->J, i);
     }
