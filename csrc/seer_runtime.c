@@ -266,6 +266,11 @@ static void *zalloc(size_t bytes) {
 
 static void free_workers(seer_worker *ws, int32_t n);
 
+/* Every entity draws from the stream of its own name (until a relabel). */
+static void own_streams(seer_runtime *rt) {
+    for (int32_t e = 0; e < rt->num_entities; e++) rt->stream_of[e] = e;
+}
+
 #define STEP_IDLE 0
 #define STEP_RUNNING 1
 #define STEP_RECLAIMING 2
@@ -350,14 +355,14 @@ seer_runtime *seer_rt_new(seer_queue *q, int32_t num_workers, double lookahead, 
     rt->py_batch = PY_BATCH;
     rt->workers = new_workers(rt, num_workers);
     rt->rng_counter = zalloc(sizeof(uint64_t) * (size_t)rt->num_entities);
-    rt->stream_of = zalloc(sizeof(int32_t) * (size_t)(rt->num_entities > 0 ? rt->num_entities : 1));
+    rt->stream_of = zalloc(sizeof(int32_t) * (size_t)rt->num_entities);
     rt->emit_seq = zalloc(sizeof(uint32_t) * (size_t)rt->num_entities);
     rt->cur_time = zalloc(sizeof(double) * (size_t)rt->num_entities);
     if (!rt->workers || !rt->rng_counter || !rt->stream_of || !rt->emit_seq || !rt->cur_time) {
         seer_rt_free(rt);
         return NULL;
     }
-    for (int32_t e = 0; e < rt->num_entities; e++) rt->stream_of[e] = e;
+    own_streams(rt);
     seer_queue_set_reclaim(q, reclaim_caches, rt);
     /* Parallel by default (5.8x the serial one per step at 4096 entities,
      * bench/results/runtime.md).  It was opt-in for a while after one state
@@ -439,7 +444,7 @@ void seer_rt_reset(seer_runtime *rt, uint64_t seed) {
     seer_queue_clear(rt->q);
     rt->seed = seed;
     memset(rt->rng_counter, 0, sizeof(uint64_t) * (size_t)rt->num_entities);
-    for (int32_t e = 0; e < rt->num_entities; e++) rt->stream_of[e] = e;
+    own_streams(rt);
     memset(rt->emit_seq, 0, sizeof(uint32_t) * (size_t)rt->num_entities);
     memset(rt->cur_time, 0, sizeof(double) * (size_t)rt->num_entities);
     for (int32_t w = 0; w < rt->num_workers; w++) {

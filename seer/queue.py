@@ -56,7 +56,6 @@ def _as_array(name: str, values, dtype, n: int | None, *, integer: bool) -> np.n
     return np.ascontiguousarray(arr, dtype=dtype)
 
 
-
 def check_permutation(new_of_old, n: int) -> np.ndarray:
     """``new_of_old`` as a contiguous int32 array if it is a permutation of
     ``range(n)``; else InvalidArgumentError naming the first bad value."""
@@ -74,6 +73,7 @@ def check_permutation(new_of_old, n: int) -> np.ndarray:
             raise InvalidArgumentError(f"new_of_old[{e}]={v} is {what}: expected a permutation of 0..{n - 1}")
         seen[v] = True
     return np.ascontiguousarray(perm, np.int32)
+
 
 class EventQueue:
     """Dual-layer event queue over a preallocated event pool (CAS lanes, rings;

@@ -152,10 +152,8 @@ class PartnerModel(seer.Model):
 
     def rename(self, new_of_old):
         """The model's half of Runtime.relabel: rows move, partner ids are renamed."""
-        for name, arr in self.state.items():
-            moved = arr.copy()
-            moved[new_of_old] = arr
-            arr[:] = moved
+        for arr in self.state.values():
+            arr[new_of_old] = arr.copy()
         self.state["partner"][:] = new_of_old[self.state["partner"]]
 
 
