@@ -462,7 +462,10 @@ def markdown(res) -> str:
             f"{r['steps']} | {r['mean_ms']:.3f} | {r['p50_ms']:.3f} | {r['p99_ms']:.3f} | {r['steps_per_s']:.1f} | "
             f"{r['uav_steps_per_s']:.0f} | {r['speedup_vs_reference']:.2f}x | {r['events_per_step']:.0f} |")
     t = res["targets"]
-    out += ["", "## Targets", ""]
+    out += ["", "## Targets", "",
+            "Each row above is one run of one configuration, the rows timed one after another, so a ratio of two "
+            "rows carries whatever the host did in between; `bench/bench_uav_intra_env.py` times workers=1, 2 and "
+            "\"auto\" in alternating blocks in one process for the scaling figures.", ""]
     if "large_speedup_best" in t:
         by = ", ".join(f"workers={k}: {v:.2f}x" for k, v in t["large_speedup_by_workers"].items())
         out.append(f"- SEER >= 2x the reference at `large`: best {t['large_speedup_best']:.2f}x ({by}) -> "

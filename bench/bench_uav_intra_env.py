@@ -1,27 +1,187 @@
-"""uav_swarm_v0 one env across cores: ParallelEnv.step at workers=1 and 2 (best of 3 repeats), with the parallel capacity before and after.
+"""uav_swarm_v0, one env across cores: workers=1, 2 and "auto" in one
+process, in alternating blocks of steps, so that all three see the same machine.
 
-    python bench/bench_uav_intra_env.py
+    python bench/bench_uav_intra_env.py [--scenarios large,xlarge,xxlarge] [--rounds 61]
+
+Why interleaved blocks rather than one process per configuration: on a
+shared 2-vCPU VM the cost of moving a cache line between the two vCPUs
+changes from second to second as the host moves them (two threads in C
+bouncing one atomic between them measured 95 to 500 ns per round trip
+within ten seconds on the AMD EPYC host of uav_intra_env_interleaved.md,
+whose own rounds saw the pool's barrier wait on 'large' range from 0.2 to
+8.9 us per window), and a pool of two pays it on every window's barrier
+and every event that crosses to the other worker's lanes.  Fresh processes timed one after another land
+in different host states; short blocks, alternated, land in the same one.
+Each round times one block of each arm, the arms taking turns at going
+first (the same seed and the same steps: the envs stay in lockstep,
+bit-identical whatever the pool size), and a block's median step time over
+workers=1's in the same round is that round's speedup; the report gives the
+median, the quartiles and the extremes over rounds, and per block the
+pool's barrier wait per window (``seer_rt_take_stats``), which shows the
+host state a round ran in.
+
+Steps are ``SeerSim.step`` (the whole C step: grid, events, readout,
+losses), with a policy written between steps by Python outside the timer
+(steer back to the start position, damped, with noise), as a training loop
+would.
 """
-import time, numpy as np
-from seer.envs import uav_swarm_v0
-from seer.bench.common import parallel_capacity
+import argparse
+import os
+import sys
+import time
 
-def rate(scenario, w, steps):
-    env = uav_swarm_v0.parallel_env(scenario=scenario, workers=w, max_cycles=100000)
-    env.reset(seed=0)
-    acts = {a: np.zeros(3, np.float32) for a in env.possible_agents}
-    for _ in range(3): env.step({a: acts[a] for a in env.agents})
-    best = 1e9
-    for r in range(3):
-        t = time.perf_counter()
-        for _ in range(steps): env.step({a: acts[a] for a in env.agents})
-        best = min(best, (time.perf_counter() - t) / steps)
-    env.close()
-    return best * 1e3
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+import numpy as np
+
+from seer.bench.common import add_report_args, machine_info, parallel_capacity, write_report
+from seer.envs import _uav_model as M
+
+# steps per block, blocks start after WARM steps of each env
+BLOCK = {"large": 200, "xlarge": 20, "xxlarge": 2}
+WARM = {"large": 20, "xlarge": 3, "xxlarge": 1}
+
+
+class Timed:
+    """One SeerSim and its policy; times its steps and reads its pool's stats."""
+
+    def __init__(self, scenario, workers, seed=0):
+        from seer._seer_c import ffi, lib
+
+        self.lib = lib
+        self.sim = M.SeerSim(M.make_config(scenario), workers=workers)
+        self.sim.reset(seed, max_cycles=1 << 30)
+        self.h = ffi.cast("seer_runtime *", self.sim.runtime.native_address)
+        self.st = ffi.new("seer_rt_stats *")
+        rows = self.sim.agent_rows()
+        self.p0 = rows["pos"].copy()
+        self.rng = np.random.default_rng(seed)
+
+    def _act(self):
+        rows = self.sim.agent_rows()
+        live = self.sim.live_agents()
+        act = np.clip(0.05 * (self.p0[live] - rows["pos"][live]) - 0.5 * rows["vel"][live]
+                      + self.rng.normal(0, 0.1, (len(live), 3)), -1, 1)
+        self.sim.set_actions(live, act)
+
+    def block(self, steps):
+        """Median ms per step of `steps` steps, and worker 0's barrier wait in us per window."""
+        self.lib.seer_rt_set_stats(self.h, 1)
+        lat = []
+        for _ in range(steps):
+            self._act()
+            t = time.perf_counter()
+            self.sim.step()
+            lat.append(time.perf_counter() - t)
+        self.lib.seer_rt_take_stats(self.h, 0, self.st)
+        self.lib.seer_rt_set_stats(self.h, 0)
+        return float(np.median(lat) * 1e3), self.st.barrier_ns / max(self.st.windows, 1) / 1e3
+
+    def close(self):
+        self.sim.close()
+
+
+ARMS = (1, 2, "auto")
+
+
+def scenario_rounds(scenario, rounds):
+    arms = {w: Timed(scenario, w) for w in ARMS}
+    try:
+        for t in arms.values():
+            t.block(WARM[scenario])
+        rows = []
+        for r in range(rounds):
+            # the arms take turns at going first, so a drift of the host within a round favours none
+            ms, barrier, pool = {}, {}, {}
+            for w in ARMS[r % 3:] + ARMS[:r % 3]:
+                ms[w], barrier[w] = arms[w].block(BLOCK[scenario])
+                pool[w] = arms[w].sim.workers
+            rows.append({"round": r + 1, "w1_ms": ms[1], "w2_ms": ms[2], "auto_ms": ms["auto"],
+                         "speedup": ms[1] / ms[2], "auto_speedup": ms[1] / ms["auto"], "auto_workers": pool["auto"],
+                         "w2_barrier_us_per_window": barrier[2]})
+            print(f"{scenario} round {r + 1}: w1 {ms[1]:.3f} ms, w2 {ms[2]:.3f} ms ({ms[1] / ms[2]:.2f}x), "
+                  f"auto {ms['auto']:.3f} ms ({ms[1] / ms['auto']:.2f}x, {pool['auto']} workers), "
+                  f"w2 barrier {barrier[2]:.2f} us/window", flush=True)
+        return rows
+    finally:
+        for t in arms.values():
+            t.close()
+
+
+def _spread(values):
+    q1, med, q3 = np.percentile(values, [25, 50, 75])
+    return {"median": float(med), "q1": float(q1), "q3": float(q3), "min": float(np.min(values)),
+            "max": float(np.max(values))}
+
+
+def summary(rows):
+    return {"w1_ms": float(np.median([r["w1_ms"] for r in rows])),
+            "w2_ms": float(np.median([r["w2_ms"] for r in rows])),
+            "auto_ms": float(np.median([r["auto_ms"] for r in rows])),
+            "speedup": _spread([r["speedup"] for r in rows]),
+            "auto_speedup": _spread([r["auto_speedup"] for r in rows]),
+            "auto_workers": [r["auto_workers"] for r in rows],
+            "barrier_us_median": float(np.median([r["w2_barrier_us_per_window"] for r in rows]))}
+
+
+def _pool_counts(pools):
+    return ", ".join(f"{w}: {pools.count(w)}" for w in sorted(set(pools)))
+
+
+def markdown(doc):
+    info = doc["machine"]
+    lines = ["# uav_swarm_v0: one env across cores, workers=1, 2 and \"auto\" interleaved in one process", "",
+             f"Command: `{doc['command']}`  ", f"Date: {doc['date']}  ",
+             f"Machine: {info['cpu']}, {info['usable_cores']} usable cores, {info['platform']}, Python "
+             f"{info['python']}, numpy {info['numpy']}, commit {info['git_commit']}; load average at start "
+             f"{info['loadavg_at_start']}; parallel capacity before {doc['capacity_before']:.2f}, after "
+             f"{doc['capacity_after']:.2f}", "",
+             "Timed: `SeerSim.step` (the whole C step), policy outside the timer; per round one block each of "
+             "workers=1, workers=2 and workers=\"auto\" (taking turns at going first), same seed, in lockstep; a "
+             "speedup is the ratio of two blocks' median step times in the same round, over workers=1 (see the "
+             "script's docstring for why).  Medians over rounds, quartiles and extremes beside them.", "",
+             "| scenario | steps per block | rounds | w=1 ms/step | w=2 ms/step | auto ms/step | w=2 / w=1 | "
+             "quartiles | min - max | auto / w=1 | quartiles | min - max | auto's pool (rounds at 1 / 2) | "
+             "w=2 barrier us/window |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for sc, d in doc["scenarios"].items():
+        s, a, pools = d["summary"]["speedup"], d["summary"]["auto_speedup"], d["summary"]["auto_workers"]
+        m = d["summary"]
+        lines.append(f"| {sc} | {BLOCK[sc]} | {len(d['rounds'])} | {m['w1_ms']:.3f} | {m['w2_ms']:.3f} | "
+                     f"{m['auto_ms']:.3f} | {s['median']:.2f}x | {s['q1']:.2f}x - {s['q3']:.2f}x | "
+                     f"{s['min']:.2f}x - {s['max']:.2f}x | {a['median']:.2f}x | {a['q1']:.2f}x - {a['q3']:.2f}x | "
+                     f"{a['min']:.2f}x - {a['max']:.2f}x | {_pool_counts(pools)} | "
+                     f"{m['barrier_us_median']:.2f} |")
+    lines += ["", "Per round:", "", "| scenario | round | w=1 ms | w=2 ms | auto ms | w=2 / w=1 | auto / w=1 | "
+              "auto's pool | w=2 barrier us/window |", "|---|---|---|---|---|---|---|---|---|"]
+    for sc, d in doc["scenarios"].items():
+        lines += [f"| {sc} | {r['round']} | {r['w1_ms']:.3f} | {r['w2_ms']:.3f} | {r['auto_ms']:.3f} | "
+                  f"{r['speedup']:.2f}x | {r['auto_speedup']:.2f}x | {r['auto_workers']} | "
+                  f"{r['w2_barrier_us_per_window']:.2f} |" for r in d["rounds"]]
+    return "\n".join(lines) + "\n"
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--scenarios", default="large,xlarge,xxlarge")
+    ap.add_argument("--rounds", type=int, default=61)
+    add_report_args(ap)
+    args = ap.parse_args(argv)
+    scenarios = args.scenarios.split(",")
+    bad = [s for s in scenarios if s not in BLOCK]
+    if bad:
+        ap.error(f"--scenarios: {bad} not among {sorted(BLOCK)}")
+    doc = {"command": "python bench/bench_uav_intra_env.py " + " ".join(sys.argv[1:] if argv is None else argv),
+           "date": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "machine": machine_info(),
+           "capacity_before": parallel_capacity(), "scenarios": {}}
+    for sc in scenarios:
+        rows = scenario_rounds(sc, args.rounds)
+        doc["scenarios"][sc] = {"rounds": rows, "summary": summary(rows)}
+    doc["capacity_after"] = parallel_capacity()
+    md = markdown(doc)
+    write_report(doc, args.json, args.md, md, make_dirs=True)
+    print(md)
+
 
 if __name__ == "__main__":
-    print("capacity", round(parallel_capacity(), 2))
-    for sc, steps in (("default", 300), ("large", 150), ("xlarge", 8)):
-        r1, r2 = rate(sc, 1, steps), rate(sc, 2, steps)
-        print(sc, f"w1 {r1:.3f} ms  w2 {r2:.3f} ms  w2/w1 speedup {r1/r2:.2f}x")
-    print("capacity", round(parallel_capacity(), 2))
+    main()
