@@ -112,7 +112,7 @@ def bench_bookkeeping(quick, entities=4096, rounds=3):
     every 10 ms with a 1-message fan-out 10 ms away; lookahead 10 ms, 100
     windows per step), where bookkeeping that grows with the entity count
     shows.  Serial fraction = worker 0's bookkeeping while the others wait /
-    the step's wall time (seer_rt_take_stats)."""
+    the step's wall time (``Runtime.pool_stats``)."""
     from seer._seer_c import ffi, lib
 
     steps = 3 if quick else 10
@@ -121,7 +121,6 @@ def bench_bookkeeping(quick, entities=4096, rounds=3):
     rows = {"serial": [], "parallel": []}
     with seer.Runtime(model, workers=2, capacity=1 << 20) as rt:
         h = ffi.cast("seer_runtime *", rt.native_address)
-        st = ffi.new("seer_rt_stats *")
         t = 0.0
         for _ in range(2):
             t += 1.0
@@ -129,22 +128,20 @@ def bench_bookkeeping(quick, entities=4096, rounds=3):
         for _ in range(rounds):
             for name, mode in (("serial", lib.SEER_RT_BOOK_SERIAL), ("parallel", lib.SEER_RT_BOOK_PARALLEL)):
                 lib.seer_rt_set_bookkeeping(h, mode)
-                lib.seer_rt_set_stats(h, 1)
-                t0 = time.perf_counter()
-                events = 0
-                for _ in range(steps):
-                    t += 1.0
-                    events += rt.step(t).events
-                wall = time.perf_counter() - t0
-                lib.seer_rt_take_stats(h, 0, st)
-                lib.seer_rt_set_stats(h, 0)
+                with rt.pool_stats() as st:
+                    t0 = time.perf_counter()
+                    events = 0
+                    for _ in range(steps):
+                        t += 1.0
+                        events += rt.step(t).events
+                    wall = time.perf_counter() - t0
                 rows[name].append({
                     "ms_per_step": wall / steps * 1e3, "windows_per_step": st.windows / steps,
                     "ns_per_event": wall / max(events, 1) * 1e9,
-                    "bookkeeping_us_per_window": st.bookkeeping_ns / max(st.windows, 1) / 1e3,
-                    "serial_fraction": st.serial_ns / max(st.step_ns, 1),
-                    "bookkeeping_fraction": st.bookkeeping_ns / max(st.step_ns, 1),
-                    "barrier_fraction": st.barrier_ns / max(st.step_ns, 1)})
+                    "bookkeeping_us_per_window": st.workers[0].bookkeeping_s / max(st.windows, 1) * 1e6,
+                    "serial_fraction": st.serial_fraction,
+                    "bookkeeping_fraction": st.bookkeeping_fraction,
+                    "barrier_fraction": st.barrier_fraction})
         lib.seer_rt_set_bookkeeping(h, lib.SEER_RT_BOOK_PARALLEL)
     out["median"] = {n: {k: float(np.median([r[k] for r in v])) for k in v[0]} for n, v in rows.items()}
     out["rounds_raw"] = rows

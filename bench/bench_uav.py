@@ -125,34 +125,32 @@ def bookkeeping(scenario, steps, rounds=3, workers=2):
     """Window bookkeeping, serial (worker 0 alone, the previous design) vs
     parallel (shared by the pool), interleaved in one env: ms per step and
     the serial fraction = worker 0's bookkeeping time while the others wait
-    / the step's wall time (seer_rt_take_stats)."""
+    / the step's wall time (``Runtime.pool_stats``)."""
     from seer._seer_c import ffi, lib
     from seer.envs import uav_swarm_v0
 
     env = uav_swarm_v0.parallel_env(scenario=scenario, workers=workers, max_cycles=10**9)
     env.reset(seed=0)
     policy = HoverPolicy(env)
-    rt = ffi.cast("seer_runtime *", env._sim.runtime.native_address)
-    st = ffi.new("seer_rt_stats *")
+    rt = ffi.cast("seer_runtime *", env.runtime.native_address)
     res = {"serial": [], "parallel": []}
     for _ in range(3):
         env.step(policy())
     for _ in range(rounds):
         for name, mode in (("serial", lib.SEER_RT_BOOK_SERIAL), ("parallel", lib.SEER_RT_BOOK_PARALLEL)):
             lib.seer_rt_set_bookkeeping(rt, mode)
-            lib.seer_rt_set_stats(rt, 1)
-            t0 = time.perf_counter()
-            for _ in range(steps):
-                env.step(policy())
-            wall = time.perf_counter() - t0
-            lib.seer_rt_take_stats(rt, 0, st)
-            lib.seer_rt_set_stats(rt, 0)
+            with env.runtime.pool_stats() as st:
+                t0 = time.perf_counter()
+                for _ in range(steps):
+                    env.step(policy())
+                wall = time.perf_counter() - t0
+            w0 = st.workers[0]
             res[name].append({"ms_per_step": wall / steps * 1e3, "windows_per_step": st.windows / steps,
-                              "runtime_ms_per_step": st.step_ns / steps / 1e6,
-                              "bookkeeping_us_per_window": st.bookkeeping_ns / max(st.windows, 1) / 1e3,
-                              "serial_fraction": st.serial_ns / max(st.step_ns, 1),
-                              "bookkeeping_fraction": st.bookkeeping_ns / max(st.step_ns, 1),
-                              "barrier_fraction": st.barrier_ns / max(st.step_ns, 1)})
+                              "runtime_ms_per_step": st.step_s / steps * 1e3,
+                              "bookkeeping_us_per_window": w0.bookkeeping_s / max(st.windows, 1) * 1e6,
+                              "serial_fraction": st.serial_fraction,
+                              "bookkeeping_fraction": st.bookkeeping_fraction,
+                              "barrier_fraction": st.barrier_fraction})
     lib.seer_rt_set_bookkeeping(rt, lib.SEER_RT_BOOK_PARALLEL)
     env.close()
     med = {}

@@ -17,7 +17,7 @@ first (the same seed and the same steps: the envs stay in lockstep,
 bit-identical whatever the pool size), and a block's median step time over
 workers=1's in the same round is that round's speedup; the report gives the
 median, the quartiles and the extremes over rounds, and per block the
-pool's barrier wait per window (``seer_rt_take_stats``), which shows the
+pool's barrier wait per window (``Runtime.pool_stats``), which shows the
 host state a round ran in.
 
 Steps are ``SeerSim.step`` (the whole C step: grid, events, readout,
@@ -46,13 +46,8 @@ class Timed:
     """One SeerSim and its policy; times its steps and reads its pool's stats."""
 
     def __init__(self, scenario, workers, seed=0):
-        from seer._seer_c import ffi, lib
-
-        self.lib = lib
         self.sim = M.SeerSim(M.make_config(scenario), workers=workers)
         self.sim.reset(seed, max_cycles=1 << 30)
-        self.h = ffi.cast("seer_runtime *", self.sim.runtime.native_address)
-        self.st = ffi.new("seer_rt_stats *")
         rows = self.sim.agent_rows()
         self.p0 = rows["pos"].copy()
         self.rng = np.random.default_rng(seed)
@@ -66,16 +61,14 @@ class Timed:
 
     def block(self, steps):
         """Median ms per step of `steps` steps, and worker 0's barrier wait in us per window."""
-        self.lib.seer_rt_set_stats(self.h, 1)
         lat = []
-        for _ in range(steps):
-            self._act()
-            t = time.perf_counter()
-            self.sim.step()
-            lat.append(time.perf_counter() - t)
-        self.lib.seer_rt_take_stats(self.h, 0, self.st)
-        self.lib.seer_rt_set_stats(self.h, 0)
-        return float(np.median(lat) * 1e3), self.st.barrier_ns / max(self.st.windows, 1) / 1e3
+        with self.sim.runtime.pool_stats() as st:
+            for _ in range(steps):
+                self._act()
+                t = time.perf_counter()
+                self.sim.step()
+                lat.append(time.perf_counter() - t)
+        return float(np.median(lat) * 1e3), st.workers[0].barrier_s / max(st.windows, 1) * 1e6
 
     def close(self):
         self.sim.close()

@@ -100,6 +100,24 @@ class ClosingParallelEnv(ParallelEnv):
 
     _runtime = None
 
+    @property
+    def runtime(self):
+        """The :class:`seer.Runtime` this env steps (None with
+        ``engine="reference"``): for its :meth:`~seer.Runtime.pool_stats`,
+        :attr:`~seer.Runtime.trace` and pool size.  The env steps and resets
+        it; stepping, resetting or resizing it yourself desynchronizes them.
+
+        Example:
+            >>> from seer.envs import uav_swarm_v0
+            >>> with uav_swarm_v0.parallel_env(scenario="small", workers=2) as env:
+            ...     _ = env.reset(seed=0)
+            ...     with env.runtime.pool_stats() as stats:
+            ...         _ = env.step({a: env.action_space(a).sample() for a in env.agents})
+            >>> stats.steps
+            1
+        """
+        return self._runtime
+
     def close(self) -> None:
         if self._runtime is not None:
             self._runtime.close()

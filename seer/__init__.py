@@ -26,6 +26,7 @@ from seer.errors import (
 from seer.queue import EVENT_DTYPE, EventQueue
 from seer.model import EventKind, Model, Native
 from seer.runtime import Runtime, StepStats
+from seer.pool_stats import PoolStats, WorkerTimes
 from seer.trace import Trace
 from seer.wrap import wrap
 from seer.capi import get_include
@@ -50,6 +51,8 @@ __all__ = [
     "Native",
     "Runtime",
     "StepStats",
+    "PoolStats",
+    "WorkerTimes",
     "Trace",
     "HandlerError",
     "IncompatibleModelError",

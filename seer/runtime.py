@@ -32,10 +32,11 @@ from seer.errors import (
 )
 from seer.context import HandlerContext
 from seer.model import Model, validate_model
+from seer.pool_stats import PoolStats
 from seer.queue import EVENT_DTYPE, EventQueue, check_permutation
 from seer.trace import TRACE_EVENT_DTYPE, TRACE_WINDOW_DTYPE, Trace
 
-__all__ = ["Runtime", "StepStats", "HandlerContext", "check_seed", "usable_cores"]
+__all__ = ["Runtime", "StepStats", "PoolStats", "HandlerContext", "check_seed", "usable_cores"]
 
 #: Deprecated: what ``Runtime(model, workers="auto")`` calls to pick the pool
 #: size, ``f(model, capacity) -> int``.  The runtime sits below STPA and does
@@ -77,6 +78,8 @@ class _Core:
         self.closed = False
         self.guard = CallGuard("this Runtime")
         self.local = self.guard.local
+        #: the open Runtime.pool_stats() block's stats (None: accounting is off)
+        self.pool_stats: PoolStats | None = None
         queue._owner = self.guard  # its pushes, pops and releases take turns with the steps
 
     def start_pool(self) -> None:
@@ -96,6 +99,8 @@ class _Core:
     def resize(self, workers: int) -> None:
         """A pool of ``workers`` from the next step on (the caller holds the guard)."""
         self.stop_pool()
+        if self.pool_stats is not None:  # the old workers' counts go with them
+            self.pool_stats.take(self.rt, self.num_workers)
         rc = lib.seer_rt_resize(self.rt, workers, _spin(workers))
         if rc == lib.SEER_OK:
             self.num_workers = workers
@@ -191,6 +196,8 @@ class _Core:
         if self.rt == ffi.NULL:
             return
         self.stop_pool()
+        if self.pool_stats is not None:
+            self.pool_stats.take(self.rt, self.num_workers)
         lib.seer_rt_free(self.rt)
         self.rt = ffi.NULL
         self.queue._owner = None  # a plain queue again
@@ -526,6 +533,36 @@ class Runtime:
         finally:
             core.guard.leave()
 
+    def pool_stats(self) -> "_PoolStatsBlock":
+        """Measure where the pool's time goes, per worker, over a ``with`` block.
+
+        ``with rt.pool_stats() as stats:`` turns the runtime's per-worker
+        accounting on; when the block ends, ``stats`` (a :class:`PoolStats`)
+        holds each worker's time in steps, in window bookkeeping, in serial
+        bookkeeping (one worker alone while the others wait) and at window
+        barriers, with the windows and steps run: the serial fraction per
+        window that parallel bookkeeping is meant to remove, and the
+        barrier waits that show load imbalance or a busy core.  Steps run
+        by C code through :attr:`native_handle` (the built-in envs) count
+        too.  Between steps only, like :meth:`step`.
+
+        Raises:
+            MisuseError: A ``pool_stats()`` block is already open on this
+                runtime; or entered or left from a handler, or while another
+                thread steps.
+            ClosedError: Entered on a closed runtime.
+
+        Example:
+            >>> from seer.synthetic import SyntheticModel
+            >>> with Runtime(SyntheticModel(num_entities=64), workers=2) as rt:
+            ...     with rt.pool_stats() as stats:
+            ...         for t in (1.0, 2.0):
+            ...             _ = rt.step(t)
+            >>> stats.steps, [w.worker for w in stats.workers]
+            (2, [0, 1])
+        """
+        return _PoolStatsBlock(self._core)
+
     @property
     def tuner(self):
         """What picks the pool size between steps, or None (the size stays).
@@ -708,6 +745,45 @@ class Runtime:
     def __repr__(self) -> str:
         return (f"Runtime({type(self.model).__name__}, workers={self.workers}, entities={self.model.num_entities}, "
                 f"now={self.now}{', closed' if self.closed else ''})")
+
+
+class _PoolStatsBlock:
+    """``with``-block of :meth:`Runtime.pool_stats`."""
+
+    __slots__ = ("_core", "_stats")
+
+    def __init__(self, core: _Core):
+        self._core = core
+        self._stats = PoolStats()
+
+    def __enter__(self) -> PoolStats:
+        core = self._core
+        core.guard.enter("pool_stats()")
+        try:
+            if core.pool_stats is not None:
+                raise MisuseError("pool_stats(): a pool_stats() block is already open on this Runtime; "
+                                  "end it first (its stats cover every step inside it)")
+            lib.seer_rt_set_stats(core.rt, 1)  # restarts every worker's counts
+            core.pool_stats = self._stats
+        finally:
+            core.guard.leave()
+        return self._stats
+
+    def __exit__(self, *exc) -> None:
+        core, stats = self._core, self._stats
+        if core.pool_stats is not stats:
+            return
+        try:
+            if not core.closed:  # closing took the counts already
+                core.guard.enter("pool_stats()")
+                try:
+                    stats.take(core.rt, core.num_workers)
+                    lib.seer_rt_set_stats(core.rt, 0)
+                finally:
+                    core.guard.leave()
+        finally:
+            core.pool_stats = None
+            stats.seal()
 
 
 class _Exclusive:

@@ -98,7 +98,7 @@ class SeerParallelEnv(BaseParallelWrapper):
                     f"workers={workers} differs from the env's own pool ({have} workers): SEER's envs size their "
                     f"pool when built; build it with workers={workers} instead"
                 )
-            self.runtime = env._runtime
+            self.runtime = env.runtime
             self.workers = have
             return
         self._model = _StepModel(self)

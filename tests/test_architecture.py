@@ -20,7 +20,8 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 #: 0 core, 1 policy, 2 envs / vector / wrap, 3 integrations / CLI / bench / the package façade.
 LAYERS = {
     "seer.errors": 0, "seer.guard": 0, "seer.queue": 0, "seer.model": 0, "seer.capi": 0, "seer.runtime": 0,
-    "seer.trace": 0, "seer.context": 0, "seer.actions": 0, "seer.registry": 0, "seer.synthetic": 0, "seer.rng": 0,
+    "seer.trace": 0, "seer.pool_stats": 0, "seer.context": 0, "seer.actions": 0, "seer.registry": 0,
+    "seer.synthetic": 0, "seer.rng": 0,
     "seer._io": 0, "seer._cdef": 0, "seer._checks": 0, "seer._host": 0, "seer._version": 0,
     "seer._build": 0, "seer._build_synth": 0, "seer._seer_c": 0, "seer._synth_c": 0,
     "seer.stpa": 1,

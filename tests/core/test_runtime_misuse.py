@@ -73,6 +73,7 @@ def test_concurrent_step_is_refused_not_deadlocked():
     (lambda rt: rt.close(), "close\\(\\) called from inside a handler"),
     (lambda rt: rt.schedule([0], [9.0], [0]), "schedule\\(\\) called from inside a handler"),
     (lambda rt: rt.relabel([3, 2, 1, 0]), "relabel\\(\\) called from inside a handler"),
+    (lambda rt: rt.pool_stats().__enter__(), "pool_stats\\(\\) called from inside a handler"),
 ])
 @pytest.mark.parametrize("workers", [1, 2])
 def test_calls_into_the_runtime_from_its_own_handler_are_refused(workers, call, pattern):
@@ -103,6 +104,7 @@ def test_every_method_after_close_raises_closed_error():
         ("native_handle", lambda: rt.native_handle),
         ("collect_trace", rt.collect_trace),
         ("check_steppable", rt.check_steppable),
+        ("pool_stats", lambda: rt.pool_stats().__enter__()),
     ]:
         with pytest.raises(seer.ClosedError, match="closed"):
             call()

@@ -1,0 +1,134 @@
+"""Where a runtime's pool spends its time, per worker: what ``Runtime.pool_stats()`` fills."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from seer._seer_c import ffi, lib
+
+__all__ = ["PoolStats", "WorkerTimes"]
+
+_FIELDS = ("steps", "windows", "step_ns", "bookkeeping_ns", "serial_ns", "barrier_ns")
+
+
+@dataclasses.dataclass(frozen=True)
+class WorkerTimes:
+    """One pool worker's share of a :class:`PoolStats` block.
+
+    Attributes:
+        worker: The worker's index (0 is the thread that calls ``step``).
+        steps: Steps it took part in.
+        windows: Windows it ran.
+        step_s: Seconds inside the steps' runs (worker 0: the steps' wall time
+            in the runtime, without the model's own work before and after).
+        bookkeeping_s: Seconds deciding windows: reporting what it left
+            pending, copying its share of the snapshots, readying its lanes.
+        serial_s: Seconds of bookkeeping it did alone while the others
+            waited (0 with the parallel bookkeeping, the default).
+        barrier_s: Seconds waiting at window barriers for the others.
+    """
+
+    worker: int
+    steps: int
+    windows: int
+    step_s: float
+    bookkeeping_s: float
+    serial_s: float
+    barrier_s: float
+
+
+class PoolStats:
+    """What a runtime's pool did during one ``with rt.pool_stats() as stats:`` block.
+
+    Filled when the block ends (empty inside it).  Accounting costs two
+    clock reads per window and worker, so it is off outside such blocks.  A
+    pool resized inside the block (``Runtime.resize``, or STPA's tuner under
+    ``workers="auto"``) keeps what its old workers measured; a runtime closed
+    inside it keeps what its pool measured up to the close.
+
+    The fractions are worker 0's, over its ``step_s``: the serial fraction
+    is the share of a step in which one worker did bookkeeping while the
+    others waited (what parallel bookkeeping removes), the barrier fraction
+    the share spent waiting for the other workers at window ends (load
+    imbalance, or a core the OS or the host gave to someone else).
+
+    Example:
+        >>> import seer
+        >>> from seer.synthetic import SyntheticModel
+        >>> with seer.Runtime(SyntheticModel(num_entities=64), workers=2) as rt:
+        ...     with rt.pool_stats() as stats:
+        ...         _ = rt.step(1.0)
+        >>> stats.steps, len(stats.workers)
+        (1, 2)
+        >>> 0.0 <= stats.serial_fraction <= 1.0
+        True
+    """
+
+    def __init__(self) -> None:
+        self._ns: dict[int, list[int]] = {}
+        self._open = True
+
+    def take(self, rt, num_workers: int) -> None:
+        """Add what each worker of ``rt`` (a ``seer_runtime *``) measured
+        since the last take, and restart its counts; between steps only."""
+        st = ffi.new("seer_rt_stats *")
+        for w in range(num_workers):
+            lib.seer_rt_take_stats(rt, w, st)
+            acc = self._ns.setdefault(w, [0] * len(_FIELDS))
+            for i, name in enumerate(_FIELDS):
+                acc[i] += int(getattr(st, name))
+
+    def seal(self) -> None:
+        """The block ended: the stats are final."""
+        self._open = False
+
+    @property
+    def workers(self) -> tuple[WorkerTimes, ...]:
+        """Each worker's times, by worker index."""
+        return tuple(WorkerTimes(w, a[0], a[1], a[2] / 1e9, a[3] / 1e9, a[4] / 1e9, a[5] / 1e9)
+                     for w, a in sorted(self._ns.items()))
+
+    def _worker0(self) -> list[int]:
+        return self._ns.get(0, [0] * len(_FIELDS))
+
+    @property
+    def steps(self) -> int:
+        """Steps run in the block."""
+        return self._worker0()[0]
+
+    @property
+    def windows(self) -> int:
+        """Windows run in the block."""
+        return self._worker0()[1]
+
+    @property
+    def step_s(self) -> float:
+        """Seconds the steps took in the runtime (worker 0's ``step_s``)."""
+        return self._worker0()[2] / 1e9
+
+    def _fraction(self, field: int) -> float:
+        w0 = self._worker0()
+        return w0[field] / w0[2] if w0[2] > 0 else 0.0
+
+    @property
+    def serial_fraction(self) -> float:
+        """Share of the steps' time in which one worker did bookkeeping alone."""
+        return self._fraction(4)
+
+    @property
+    def bookkeeping_fraction(self) -> float:
+        """Share of worker 0's step time spent on window bookkeeping."""
+        return self._fraction(3)
+
+    @property
+    def barrier_fraction(self) -> float:
+        """Share of worker 0's step time spent waiting at window barriers."""
+        return self._fraction(5)
+
+    def __repr__(self) -> str:
+        if self._open:
+            return "PoolStats(open: filled when its with-block ends)"
+        return (f"PoolStats(steps={self.steps}, windows={self.windows}, workers={len(self._ns)}, "
+                f"step_s={self.step_s:.6f}, serial_fraction={self.serial_fraction:.3f}, "
+                f"bookkeeping_fraction={self.bookkeeping_fraction:.3f}, "
+                f"barrier_fraction={self.barrier_fraction:.3f})")

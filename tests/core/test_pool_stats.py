@@ -1,0 +1,120 @@
+"""Runtime.pool_stats(): each worker's time in steps, window bookkeeping,
+serial bookkeeping and barriers, over a with-block; across resizes, a close
+inside the block, and the envs' native steps."""
+
+import numpy as np
+import pytest
+
+import seer
+from seer._seer_c import ffi, lib
+from seer.synthetic import SyntheticModel
+
+pytestmark = pytest.mark.timeout(120)
+
+
+def many_windows(entities=512):
+    # every entity ticks each 0.01 with a one-message fan-out 0.01 away: 100 short windows per unit of time
+    return SyntheticModel(entities, fanout=1, work=20, period=0.01, delay=0.01)
+
+
+def run(rt, t0, steps):
+    windows = 0
+    for k in range(steps):
+        windows += rt.step(t0 + k + 1.0).windows
+    return t0 + steps, windows
+
+
+@pytest.mark.parametrize("workers", [1, 2, 3])
+def test_counts_cover_exactly_the_steps_inside_the_block(workers):
+    with seer.Runtime(many_windows(), workers=workers) as rt:
+        t, _ = run(rt, 0.0, 2)  # before the block: not counted
+        with rt.pool_stats() as stats:
+            assert stats.steps == 0 and stats.workers == ()  # filled when the block ends
+            t, windows = run(rt, t, 3)
+        run(rt, t, 2)  # after it: not counted either
+    assert stats.steps == 3 and stats.windows == windows and windows >= 300
+    assert [w.worker for w in stats.workers] == list(range(workers))
+    for w in stats.workers:
+        # every worker takes part in every window of every step
+        assert (w.steps, w.windows) == (3, windows)
+        assert 0.0 < w.step_s and 0.0 <= w.bookkeeping_s <= w.step_s and 0.0 <= w.barrier_s <= w.step_s
+    assert stats.step_s == stats.workers[0].step_s
+    for f in (stats.serial_fraction, stats.bookkeeping_fraction, stats.barrier_fraction):
+        assert 0.0 <= f <= 1.0
+    assert "steps=3" in repr(stats)
+
+
+def test_serial_bookkeeping_shows_as_a_serial_fraction_and_parallel_removes_it():
+    with seer.Runtime(many_windows(4096), workers=2) as rt:
+        h = ffi.cast("seer_runtime *", rt.native_address)
+        t = 0.0
+        fractions = {}
+        try:
+            for name, mode in (("serial", lib.SEER_RT_BOOK_SERIAL), ("parallel", lib.SEER_RT_BOOK_PARALLEL)):
+                lib.seer_rt_set_bookkeeping(h, mode)
+                with rt.pool_stats() as stats:
+                    t, _ = run(rt, t, 2)
+                fractions[name] = stats
+        finally:
+            lib.seer_rt_set_bookkeeping(h, lib.SEER_RT_BOOK_PARALLEL)
+    serial, parallel = fractions["serial"], fractions["parallel"]
+    # worker 0 alone scans the lanes and advances while worker 1 waits; only worker 0 reports it
+    assert serial.serial_fraction > 0.0 and serial.workers[0].serial_s > 0.0
+    assert serial.workers[1].serial_s == 0.0
+    assert parallel.serial_fraction == 0.0
+    assert all(w.bookkeeping_s > 0.0 for w in parallel.workers)  # each worker does its share instead
+
+
+def test_a_resize_inside_the_block_keeps_what_the_old_pool_measured():
+    with seer.Runtime(many_windows(), workers=3) as rt:
+        with rt.pool_stats() as stats:
+            t, w3 = run(rt, 0.0, 1)
+            rt.resize(1)
+            t, w1 = run(rt, t, 2)
+            rt.resize(2)
+            t, w2 = run(rt, t, 1)
+    by = {w.worker: w for w in stats.workers}
+    assert sorted(by) == [0, 1, 2]
+    assert (by[0].steps, by[0].windows) == (4, w3 + w1 + w2)
+    assert (by[1].steps, by[1].windows) == (2, w3 + w2)
+    assert (by[2].steps, by[2].windows) == (1, w3)
+
+
+def test_closing_inside_the_block_keeps_the_counts_up_to_the_close():
+    rt = seer.Runtime(many_windows(), workers=2)
+    with rt.pool_stats() as stats:
+        _, windows = run(rt, 0.0, 2)
+        rt.close()
+    assert stats.steps == 2 and stats.windows == windows
+    with pytest.raises(seer.ClosedError, match="closed"):
+        with rt.pool_stats():
+            pass
+
+
+def test_a_second_block_is_refused_and_the_first_goes_on():
+    with seer.Runtime(many_windows(), workers=2) as rt:
+        with rt.pool_stats() as outer:
+            with pytest.raises(seer.MisuseError, match="already open"):
+                with rt.pool_stats():
+                    pass
+            run(rt, 0.0, 1)
+        assert outer.steps == 1
+        with rt.pool_stats() as again:  # usable again once the first block ended
+            run(rt, 1.0, 1)
+        assert again.steps == 1
+
+
+def test_an_envs_native_steps_count_too():
+    from seer.envs import uav_swarm_v0
+
+    env = uav_swarm_v0.parallel_env(scenario="large", workers=2)
+    try:
+        env.reset(seed=0)
+        with env.runtime.pool_stats() as stats:
+            for _ in range(3):
+                env.step({a: np.zeros(3, np.float32) for a in env.agents})
+    finally:
+        env.close()
+    assert stats.steps == 3 and stats.windows > 0
+    assert [w.windows for w in stats.workers] == [stats.windows] * 2
+    assert uav_swarm_v0.parallel_env(scenario="small", engine="reference").runtime is None
