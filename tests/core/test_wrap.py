@@ -89,7 +89,7 @@ def test_builtin_env_is_delegated_to():
     uav = pytest.importorskip("seer.envs.uav_swarm_v0")
     inner = uav.parallel_env(scenario="small", workers=1, max_cycles=5)
     env = seer.wrap(inner)
-    assert env.builtin and env.runtime is inner._runtime and env.workers == 1
+    assert env.builtin and env.runtime is inner.runtime and env.workers == 1
     ref = uav.parallel_env(scenario="small", workers=1, max_cycles=5)
     o1, _ = env.reset(seed=3)
     o2, _ = ref.reset(seed=3)

@@ -217,7 +217,7 @@ def _episode(mod, scenario, workers, steps, force_tuning=False):
     env = mod.parallel_env(scenario=scenario, workers=workers)
     try:
         if force_tuning:
-            env.unwrapped._runtime.tuner = stpa.PoolTuner(1, cores=3, visit_s=0.0, settle_steps=0, visits=1,
+            env.unwrapped.runtime.tuner = stpa.PoolTuner(1, cores=3, visit_s=0.0, settle_steps=0, visits=1,
                                                           recheck_s=0.0, delay_s=0.0)
         obs, _ = env.reset(seed=11)
         rng = np.random.default_rng(0)
@@ -253,9 +253,9 @@ def test_auto_envs_attach_a_tuner_and_integers_do_not(mod):
     auto = mod.parallel_env(scenario="small", workers="auto")
     fixed = mod.parallel_env(scenario="small", workers=2)
     try:
-        tuner = auto.unwrapped._runtime.tuner
+        tuner = auto.unwrapped.runtime.tuner
         assert isinstance(tuner, stpa.PoolTuner) and tuner.workers == auto.workers
-        assert fixed.unwrapped._runtime.tuner is None
+        assert fixed.unwrapped.runtime.tuner is None
     finally:
         auto.close()
         fixed.close()
