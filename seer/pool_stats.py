@@ -40,7 +40,7 @@ class WorkerTimes:
 class PoolStats:
     """What a runtime's pool did during one ``with rt.pool_stats() as stats:`` block.
 
-    Filled when the block ends (empty inside it).  Accounting costs two
+    Filled when the block ends (empty inside it).  Accounting costs a few
     clock reads per window and worker, so it is off outside such blocks.  A
     pool resized inside the block (``Runtime.resize``, or STPA's tuner under
     ``workers="auto"``) keeps what its old workers measured; a runtime closed
