@@ -7,13 +7,15 @@ import pytest
 
 import seer
 from seer._seer_c import ffi, lib
-from seer.synthetic import SyntheticModel
+from seer.synthetic import PythonSyntheticModel, SyntheticModel
 
 pytestmark = pytest.mark.timeout(120)
 
 
-def many_windows(entities=512):
+def many_windows(entities=512, python=False):
     # every entity ticks each 0.01 with a one-message fan-out 0.01 away: 100 short windows per unit of time
+    if python:  # the handlers in Python: the GIL-holding dispatch path of the worker loop
+        return PythonSyntheticModel(entities // 16, fanout=1, period=0.01, delay=0.01)
     return SyntheticModel(entities, fanout=1, work=20, period=0.01, delay=0.01)
 
 
@@ -24,9 +26,10 @@ def run(rt, t0, steps):
     return t0 + steps, windows
 
 
+@pytest.mark.parametrize("python", [False, True], ids=["native", "python"])
 @pytest.mark.parametrize("workers", [1, 2, 3])
-def test_counts_cover_exactly_the_steps_inside_the_block(workers):
-    with seer.Runtime(many_windows(), workers=workers) as rt:
+def test_counts_cover_exactly_the_steps_inside_the_block(workers, python):
+    with seer.Runtime(many_windows(python=python), workers=workers) as rt:
         t, _ = run(rt, 0.0, 2)  # before the block: not counted
         with rt.pool_stats() as stats:
             assert stats.steps == 0 and stats.workers == ()  # filled when the block ends
