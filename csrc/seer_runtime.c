@@ -141,6 +141,12 @@ typedef struct seer_worker {
     uint64_t min_key;         /* smallest key >= t1 this worker left behind */
     uint32_t win_seq;         /* windows run; the same in every worker      */
     seer_rt_stats stats;
+    /* The step_gen of the last job this pool thread finished, its
+     * accounting included (release).  A pool thread adds its step's time
+     * after the step's last barrier, when worker 0 may already have
+     * returned, so whoever reads or clears its stats between steps waits
+     * for this to reach step_gen first (wait_accounted). */
+    _Atomic uint32_t done_gen;
     /* Native windows: the lanes of this worker's share that have events in
      * the window, claimed at the window's start.  The owner runs them from the front;
      * an idle worker steals from the back while STEAL_MIN or more are left
@@ -534,12 +540,32 @@ void seer_rt_set_bookkeeping(seer_runtime *rt, int32_t mode) {
     rt->bookkeeping = mode == SEER_RT_BOOK_SERIAL ? SEER_RT_BOOK_SERIAL : SEER_RT_BOOK_PARALLEL;
 }
 
+/* Between steps, from the stepping thread: wait until pool thread w has
+ * finished the last job it was woken for, its accounting included.
+ * step_gen does not move between steps (only seer_rt_step, seer_rt_parallel_for
+ * and seer_rt_shutdown move it, all from this thread), and a pool thread
+ * stores done_gen after every job and before it returns at shutdown, so
+ * this ends as soon as that thread gets a core.  Worker 0 is this thread. */
+static void wait_accounted(seer_runtime *rt, int32_t w) {
+    if (w == 0) return;
+    /* relaxed: our own last write of step_gen (or the pool's creation). */
+    const uint32_t gen = atomic_load_explicit(&rt->step_gen, memory_order_relaxed);
+    unsigned spins = 0;
+    /* acquire: pairs with the release store of done_gen in worker_main, so
+     * the thread's stats writes before it are visible (and done) here. */
+    while (atomic_load_explicit(&rt->workers[w].done_gen, memory_order_acquire) != gen) seer_backoff(&spins);
+}
+
 void seer_rt_set_stats(seer_runtime *rt, int32_t on) {
+    for (int32_t i = 0; i < rt->num_workers; i++) wait_accounted(rt, i);
+    /* Plain stores: every pool thread is idle now, and reads stats_on only
+     * in its next job, after the step_gen RMW that publishes these. */
     rt->stats_on = on != 0;
     for (int32_t i = 0; i < rt->num_workers; i++) memset(&rt->workers[i].stats, 0, sizeof(seer_rt_stats));
 }
 
 void seer_rt_take_stats(seer_runtime *rt, int32_t worker, seer_rt_stats *out) {
+    wait_accounted(rt, worker);
     *out = rt->workers[worker].stats;
     memset(&rt->workers[worker].stats, 0, sizeof(seer_rt_stats));
 }
@@ -1271,13 +1297,21 @@ void seer_rt_worker_main(seer_runtime *rt, int32_t wid) {
         seen = atomic_load_explicit(&rt->step_gen, memory_order_acquire);
         /* acquire: see seer_rt_shutdown (the step_gen edge above already
          * carries the flag; this pair is belt and braces). */
-        if (atomic_load_explicit(&rt->shutdown, memory_order_acquire)) return;
+        if (atomic_load_explicit(&rt->shutdown, memory_order_acquire)) {
+            /* release: see done_gen; a joined thread needs no wait, but the
+             * count has to match step_gen for wait_accounted all the same. */
+            atomic_store_explicit(&rt->workers[wid].done_gen, seen, memory_order_release);
+            return;
+        }
         if (rt->job == JOB_FOR) {
             pfor_run(rt, wid);
             barrier_wait(&rt->barrier, rt->num_workers, rt->spin);
         } else {
             run_step(rt, wid);
         }
+        /* release: this job's writes, its stats after the last barrier
+         * among them, happen-before wait_accounted's acquire load. */
+        atomic_store_explicit(&rt->workers[wid].done_gen, seen, memory_order_release);
     }
 }
 

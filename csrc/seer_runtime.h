@@ -100,9 +100,13 @@ int64_t seer_rt_events_total(const seer_runtime *rt);
 double seer_rt_window_end(const seer_runtime *rt, int32_t worker);
 int64_t seer_rt_windows_total(const seer_runtime *rt);
 void seer_rt_set_bookkeeping(seer_runtime *rt, int32_t mode);
-/* Turn the per-worker accounting on (1) or off (0); either way it restarts. */
+/* Between steps, from the thread that steps: turn the per-worker
+ * accounting on (1) or off (0); either way it restarts. */
 void seer_rt_set_stats(seer_runtime *rt, int32_t on);
-/* This worker's accounting since the last call; restarts it. */
+/* Between steps, from the thread that steps: this worker's accounting
+ * since the last call; restarts it.  Both wait (briefly) until each pool
+ * thread has added its last step, which it does after the step's last
+ * barrier, when seer_rt_step may already have returned. */
 void seer_rt_take_stats(seer_runtime *rt, int32_t worker, seer_rt_stats *out);
 
 void seer_rt_set_trace(seer_runtime *rt, int32_t worker, seer_trace_event *events, int64_t event_cap,

@@ -220,6 +220,7 @@ static double *run(int32_t n, int32_t steps, int32_t workers, int32_t fanout, in
     pool_arg *args = calloc((size_t)workers, sizeof(pool_arg));
     const int32_t max_workers = workers;
     start_pool(rt, workers, threads, args);
+    seer_rt_set_stats(rt, 1);
     for (int32_t s = 1; s <= steps; s++) {
         if (resize && s % 3 == 0) {
             stop_pool(rt, workers, threads);
@@ -231,6 +232,20 @@ static double *run(int32_t n, int32_t steps, int32_t workers, int32_t fanout, in
         }
         int rc = seer_rt_step(rt, s * step_len);
         CHECK(rc == SEER_OK, "step %d failed with %d", s, rc);
+        /* Each worker's accounting of the step is complete once
+         * seer_rt_take_stats returns, though a pool thread adds its step
+         * after the last barrier, when this thread may be back already
+         * (the done_gen handshake; TSan checks the ordering). */
+        seer_rt_stats st0, st;
+        seer_rt_take_stats(rt, 0, &st0);
+        CHECK(st0.steps == 1 && st0.windows > 0, "step %d: worker 0 counted %lld steps, %lld windows", s,
+              (long long)st0.steps, (long long)st0.windows);
+        for (int32_t w = 1; w < workers; w++) {
+            seer_rt_take_stats(rt, w, &st);
+            CHECK(st.steps == 1 && st.windows == st0.windows && st.step_ns >= 0,
+                  "step %d: worker %d counted %lld steps and %lld windows, worker 0 1 and %lld", s, w,
+                  (long long)st.steps, (long long)st.windows, (long long)st0.windows);
+        }
         /* between steps every pending event is in the queue (a message
          * left in an outbox would be missing): each entity's next tick and
          * self message, and every message sent but not yet handled */
