@@ -134,7 +134,7 @@ def markdown(doc):
              "speedup is the ratio of two blocks' median step times in the same round, over workers=1 (see the "
              "script's docstring for why).  Medians over rounds, quartiles and extremes beside them.", "",
              "| scenario | steps per block | rounds | w=1 ms/step | w=2 ms/step | auto ms/step | w=2 / w=1 | "
-             "quartiles | min - max | auto / w=1 | quartiles | min - max | auto's pool (rounds at 1 / 2) | "
+             "quartiles | min - max | auto / w=1 | quartiles | min - max | auto's pool size: rounds | "
              "w=2 barrier us/window |",
              "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for sc, d in doc["scenarios"].items():

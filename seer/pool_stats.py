@@ -65,7 +65,7 @@ class PoolStats:
     """
 
     def __init__(self) -> None:
-        self._ns: dict[int, list[int]] = {}
+        self._ns: dict[int, dict[str, int]] = {}  # worker -> _FIELDS, summed over takes
         self._open = True
 
     def take(self, rt, num_workers: int) -> None:
@@ -74,9 +74,9 @@ class PoolStats:
         st = ffi.new("seer_rt_stats *")
         for w in range(num_workers):
             lib.seer_rt_take_stats(rt, w, st)
-            acc = self._ns.setdefault(w, [0] * len(_FIELDS))
-            for i, name in enumerate(_FIELDS):
-                acc[i] += int(getattr(st, name))
+            acc = self._ns.setdefault(w, dict.fromkeys(_FIELDS, 0))
+            for name in _FIELDS:
+                acc[name] += int(getattr(st, name))
 
     def seal(self) -> None:
         """The block ended: the stats are final."""
@@ -85,45 +85,46 @@ class PoolStats:
     @property
     def workers(self) -> tuple[WorkerTimes, ...]:
         """Each worker's times, by worker index."""
-        return tuple(WorkerTimes(w, a[0], a[1], a[2] / 1e9, a[3] / 1e9, a[4] / 1e9, a[5] / 1e9)
+        return tuple(WorkerTimes(w, a["steps"], a["windows"], a["step_ns"] / 1e9, a["bookkeeping_ns"] / 1e9,
+                                 a["serial_ns"] / 1e9, a["barrier_ns"] / 1e9)
                      for w, a in sorted(self._ns.items()))
 
-    def _worker0(self) -> list[int]:
-        return self._ns.get(0, [0] * len(_FIELDS))
+    def _worker0(self, name: str) -> int:
+        return self._ns.get(0, {}).get(name, 0)
 
     @property
     def steps(self) -> int:
         """Steps run in the block."""
-        return self._worker0()[0]
+        return self._worker0("steps")
 
     @property
     def windows(self) -> int:
         """Windows run in the block."""
-        return self._worker0()[1]
+        return self._worker0("windows")
 
     @property
     def step_s(self) -> float:
         """Seconds the steps took in the runtime (worker 0's ``step_s``)."""
-        return self._worker0()[2] / 1e9
+        return self._worker0("step_ns") / 1e9
 
-    def _fraction(self, field: int) -> float:
-        w0 = self._worker0()
-        return w0[field] / w0[2] if w0[2] > 0 else 0.0
+    def _fraction(self, name: str) -> float:
+        step_ns = self._worker0("step_ns")
+        return self._worker0(name) / step_ns if step_ns > 0 else 0.0
 
     @property
     def serial_fraction(self) -> float:
         """Share of the steps' time in which one worker did bookkeeping alone."""
-        return self._fraction(4)
+        return self._fraction("serial_ns")
 
     @property
     def bookkeeping_fraction(self) -> float:
         """Share of worker 0's step time spent on window bookkeeping."""
-        return self._fraction(3)
+        return self._fraction("bookkeeping_ns")
 
     @property
     def barrier_fraction(self) -> float:
         """Share of worker 0's step time spent waiting at window barriers."""
-        return self._fraction(5)
+        return self._fraction("barrier_ns")
 
     def __repr__(self) -> str:
         if self._open:

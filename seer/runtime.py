@@ -99,8 +99,7 @@ class _Core:
     def resize(self, workers: int) -> None:
         """A pool of ``workers`` from the next step on (the caller holds the guard)."""
         self.stop_pool()
-        if self.pool_stats is not None:  # the old workers' counts go with them
-            self.pool_stats.take(self.rt, self.num_workers)
+        self.take_pool_stats()  # the old workers' counts go with them
         rc = lib.seer_rt_resize(self.rt, workers, _spin(workers))
         if rc == lib.SEER_OK:
             self.num_workers = workers
@@ -108,6 +107,11 @@ class _Core:
         self.start_pool()  # the new pool, or the old one again if C refused
         if rc != lib.SEER_OK:
             raise MemoryError(f"cannot allocate a pool of {workers} workers")
+
+    def take_pool_stats(self) -> None:
+        """Add the workers' counts to an open pool_stats() block (between steps)."""
+        if self.pool_stats is not None:
+            self.pool_stats.take(self.rt, self.num_workers)
 
     def check_handling(self, what: str) -> None:
         """Calls that only a running handler may make."""
@@ -196,8 +200,7 @@ class _Core:
         if self.rt == ffi.NULL:
             return
         self.stop_pool()
-        if self.pool_stats is not None:
-            self.pool_stats.take(self.rt, self.num_workers)
+        self.take_pool_stats()
         lib.seer_rt_free(self.rt)
         self.rt = ffi.NULL
         self.queue._owner = None  # a plain queue again
@@ -777,7 +780,7 @@ class _PoolStatsBlock:
             if not core.closed:  # closing took the counts already
                 core.guard.enter("pool_stats()")
                 try:
-                    stats.take(core.rt, core.num_workers)
+                    core.take_pool_stats()
                     lib.seer_rt_set_stats(core.rt, 0)
                 finally:
                     core.guard.leave()
