@@ -15,6 +15,7 @@ from seer.errors import (
     InvalidArgumentError,
     InvalidEventError,
     MisuseError,
+    UntrustedPathError,
     NotClaimedError,
     PastEventError,
     QueueFullError,

@@ -20,8 +20,10 @@ import secrets
 from pathlib import Path
 from typing import IO, Iterator
 
-__all__ = ["OutputPathError", "atomic_write_bytes", "atomic_write_text", "atomic_writer", "check_output_path",
-           "ensure_private_dir"]
+from seer.errors import UntrustedPathError
+
+__all__ = ["OutputPathError", "UntrustedPathError", "atomic_write_bytes", "atomic_write_text", "atomic_writer",
+           "check_output_path", "check_trusted_dir", "ensure_private_dir"]
 
 #: Mode of the cache directories SEER creates: only their owner may plant files there.
 PRIVATE_DIR_MODE = 0o700
@@ -162,6 +164,50 @@ def ensure_private_dir(path: str | os.PathLike, *, what: str = "cache directory"
                 raise NotADirectoryError(f"{what} {p}: {d} exists and is not a directory") from None
             continue  # created meanwhile by another process
         os.chmod(d, PRIVATE_DIR_MODE)
+    return p
+
+
+def check_trusted_dir(path: str | os.PathLike, *, what: str = "cache directory") -> Path:
+    """Refuse to load anything from ``path`` unless only its owner, the current
+    user (or root), can write there; return it as a Path.
+
+    A cache holds pickles (Numba's index files) and model files: whoever can
+    write to the folder can plant code that runs as the user who loads it. The
+    folder itself must be owned by the current user (or root) and carry no
+    group or other write bit; its parents must not be writable by others
+    unless sticky (``/tmp``), since a writable parent lets another user swap
+    the folder.
+
+    Raises:
+        UntrustedPathError: the folder or a parent fails that check; the
+            message names the path, its owner and mode, and the fix.
+        NotADirectoryError: ``path`` exists and is not a directory.
+    """
+    import stat
+
+    p = Path(path)
+    st = os.stat(p)  # follows a link: the folder we will actually read counts
+    if not stat.S_ISDIR(st.st_mode):
+        raise NotADirectoryError(f"{what} {p} is not a directory")
+    uid = os.getuid() if hasattr(os, "getuid") else None
+    if uid is None:  # no POSIX ownership to check (Windows)
+        return p
+    mode = stat.S_IMODE(st.st_mode)
+    if st.st_uid not in (uid, 0):
+        raise UntrustedPathError(
+            f"{what} {p} is owned by uid {st.st_uid}, not by you (uid {uid}): SEER does not load "
+            f"files another user could have planted; point SEER_CACHE_DIR at a folder of your own")
+    if mode & (stat.S_IWGRP | stat.S_IWOTH):
+        raise UntrustedPathError(
+            f"{what} {p} has mode {mode:#o}, writable by group or others: SEER does not load files "
+            f"another user could have planted; run `chmod go-w {p}` or point SEER_CACHE_DIR elsewhere")
+    for parent in p.resolve().parents:
+        pst = os.stat(parent)
+        pmode = stat.S_IMODE(pst.st_mode)
+        if pmode & stat.S_IWOTH and not pmode & stat.S_ISVTX:
+            raise UntrustedPathError(
+                f"{what} {p}: its parent {parent} has mode {pmode:#o}, writable by others without the "
+                f"sticky bit, so another user could replace the folder; use a cache folder elsewhere")
     return p
 
 

@@ -52,6 +52,11 @@ class ClosedError(SeerError, RuntimeError, ClosedEnvironmentError):
     """The object was closed, by the user or after an unrecoverable failure."""
 
 
+class UntrustedPathError(SeerError, PermissionError):
+    """A folder SEER would load code or models from that another user could
+    have written to: owned by someone else, or writable by group or others."""
+
+
 class MisuseError(SeerError, RuntimeError):
     """A call the object cannot take now: from a second thread while another
     call is running, or from inside one of its own handlers."""
