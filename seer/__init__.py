@@ -60,6 +60,7 @@ __all__ = [
     "InvalidArgumentError",
     "InvalidEventError",
     "MisuseError",
+    "UntrustedPathError",
     "NotClaimedError",
     "PastEventError",
     "QueueFullError",
