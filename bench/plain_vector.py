@@ -106,16 +106,29 @@ class PlainVectorEnv:
             infos["final_obs"], infos["_final_obs"] = final_obs, final_mask
         return self._obs.copy(), rew, term, trunc, infos
 
-    def get_attr(self, name):
-        return tuple(getattr(e, name) for e in self.copies)
+    def _copies(self, copies):
+        """The env copies named by ``copies`` (None: all), as seer.vector's ``copies=`` takes them."""
+        if copies is None:
+            return self.copies
+        idx = [copies] if isinstance(copies, (int, np.integer)) else list(copies)
+        for c in idx:
+            if isinstance(c, bool) or not isinstance(c, (int, np.integer)) or not 0 <= c < self.num_copies:
+                raise ValueError(f"copies holds {c!r}: expected copy indices in 0..{self.num_copies - 1}")
+        return [self.copies[c] for c in idx]
 
-    def set_attr(self, name, values):
-        values = values if isinstance(values, (list, tuple)) else [values] * self.num_copies
-        for e, v in zip(self.copies, values):
+    def get_attr(self, name, copies=None):
+        return tuple(getattr(e, name) for e in self._copies(copies))
+
+    def set_attr(self, name, values, copies=None):
+        envs = self._copies(copies)
+        values = values if isinstance(values, (list, tuple)) else [values] * len(envs)
+        if len(values) != len(envs):
+            raise ValueError(f"set_attr got {len(values)} values: expected {len(envs)} (one per copy) or a single value")
+        for e, v in zip(envs, values):
             setattr(e, name, v)
 
-    def call(self, name, *args, **kwargs):
-        return tuple(getattr(e, name)(*args, **kwargs) for e in self.copies)
+    def call(self, name, *args, copies=None, **kwargs):
+        return tuple(getattr(e, name)(*args, **kwargs) for e in self._copies(copies))
 
     def render(self):
         return tuple(e.render() for e in self.copies)

@@ -10,7 +10,7 @@ is True (the agent acted in that step) enter the loss.
     python examples/ppo_uav.py                          # uav_swarm_v0, small scenario (8 UAVs), 4 copies
     python examples/ppo_uav.py --env simple_spread      # mpe2 simple_spread_v3 (N=3)
     python examples/ppo_uav.py --iterations 150 --log   # the longer run that shows the return rising
-    python examples/ppo_uav.py --backend thread         # copies on SEER's runtime pool instead of processes
+    python examples/ppo_uav.py --backend process        # copies in worker processes instead of SEER's threads
 
 Episode returns are per agent, from Gymnasium's
 ``gymnasium.wrappers.vector.RecordEpisodeStatistics`` over the vector env.
@@ -187,8 +187,9 @@ def _gauss_logp(a, mean, logstd):
 def parse(argv):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawTextHelpFormatter)
     ppo_common.add_env_args(p)
-    p.add_argument("--backend", default="process", choices=["process", "thread"],
-                   help="process (default: both envs hold the GIL for most of a step) or thread")
+    p.add_argument("--backend", default="auto", choices=["auto", "process", "thread"],
+                   help="auto (default): threads for uav_swarm_v0, whose copies step in C with the GIL\n"
+                        "released, processes for a Python env such as simple_spread; or force one")
     p.add_argument("--workers", default="auto")
     ppo_common.add_ppo_args(p, iterations=30)
     return ppo_common.parse_args(p, argv)

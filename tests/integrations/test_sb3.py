@@ -211,7 +211,8 @@ def test_masked_ppo_trains_on_uav_swarm():
         venv.close()
 
 
-def test_example_runs():
+@pytest.mark.parametrize("extra", [[], ["--plain"]], ids=["seer", "plain"])
+def test_example_runs(extra):
     import importlib.util
     import pathlib
 
@@ -220,7 +221,7 @@ def test_example_runs():
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     out = mod.main(["--timesteps", "1024", "--n-steps", "16", "--num-copies", "2", "--max-cycles", "10",
-                    "--workers", "1"])
+                    "--workers", "1", *extra])
     assert out["history"] and out["history"][-1]["agent_steps"] > 0
     assert all(math.isfinite(v) for v in out["losses"].values())
 
