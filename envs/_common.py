@@ -30,6 +30,12 @@ def check_int(name: str, value: Any, lo: int, hi: int | None = None) -> int:
     return int(value)
 
 
+def check_bool(name: str, value: Any) -> bool:
+    if not isinstance(value, (bool, np.bool_)):
+        raise ValueError(f"{name}={value!r} is invalid: expected True or False")
+    return bool(value)
+
+
 def check_float(name: str, value: Any, lo: float, *, open_lo: bool = False) -> float:
     ok = isinstance(value, numbers.Real) and not isinstance(value, bool) and np.isfinite(value)
     if not ok or value < lo or (open_lo and value == lo):

@@ -55,6 +55,26 @@ Reward of UAV i for a step (all terms over the step)::
 Losses.  Two UAVs closer than 1 m at a step end collide; a UAV outside the
 world box is out of bounds.  Either loses the UAV: it is terminated and
 leaves ``agents``.  All agents are truncated after ``max_cycles`` steps.
+An episode ends at truncation or when no UAV is left; a ``step`` after that
+returns empty dicts (as PettingZoo's own envs do), until ``reset``.
+
+Fixed agent sets (``black_death=True``, SuperSuit's ``black_death_v3``
+semantics, for trainers that index ``possible_agents``): every UAV stays in
+``agents`` and in every dict until the episode ends.  A lost UAV's
+observation is all zeros and its reward 0 from the step after its loss on
+(the step it is lost in still reports its real last observation and
+reward, the collision penalty included); it is neither terminated nor
+truncated until the episode ends, when every UAV is done: the lost ones
+terminated, the others truncated.  ``infos[agent]["active"]`` is False
+from the step it is lost in on (the agent acts no more: a trainer's mask;
+TorchRL's ``mask`` and MAPPO's active masks mean the same), True
+otherwise.  Actions for lost UAVs are ignored, unchecked.
+
+Global state (for centralised critics): ``state()`` is every possible
+agent's observation, in ``possible_agents`` order, concatenated (zeros for
+lost UAVs), a float32 vector of ``state_space`` =
+``Box(-10, 10, (num_uavs * (9 + 7 k),))``.  seer.vector gives each copy's
+with ``envs.call("state")``.
 
 Arguments of :func:`parallel_env` and :func:`env`:
 
@@ -64,7 +84,8 @@ Arguments of :func:`parallel_env` and :func:`env`:
   ``k_neighbors`` (default 6), ``render_mode`` (None or ``"rgb_array"``),
   ``strict_actions`` (default False: an action for an agent that left the
   episode is ignored, as PettingZoo's converters do; True: an error),
-  ``workers`` (``"auto"`` or an integer: SEER's pool size).
+  ``workers`` (``"auto"`` or an integer: SEER's pool size), ``black_death``
+  (default False; see "Fixed agent sets").
 - ``engine``: ``"seer"`` (default) or ``"reference"`` (the time-stepped
   numpy implementation, same numbers; for tests and benchmarks).
 """
@@ -81,6 +102,7 @@ from seer.vector.native import NativeCopy, NativeSpec
 from seer.envs import _uav_model as M
 from seer.envs._common import (
     ClosingParallelEnv,
+    check_bool,
     check_int,
     check_render_mode,
     check_workers,
@@ -105,9 +127,10 @@ class UavSwarmEnv(ClosingParallelEnv):
                 "render_fps": 10}
 
     def __init__(self, scenario="default", num_uavs=None, max_cycles=500, render_mode=None, dt=0.1,
-                 workers="auto", k_neighbors=6, engine="seer", strict_actions=False):
+                 workers="auto", k_neighbors=6, engine="seer", strict_actions=False, black_death=False):
         cfg = M.make_config(scenario, num_uavs, dt, k_neighbors)
         self.strict_actions = bool(strict_actions)
+        self.black_death = check_bool("black_death", black_death)
         self.max_cycles = check_int("max_cycles", max_cycles, 1)
         self.render_mode = check_render_mode(render_mode, self.metadata["render_modes"])
         workers = check_workers(workers)
@@ -123,6 +146,8 @@ class UavSwarmEnv(ClosingParallelEnv):
                                observation=gymnasium.spaces.Box(-M.OBS_BOUND, M.OBS_BOUND, (cfg.obs_dim,), np.float32),
                                action=gymnasium.spaces.Box(-1.0, 1.0, (3,), np.float32))
         self._index = {a: i for i, a in enumerate(self.possible_agents)}
+        #: the global state's space (see "Global state" in the module docstring)
+        self.state_space = gymnasium.spaces.Box(-M.OBS_BOUND, M.OBS_BOUND, (n * cfg.obs_dim,), np.float32)
         self._obs_spaces: dict[str, gymnasium.spaces.Box] = {}
         self._act_spaces: dict[str, gymnasium.spaces.Box] = {}
         if engine == "seer":
@@ -137,6 +162,8 @@ class UavSwarmEnv(ClosingParallelEnv):
         self._agents: list[str] = []
         self._agents_version = int(self._out.episode[M.EP_VERSION])
         self._live = np.zeros(0, np.int64)
+        self._version0 = self._agents_version  # the counters' version before any reset
+        self._all_agents = list(self.possible_agents)
 
     @property
     def state_arrays(self):
@@ -153,6 +180,26 @@ class UavSwarmEnv(ClosingParallelEnv):
         return self._sim.workers
 
     # ---- spaces ------------------------------------------------------------------------------
+
+    @property
+    def observation_spaces(self) -> dict:
+        """Every possible agent's observation space (the objects
+        :meth:`observation_space` returns)."""
+        return {a: self.observation_space(a) for a in self.possible_agents}
+
+    @property
+    def action_spaces(self) -> dict:
+        """Every possible agent's action space (the objects :meth:`action_space` returns)."""
+        return {a: self.action_space(a) for a in self.possible_agents}
+
+    def state(self) -> np.ndarray:
+        """The global state (see "Global state" in the module docstring): a new array."""
+        self._check_open()
+        obs = self._out.obs.copy()
+        lost = np.ones(len(obs), bool)
+        lost[self._sim.live_agents()] = False
+        obs[lost] = 0.0
+        return obs.reshape(-1)
 
     def observation_space(self, agent):
         space = self._obs_spaces.get(agent)
@@ -178,9 +225,16 @@ class UavSwarmEnv(ClosingParallelEnv):
 
     @property
     def agents(self) -> list[str]:
-        """The live agents.  Derived from the episode counters, which the
-        step (or seer.vector's native path, which bypasses :meth:`step`)
-        updates."""
+        """The live agents (with ``black_death=True``: every agent until the
+        episode ends).  Derived from the episode counters, which the step
+        (or seer.vector's native path, which bypasses :meth:`step`) updates."""
+        self._refresh()
+        if self.black_death:
+            ep = self._out.episode
+            return self._all_agents if ep[M.EP_LIVE] > 0 and not ep[M.EP_TRUNCATED] else []
+        return self._agents
+
+    def _refresh(self) -> None:
         ep = self._out.episode
         if ep[M.EP_VERSION] != self._agents_version:
             if ep[M.EP_TRUNCATED]:
@@ -190,7 +244,6 @@ class UavSwarmEnv(ClosingParallelEnv):
             names = self.possible_agents
             self._agents = [names[i] for i in self._live.tolist()]
             self._agents_version = int(ep[M.EP_VERSION])
-        return self._agents
 
     def reset(self, seed=None, options=None):
         self._check_open()
@@ -199,24 +252,50 @@ class UavSwarmEnv(ClosingParallelEnv):
         seed = self._sim.next_seed() if seed is None else seed_from(seed, None)
         self._sim.reset(seed, self.max_cycles)
         agents = self.agents
-        return dict(zip(agents, self._out.obs.copy())), {a: {} for a in agents}
+        infos = {a: {"active": True} for a in agents} if self.black_death else {a: {} for a in agents}
+        return dict(zip(agents, self._out.obs.copy())), infos
 
     def step(self, actions):
         self._check_open()
         agents = self.agents
         if not agents:
-            raise MisuseError("step() called with no live agents: call reset() first")
-        act = self._actions_array(actions)
+            if self._out.episode[M.EP_VERSION] == self._version0:
+                raise MisuseError("step() called before reset(): call reset() first")
+            if self.strict_actions and actions:
+                validate_actions(actions, [], self.action_space, possible_agents=self._index, strict=True)
+            return {}, {}, {}, {}, {}  # the episode has ended (PettingZoo's envs answer so too)
         live = self._live
+        names = self._agents
+        act = self._actions_array(actions, names)
         self._sim.set_actions(live, act)
         self._sim.step()
         out = self._out
+        if self.black_death:
+            return self._black_death_step(live)
         lost = (out.collided[live] | out.oob[live]).astype(bool)
-        term = dict(zip(agents, lost.tolist()))
-        trunc = dict.fromkeys(agents, bool(out.episode[M.EP_TRUNCATED]))
-        rew = dict(zip(agents, out.reward[live].tolist()))
-        obs_d = dict(zip(agents, out.obs[live]))
-        return obs_d, rew, term, trunc, {a: {} for a in agents}
+        term = dict(zip(names, lost.tolist()))
+        trunc = dict.fromkeys(names, bool(out.episode[M.EP_TRUNCATED]))
+        rew = dict(zip(names, out.reward[live].tolist()))
+        obs_d = dict(zip(names, out.obs[live]))
+        return obs_d, rew, term, trunc, {a: {} for a in names}
+
+    def _black_death_step(self, was_live: np.ndarray):
+        """The dicts of every agent after a step of ``was_live`` (the agents live before it)."""
+        out, n = self._out, self.cfg.num_uavs
+        obs = np.zeros_like(out.obs)
+        obs[was_live] = out.obs[was_live]
+        rew = np.zeros(n)
+        rew[was_live] = out.reward[was_live]
+        active = np.zeros(n, bool)
+        active[self._sim.live_agents()] = True
+        names = self._all_agents
+        truncated = bool(out.episode[M.EP_TRUNCATED])
+        if truncated or not active.any():
+            term, trunc = dict(zip(names, (~active).tolist())), dict(zip(names, (active & truncated).tolist()))
+        else:
+            term, trunc = dict.fromkeys(names, False), dict.fromkeys(names, False)
+        infos = {a: {"active": v} for a, v in zip(names, active.tolist())}
+        return dict(zip(names, obs)), dict(zip(names, rew.tolist())), term, trunc, infos
 
     def seer_native_copy(self) -> NativeCopy | None:
         """seer.vector's native path (:mod:`seer.vector.native`): the whole
@@ -230,11 +309,13 @@ class UavSwarmEnv(ClosingParallelEnv):
     def _native_error(self, rc: int) -> BaseException:
         return self._sim.name_agent(native_error(self._sim.runtime, rc))
 
-    def _actions_array(self, actions) -> np.ndarray:
-        """The live agents' actions as an (n, 3) array; any problem goes to
-        validate_actions, whose error names the agent and the value."""
-        agents = self.agents
-        if type(actions) is dict and len(actions) == len(agents):
+    def _actions_array(self, actions, agents: list[str]) -> np.ndarray:
+        """The actions of ``agents`` (the live ones) as an (n, 3) array; any
+        problem goes to validate_actions, whose error names the agent and the
+        value.  With ``black_death=True`` the dict also names lost agents:
+        their actions are ignored."""
+        if type(actions) is dict and (len(actions) == len(agents) or
+                                      (self.black_death and actions.keys() <= self._index.keys())):
             try:
                 # no dtype= here: a cast would turn complex actions real silently
                 arr = np.array([actions[a] for a in agents])
@@ -244,7 +325,7 @@ class UavSwarmEnv(ClosingParallelEnv):
                     and arr.min() >= -1.0 and arr.max() <= 1.0):
                 return arr.astype(np.float64, copy=False)
         validate_actions(actions, agents, self.action_space, possible_agents=self._index,
-                         strict=self.strict_actions)
+                         strict=self.strict_actions and not self.black_death)
         # validate_actions found nothing wrong with the values themselves
         return np.array([np.asarray(actions[a], np.float64) for a in agents])
 

@@ -43,6 +43,17 @@ UE's own latest measurement.  With ``full_buffer=True`` UEs move at 0.75
 into each step, so this is exactly mobile-env's order: reward from the
 positions before the move, observation after it.
 
+No UE leaves an episode: every UE is in ``agents`` from the reset to the
+episode's last step (``max_cycles``), when all are truncated; a ``step``
+after that returns empty dicts (as PettingZoo's own envs do), until
+``reset``.  ``black_death=True`` (the argument the UAV swarm has, for code
+that builds both alike) then only adds ``infos[agent]["active"] = True``.
+
+Global state (for centralised critics): ``state()`` is every UE's
+observation, in ``possible_agents`` order, concatenated: a float32 vector of
+``state_space`` = ``Box(-1, 1, (num_ue * (4 * num_bs + 1),))``.
+seer.vector gives each copy's with ``envs.call("state")``.
+
 Example:
     >>> from seer.envs import wireless_v0
     >>> env = wireless_v0.parallel_env(scenario="small", workers=1)
@@ -99,6 +110,8 @@ class WirelessEnv(_common.ClosingParallelEnv):
             mobility and traffic (ignored with ``full_buffer=True``).
         strict_actions: Refuse actions for agents that left the episode
             (default: ignored, as PettingZoo's converters do).
+        black_death: Add ``infos[agent]["active"]`` (always True: no UE
+            leaves an episode early); see the module docstring.
     """
 
     metadata = {"name": "wireless_v0", "render_modes": ["rgb_array"], "is_parallelizable": True,
@@ -108,9 +121,10 @@ class WirelessEnv(_common.ClosingParallelEnv):
                  render_mode: str | None = None, full_buffer: bool = False, layout: Any = None,
                  engine: str = "seer", num_ue: int | None = None, move_period=(0.5, 2.0),
                  max_pause: float = 10.0, mean_on: float = 10.0, mean_off: float = 10.0,
-                 strict_actions: bool = False):
+                 strict_actions: bool = False, black_death: bool = False):
         self._runtime = None
         self.strict_actions = bool(strict_actions)
+        self.black_death = _common.check_bool("black_death", black_death)
         self._core = None
         workers = _common.check_workers(workers)
         self.max_cycles = _common.check_int("max_cycles", max_cycles, 1)
@@ -133,6 +147,8 @@ class WirelessEnv(_common.ClosingParallelEnv):
         self._act_space = self.spec.action
         self.observation_spaces = {a: self._obs_space for a in self.possible_agents}
         self.action_spaces = {a: self._act_space for a in self.possible_agents}
+        #: the global state's space (see "Global state" in the module docstring)
+        self.state_space = gymnasium.spaces.Box(-1.0, 1.0, (self.num_ue * self.params.obs_size,), np.float32)
         if engine == "seer":
             from ._wireless_seer import WirelessSeer
 
@@ -165,7 +181,15 @@ class WirelessEnv(_common.ClosingParallelEnv):
         except KeyError:
             raise ValueError(f"agent={agent!r} is unknown: expected one of {self.possible_agents[:4]}...") from None
 
+    def state(self) -> np.ndarray:
+        """The global state (see the module docstring): a new array."""
+        self._check_open()
+        return self._core.obs.reshape(-1).copy()
+
     # ---- episode -----------------------------------------------------------------------
+
+    def _infos(self) -> dict:
+        return {a: {"active": True} for a in self.agents} if self.black_death else {a: {} for a in self.agents}
 
     @property
     def steps(self) -> int:
@@ -191,18 +215,23 @@ class WirelessEnv(_common.ClosingParallelEnv):
             layout = wm.check_layout(options["layout"], self.params)
         obs = self._core.reset(seed, layout)
         self._was_reset = True
-        return dict(zip(self.agents, obs.copy())), {a: {} for a in self.agents}
+        return dict(zip(self.agents, obs.copy())), self._infos()
 
     def step(self, actions):
         self._check_open()
         if not self.agents:
-            raise MisuseError("step() called on an episode that has ended (or was never reset): call reset() first")
+            if not self._was_reset:
+                raise MisuseError("step() called before reset(): call reset() first")
+            if self.strict_actions and actions:
+                _common.validate_actions(actions, [], self.action_space, possible_agents=self._index, strict=True)
+            return {}, {}, {}, {}, {}  # the episode has ended (PettingZoo's envs answer so too)
         agents = self.agents
         acts = self._action_array(actions)
         obs, rew = self._core.step(acts)
         done = self._core.steps >= self.max_cycles
+        infos = {a: {"active": True} for a in agents} if self.black_death else {a: {} for a in agents}
         return (dict(zip(agents, obs.copy())), dict(zip(agents, rew.tolist())),
-                dict.fromkeys(agents, False), dict.fromkeys(agents, done), {a: {} for a in agents})
+                dict.fromkeys(agents, False), dict.fromkeys(agents, done), infos)
 
     def seer_native_copy(self) -> NativeCopy | None:
         """seer.vector's native path (:mod:`seer.vector.native`): the whole

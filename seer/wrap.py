@@ -21,10 +21,24 @@ What "through SEER" means depends on the env:
   (``trace=True``: per-step timings in :attr:`SeerParallelEnv.trace`), not
   speed: one entity keeps one worker busy whatever ``workers`` says.  For
   parallelism over copies of a foreign env use :func:`seer.vector.make`.
+
+Either way the result has PettingZoo's whole ParallelEnv surface:
+``observation_spaces`` / ``action_spaces`` dicts, and ``state()`` /
+``state_space`` whenever the wrapped env has them.  ``black_death=True``
+fixes the agent set (SuperSuit's ``black_death_v3`` semantics, for trainers
+that index ``possible_agents``): every possible agent stays in ``agents``
+and in every dict until the episode ends; an agent that is gone gets an
+all-zero observation (its space must be a Box) and reward 0, and is neither
+terminated nor truncated until the episode ends (then every agent is done,
+each as it left: terminated or truncated); ``infos[agent]["active"]`` is
+False from the step it leaves in on (a time limit's truncation keeps it
+True: the agent was not lost).  Actions for agents that are gone are
+ignored.  A step after the episode's end returns empty dicts.
 """
 
 from __future__ import annotations
 
+import gymnasium
 import numpy as np
 from pettingzoo import AECEnv, ParallelEnv
 from pettingzoo.utils import BaseParallelWrapper
@@ -75,7 +89,8 @@ class SeerParallelEnv(BaseParallelWrapper):
     :class:`seer.ClosedError`; the spaces and agent lists stay readable.
     """
 
-    def __init__(self, env, workers="auto", *, validate: bool = True, trace: bool = False):
+    def __init__(self, env, workers="auto", *, validate: bool = True, trace: bool = False,
+                 black_death: bool = False):
         if isinstance(env, AECEnv):
             from seer.vector.turns import as_parallel
 
@@ -91,6 +106,10 @@ class SeerParallelEnv(BaseParallelWrapper):
         self.metadata = dict(getattr(env, "metadata", {}) or {})
         self.render_mode = getattr(env, "render_mode", None)
         self._closed = False
+        if not isinstance(black_death, (bool, np.bool_)):
+            raise InvalidArgumentError(f"black_death={black_death!r} is invalid: expected True or False")
+        # an env that fixes its own agent set (SEER's, built with black_death=True) needs no second layer
+        self._bd = _BlackDeath(env) if black_death and not getattr(env, "black_death", False) else None
         if self.builtin:
             have = getattr(env, "workers", None)
             if workers != "auto" and have is not None and workers != have:
@@ -117,11 +136,16 @@ class SeerParallelEnv(BaseParallelWrapper):
 
     @property
     def agents(self):
-        return self.env.agents
+        return self._bd.agents if self._bd is not None else self.env.agents
 
     @property
     def num_agents(self):
-        return len(self.env.agents)
+        return len(self.agents)
+
+    @property
+    def black_death(self) -> bool:
+        """Whether the agent set is fixed (see the module docstring)."""
+        return self._bd is not None or bool(getattr(self.env, "black_death", False))
 
     @property
     def max_num_agents(self):
@@ -135,12 +159,26 @@ class SeerParallelEnv(BaseParallelWrapper):
     def action_spaces(self):
         return {a: self.env.action_space(a) for a in self.env.possible_agents}
 
+    @property
+    def state_space(self):
+        """The wrapped env's global state space (AttributeError if it has none)."""
+        return self.env.state_space
+
     def reset(self, seed=None, options=None):
         self._check_open()
-        return self.env.reset(seed=seed, options=options)
+        out = self.env.reset(seed=seed, options=options)
+        return out if self._bd is None else self._bd.reset(*out)
 
     def step(self, actions):
         self._check_open()
+        bd = self._bd
+        if bd is None:
+            return self._step(actions)
+        if not bd.agents and bd.was_reset:
+            return {}, {}, {}, {}, {}  # the episode has ended (PettingZoo's envs answer so too)
+        return bd.step(self._step(bd.live_actions(actions)))
+
+    def _step(self, actions):
         if self.builtin:
             return self.env.step(actions)
         if self.validate:
@@ -196,7 +234,63 @@ class SeerParallelEnv(BaseParallelWrapper):
         return f"seer.wrap({self.env!r}, workers={self.workers})"
 
 
-def wrap(env, workers="auto", *, validate: bool = True, trace: bool = False) -> SeerParallelEnv:
+class _BlackDeath:
+    """The fixed-agent-set layer of ``wrap(..., black_death=True)`` (see the module docstring)."""
+
+    def __init__(self, env):
+        self.env = env
+        self.all = list(env.possible_agents)
+        self.zeros = {}
+        for a in self.all:
+            space = env.observation_space(a)
+            if not isinstance(space, gymnasium.spaces.Box):
+                raise InvalidArgumentError(
+                    f"black_death=True needs Box observation spaces (a gone agent observes zeros); {a!r} has {space}")
+            self.zeros[a] = np.zeros(space.shape, space.dtype)
+        self.agents: list = []
+        self.was_reset = False
+        self.gone: dict = {}  # agent -> "term" / "trunc": how it left
+
+    def reset(self, obs, infos):
+        self.agents = list(self.all)
+        self.was_reset = True
+        live = set(self.env.agents)
+        self.gone = {a: "trunc" for a in self.all if a not in live}
+        return self._fill(obs), self._infos(infos, live)
+
+    def live_actions(self, actions):
+        live = self.env.agents
+        if not isinstance(actions, dict):
+            return actions  # the step's validation names the problem
+        return {a: actions[a] for a in live if a in actions}
+
+    def step(self, result):
+        obs, rew, term, trunc, infos = result
+        for a in obs.keys() | term.keys() | trunc.keys():
+            if a not in self.gone and (term.get(a) or trunc.get(a)):
+                self.gone[a] = "term" if term.get(a) else "trunc"
+        live = set(self.env.agents)
+        rew_d = {a: float(rew[a]) if a in rew else 0.0 for a in self.all}
+        if live:
+            term_d, trunc_d = dict.fromkeys(self.all, False), dict.fromkeys(self.all, False)
+        else:  # the episode has ended: every agent is done, as it left
+            how = {a: self.gone.get(a, "trunc") for a in self.all}
+            term_d = {a: how[a] == "term" for a in self.all}
+            trunc_d = {a: how[a] == "trunc" for a in self.all}
+            self.agents = []
+        # an agent truncated now (the time limit) was not lost: still active
+        active = live | {a for a, v in trunc.items() if v and not term.get(a)}
+        return self._fill(obs), rew_d, term_d, trunc_d, self._infos(infos, active)
+
+    def _fill(self, obs):
+        return {a: obs[a] if a in obs else self.zeros[a].copy() for a in self.all}
+
+    def _infos(self, infos, live):
+        return {a: {**infos.get(a, {}), "active": a in live} for a in self.all}
+
+
+def wrap(env, workers="auto", *, validate: bool = True, trace: bool = False,
+         black_death: bool = False) -> SeerParallelEnv:
     """A PettingZoo ParallelEnv that runs ``env`` through SEER.
 
     Args:
@@ -208,6 +302,8 @@ def wrap(env, workers="auto", *, validate: bool = True, trace: bool = False) -> 
             ``"auto"`` or the pool size they were built with.
         validate: Check every step's actions before the env sees them.
         trace: Record the runtime's trace (foreign envs).
+        black_death: Fix the agent set: every possible agent stays until the
+            episode ends (see the module docstring).
 
     Returns:
         A :class:`SeerParallelEnv`.
@@ -217,4 +313,4 @@ def wrap(env, workers="auto", *, validate: bool = True, trace: bool = False) -> 
             is not ``"auto"`` or an integer in [1, 1024] (or differs from a
             built-in env's own pool).
     """
-    return SeerParallelEnv(env, workers, validate=validate, trace=trace)
+    return SeerParallelEnv(env, workers, validate=validate, trace=trace, black_death=black_death)
