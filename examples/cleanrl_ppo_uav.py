@@ -13,7 +13,7 @@ multi-agent vector env is which transitions are real:
   bootstrapped on truncation only); ``infos["alive"]`` of the rollout's last
   step says which rows go on into the next rollout.
 
-    pip install torch                       # CPU is enough
+    pip install seer-marl torch                                # a CPU build of torch is enough
     python examples/cleanrl_ppo_uav.py                         # a quick check (~30k agent-steps)
     python examples/cleanrl_ppo_uav.py --iterations 120 --log  # the return rises from about -25 to above 0
     python examples/cleanrl_ppo_uav.py --env simple_spread     # mpe2's simple_spread_v3 (Discrete actions)

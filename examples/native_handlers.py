@@ -22,6 +22,7 @@ seer/_build_synth.py); to write your own:
    struct (from your module's ``ffi``) at your numpy arrays with
    ``ffi.from_buffer``.  examples/seer_consensus is a complete package.
 
+    pip install seer-marl
     python examples/native_handlers.py
 """
 

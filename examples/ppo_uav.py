@@ -7,6 +7,7 @@ numpy is needed.  All agents share one policy (parameter sharing): every row
 of the vector env is one agent slot, and only the rows whose ``infos["mask"]``
 is True (the agent acted in that step) enter the loss.
 
+    pip install seer-marl                               # 'seer-marl[bench]' for --env simple_spread (mpe2)
     python examples/ppo_uav.py                          # uav_swarm_v0, small scenario (8 UAVs), 4 copies
     python examples/ppo_uav.py --env simple_spread      # mpe2 simple_spread_v3 (N=3)
     python examples/ppo_uav.py --iterations 150 --log   # the longer run that shows the return rising

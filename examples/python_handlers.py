@@ -5,6 +5,7 @@ count; a node that hears a rumour counts it.  Handlers get a batch of events
 of one kind (numpy arrays, at most one event per node), so one Python call
 covers many events.
 
+    pip install seer-marl
     python examples/python_handlers.py
 """
 

@@ -5,7 +5,7 @@ policy.  ``MaskedPPO`` is SB3's PPO whose rollout buffer drops the
 transitions of UAVs that crashed or left the world (SEER's
 ``infos["mask"]``), so PPO never learns from rows with no agent behind them.
 
-    pip install 'seer[sb3]'
+    pip install 'seer-marl[sb3]'
     python examples/sb3_ppo_uav.py                             # 20k agent-steps, a quick check
     python examples/sb3_ppo_uav.py --timesteps 300000 --log    # long enough to see the return rise
 

@@ -8,7 +8,7 @@ advantages per agent from the per-agent ``done`` / ``terminated`` keys, and
 whose ``("agents", "mask")`` is True, so crashed UAVs teach nothing.
 One policy is shared by every UAV.
 
-    pip install 'seer[torchrl]'
+    pip install 'seer-marl[torchrl]'
     python examples/torchrl_uav.py                      # a quick check
     python examples/torchrl_uav.py --iterations 60 --log
 """

@@ -41,6 +41,7 @@ import warnings
 from types import ModuleType
 from typing import Any
 
+from seer._version import DISTRIBUTION, installed_distribution
 from seer.errors import EnvLoadError, UnknownEnvError
 
 __all__ = ["GROUP", "EnvEntry", "available", "load", "scenarios"]
@@ -68,7 +69,7 @@ class EnvEntry:
     Example:
         >>> entry = registry.available()["uav_swarm_v0"]
         >>> entry.module, entry.distribution
-        ('seer.envs.uav_swarm_v0', 'seer')
+        ('seer.envs.uav_swarm_v0', 'seer-marl')
         >>> entry.load().parallel_env
         <function parallel_env at ...>
     """
@@ -165,14 +166,13 @@ def _metadata_hint() -> str:
     """Why seer's own envs may be missing: entry points come from package
     metadata, and the copy found first on sys.path can be stale (an old
     ``seer.egg-info`` in the working directory shadows the installed one)."""
-    try:
-        dist = importlib.metadata.distribution("seer")
-    except importlib.metadata.PackageNotFoundError:
-        return "; seer's package metadata was not found: install seer (e.g. pip install -e .)"
+    dist = installed_distribution()
+    if dist is None:
+        return f"; seer's package metadata was not found: install {DISTRIBUTION} (e.g. pip install -e .)"
     if any(ep.group == GROUP for ep in dist.entry_points):
         return ""
     return (f"; the seer package metadata found first on sys.path (in {dist.locate_file('')}) registers no "
-            f"env: it is stale, e.g. an old seer.egg-info there; reinstall seer (pip install -e .)")
+            f"env: it is stale, e.g. an old seer.egg-info there; reinstall {DISTRIBUTION} (pip install -e .)")
 
 
 def scenarios(module: Any) -> list[str] | None:

@@ -24,7 +24,7 @@ def _peer(row: Row, note: str, *modules: str) -> list | None:
 
 def mpe2_row(scenario, n, steps, budget_s) -> Row:
     row = Row("uav", scenario, n, f"mpe2 simple_spread_v3 (N={n})", "indicative", 1)
-    mods = _peer(row, "mpe2 not installed (pip install 'seer[bench]')", "mpe2.simple_spread_v3")
+    mods = _peer(row, "mpe2 not installed (pip install 'seer-marl[bench]')", "mpe2.simple_spread_v3")
     if mods is None:
         return row
     env = mods[0].parallel_env(N=n, max_cycles=25, continuous_actions=True)
@@ -54,7 +54,7 @@ def mobile_env_row(scenario, entities, steps, budget_s) -> Row:
     if scenario not in WIRELESS_CLASSES:
         row.note = f"mobile-env has no {scenario!r} scenario"
         return row
-    mods = _peer(row, "mobile-env not installed (pip install 'seer[bench]')", f"mobile_env.scenarios.{scenario}",
+    mods = _peer(row, "mobile-env not installed (pip install 'seer-marl[bench]')", f"mobile_env.scenarios.{scenario}",
                  "mobile_env.handlers.multi_agent")
     if mods is None:
         return row

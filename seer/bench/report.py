@@ -14,7 +14,7 @@ def plot(doc: dict, path: str) -> None:
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError as exc:
-        raise RuntimeError("--plot needs matplotlib: pip install 'seer[bench]'") from exc
+        raise RuntimeError("--plot needs matplotlib: pip install 'seer-marl[bench]'") from exc
     fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
     for ax, domain, title in zip(axes, ("uav", "wireless"), ("UAV swarm control", "Wireless management")):
         rows = [r for r in doc["rows"] if r["domain"] == domain and r["steps"] > 0]

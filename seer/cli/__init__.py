@@ -13,6 +13,7 @@ import argparse
 import sys
 
 from seer._io import OutputPathError
+from seer._version import DISTRIBUTION, __version__
 from seer.cli.args import (  # noqa: F401  (the argument types' old home)
     MAX_WORKERS,
     OUTPUT_HELP,
@@ -34,6 +35,7 @@ from seer.cli.tune import add_tune_parser
 
 def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="seer", description="SEER: event-driven runtime for multi-agent RL envs.")
+    ap.add_argument("--version", action="version", version=f"seer {__version__} (distribution {DISTRIBUTION})")
     sub = ap.add_subparsers(dest="command", metavar="COMMAND")
     add_info_parser(sub)
     add_trace_parser(sub)

@@ -63,7 +63,7 @@ def plot_path_arg(text: str) -> Path:
         raise argparse.ArgumentTypeError(f"{text!r} does not end in a figure format: expected a name ending in "
                                          f"{', '.join('.' + f for f in PLOT_FORMATS)}")
     if importlib.util.find_spec("matplotlib") is None:
-        raise argparse.ArgumentTypeError("writing a plot needs matplotlib: pip install 'seer[bench]'")
+        raise argparse.ArgumentTypeError("writing a plot needs matplotlib: pip install 'seer-marl[bench]'")
     return path
 
 

@@ -152,7 +152,7 @@ def _print_info(doc: dict, console) -> None:
     console.print(tab)
     if not doc["envs"]:
         console.print("[yellow]no env is registered[/yellow]: seer's own envs come from its package metadata; "
-                      "reinstall seer (pip install -e .)")
+                      "reinstall seer-marl (pip install -e .)")
 
     if doc["auto"] is None:
         return

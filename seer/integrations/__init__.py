@@ -5,12 +5,12 @@ Each adapter is an optional extra, imported only when asked for, so that
 
 - :mod:`seer.integrations.sb3`: a Stable-Baselines3 ``VecEnv`` over
   :func:`seer.vector.make`, and PPO/A2C whose rollout buffers leave out the
-  rows of dead and padded agents (``pip install 'seer[sb3]'``).
+  rows of dead and padded agents (``pip install 'seer-marl[sb3]'``).
 - :mod:`seer.integrations.torchrl`: a batched TorchRL ``EnvBase`` over
   :func:`seer.vector.make`, with the agents of each copy as a group and
-  SEER's masks as TensorDict entries (``pip install 'seer[torchrl]'``).
+  SEER's masks as TensorDict entries (``pip install 'seer-marl[torchrl]'``).
 - :mod:`seer.integrations.rllib`: RLlib env runners fed by
-  :func:`seer.vector.make` (``pip install 'seer[rllib]'``).
+  :func:`seer.vector.make` (``pip install 'seer-marl[rllib]'``).
 
 A missing library raises an ``ImportError`` that names the extra to install.
 """

@@ -12,7 +12,7 @@ import pytest
 
 import seer
 
-numba = pytest.importorskip("numba", reason="seer.numba needs the seer[numba] extra")
+numba = pytest.importorskip("numba", reason="seer.numba needs the seer-marl[numba] extra")
 snb = pytest.importorskip("seer.numba")
 
 TICK, MSG = 0, 1
@@ -142,7 +142,7 @@ def test_calling_a_handler_from_python_is_refused():
 
 def test_without_numba_the_decorator_names_the_extra(monkeypatch):
     monkeypatch.setattr(snb, "numba", None)
-    with pytest.raises(ImportError, match=r"pip install 'seer\[numba\]'"):
+    with pytest.raises(ImportError, match=r"pip install 'seer-marl\[numba\]'"):
         snb.State(x="f8[:]")
 
 

@@ -13,6 +13,7 @@ import pytest
 
 import seer
 from seer import cli, registry
+from seer._version import installed_distribution
 from seer.errors import EnvLoadError, SeerError, UnknownEnvError
 
 TOY = '''
@@ -158,11 +159,12 @@ def test_a_module_without_parallel_env_is_refused(plugins):
 
 
 def test_the_distribution_is_named_in_load_errors(monkeypatch):
-    dist = importlib.metadata.distribution("seer")
+    dist = installed_distribution()
     ep = next(ep for ep in dist.entry_points if ep.group == registry.GROUP)
-    entry = registry.EnvEntry("ghost_v0", "seer_test_no_such_module", "seer", dist.version,
+    name = dist.metadata["Name"]
+    entry = registry.EnvEntry("ghost_v0", "seer_test_no_such_module", name, dist.version,
                               importlib.metadata.EntryPoint("ghost_v0", "seer_test_no_such_module", ep.group))
-    with pytest.raises(EnvLoadError, match=f"distribution seer {dist.version}.*ModuleNotFoundError"):
+    with pytest.raises(EnvLoadError, match=f"distribution {name} {dist.version}.*ModuleNotFoundError"):
         entry.load()
 
 
@@ -206,7 +208,8 @@ def test_seer_info_json_lists_every_registered_env(plugins, capsys):
     envs = {e["name"]: e for e in doc["envs"]}
     assert envs["toy_v0"] == {"name": "toy_v0", "module": "seer_test_toy_env", "distribution": None,
                               "version": None, "scenarios": ["tiny", "big"], "error": None}
-    assert envs["uav_swarm_v0"]["distribution"] == "seer" and "xlarge" in envs["uav_swarm_v0"]["scenarios"]
+    assert envs["uav_swarm_v0"]["distribution"] == installed_distribution().metadata["Name"]
+    assert "xlarge" in envs["uav_swarm_v0"]["scenarios"]
     assert "needs libfoo" in envs["broken_v0"]["error"] and envs["broken_v0"]["scenarios"] is None
     assert "parallel_env" in envs["notenv_v0"]["error"]
     assert doc["auto"] is None and "usable_cores" in doc["hardware"]

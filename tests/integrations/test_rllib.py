@@ -101,5 +101,5 @@ def test_ppo_trains(algo):
 def test_missing_rllib_names_the_extra(monkeypatch):
     monkeypatch.setitem(sys.modules, "ray.rllib", None)
     monkeypatch.delitem(sys.modules, "seer.integrations.rllib", raising=False)
-    with pytest.raises(ImportError, match=r"pip install 'seer\[rllib\]'"):
+    with pytest.raises(ImportError, match=r"pip install 'seer-marl\[rllib\]'"):
         importlib.import_module("seer.integrations.rllib")

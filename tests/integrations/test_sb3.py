@@ -229,5 +229,5 @@ def test_example_runs(extra):
 def test_missing_sb3_names_the_extra(monkeypatch):
     monkeypatch.setitem(sys.modules, "stable_baselines3", None)   # import fails as if not installed
     monkeypatch.delitem(sys.modules, "seer.integrations.sb3", raising=False)
-    with pytest.raises(ImportError, match=r"pip install 'seer\[sb3\]'"):
+    with pytest.raises(ImportError, match=r"pip install 'seer-marl\[sb3\]'"):
         importlib.import_module("seer.integrations.sb3")

@@ -100,5 +100,5 @@ def test_example_trains():
 def test_missing_torchrl_names_the_extra(monkeypatch):
     monkeypatch.setitem(sys.modules, "torchrl", None)
     monkeypatch.delitem(sys.modules, "seer.integrations.torchrl", raising=False)
-    with pytest.raises(ImportError, match=r"pip install 'seer\[torchrl\]'"):
+    with pytest.raises(ImportError, match=r"pip install 'seer-marl\[torchrl\]'"):
         importlib.import_module("seer.integrations.torchrl")

@@ -433,7 +433,7 @@ def test_process_shards_take_worker_timeout(ray_cluster):
 
 def test_missing_ray_says_which_extra(monkeypatch):
     monkeypatch.setitem(sys.modules, "ray", None)  # `import ray` raises ImportError
-    with pytest.raises(ImportError, match=r'pip install "seer\[ray\]"'):
+    with pytest.raises(ImportError, match=r'pip install "seer-marl\[ray\]"'):
         seer.vector.make(toy, 2, backend="ray")
 
 

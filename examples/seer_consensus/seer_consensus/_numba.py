@@ -3,7 +3,7 @@
 The same model as csrc/consensus.c, line for line: the two give
 bit-identical results, and SEER runs these exactly where it runs the C
 ones (workers with the GIL released, seer.vector's native copy path).
-Needs ``pip install 'seer[numba]'``.
+Needs ``pip install 'seer-marl[numba]'``.
 """
 
 from __future__ import annotations

@@ -188,7 +188,7 @@ class ConsensusEnv(ParallelEnv):
         workers: SEER's pool size for this env's runtime (``"auto"`` or an int).
         engine: ``"seer"`` (C handlers on SEER's runtime), ``"numba"`` (the
             same handlers and copy step in Python syntax, compiled by Numba:
-            ``pip install 'seer[numba]'``) or ``"python"`` (the same model as
+            ``pip install 'seer-marl[numba]'``) or ``"python"`` (the same model as
             a plain Python event loop).
     """
 
@@ -216,7 +216,7 @@ class ConsensusEnv(ParallelEnv):
         if engine == "seer":
             self._sim = SeerSim(int(n), self.max_cycles, workers)
         elif engine == "numba":
-            from seer_consensus._numba import NumbaSim  # needs seer[numba]
+            from seer_consensus._numba import NumbaSim  # needs seer-marl[numba]
 
             self._sim = NumbaSim(int(n), self.max_cycles, workers, periods=PERIODS, delay=DELAY, gain=GAIN,
                                  speed=SPEED, dt=DT, spec=self.spec)

@@ -43,7 +43,7 @@ def _same(a, b):
 
 def _needs(engine):
     if engine == "numba":
-        pytest.importorskip("numba", reason="engine='numba' needs the seer[numba] extra")
+        pytest.importorskip("numba", reason="engine='numba' needs the seer-marl[numba] extra")
 
 
 @pytest.mark.parametrize("engine", ["numba", "python"])

@@ -7,7 +7,7 @@ from __future__ import annotations
 #: object store once per rollout instead of once per shard.
 _INLINE_BYTES = 100 * 1024
 
-RAY_MISSING = ('backend="ray" needs Ray, an optional dependency of SEER: install it with pip install "seer[ray]" '
+RAY_MISSING = ('backend="ray" needs Ray, an optional dependency of SEER: install it with pip install "seer-marl[ray]" '
                '(or pip install "ray>=2.9")')
 
 
