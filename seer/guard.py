@@ -39,6 +39,9 @@ class CallGuard:
         self.closed = False
         #: set by close() from another thread: the running call raises ClosedError
         self.closed_by_other = False
+        #: set as close() starts: from then on a new call is told the object
+        #: is closed (not that another call runs), even before close holds it
+        self.closing = False
         #: marks the threads that are inside one of the object's own callbacks
         self.local = threading.local()
         self.on_idle: Callable[[], None] | None = None
@@ -52,7 +55,7 @@ class CallGuard:
         if self.lock.acquire(False):
             # The common case, kept short (it runs once per step).  A free lock
             # also means no call runs, hence no handler: nothing else to check.
-            if self.closed:
+            if self.closing:
                 self.lock.release()
                 raise ClosedError(f"{call}: {self.what} is closed")
             self.owner = threading.get_ident()
@@ -68,12 +71,12 @@ class CallGuard:
             self.depth += 1
             return
         if not self.lock.acquire(False):
-            if self.closed:
+            if self.closing:
                 raise ClosedError(f"{call}: {self.what} is closed")
             raise MisuseError(f"{call} called while another call ({self.busy_with}) is running on {self.what} in "
                               f"another thread: SEER's runtimes, envs and vector envs take one caller at a time; "
                               f"use one per thread or serialize the calls with a lock")
-        if self.closed:
+        if self.closing:
             self.lock.release()
             raise ClosedError(f"{call}: {self.what} is closed")
         self.owner = me
@@ -91,6 +94,9 @@ class CallGuard:
         on_idle, self.on_idle = self.on_idle, None
         try:
             if on_idle is not None:  # closed by another thread while we ran
+                # Closed before it is freed: this thread may take the lock
+                # again before close() does, and must find it closed.
+                self.closed = True
                 on_idle()
         finally:
             self.lock.release()
@@ -109,6 +115,9 @@ class CallGuard:
                               f"drives it, after the call returns")
         if self.owner == threading.get_ident():
             raise MisuseError(f"close() called during {self.busy_with} of {self.what} on the same thread")
+        # Before taking the lock: a call that finds it taken by close() from
+        # here on raises ClosedError, not MisuseError ("another call runs").
+        self.closing = True
         if self.lock.acquire(blocking=False):
             self._closing()
             return True
@@ -125,8 +134,6 @@ class CallGuard:
         return False
 
     def _closing(self) -> None:
-        # From here a caller that finds the lock taken is told the object is
-        # closed, not that another call runs.
         self.closed = True
         self.busy_with = "close()"
 

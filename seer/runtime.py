@@ -14,6 +14,7 @@ from typing import Callable
 
 import numpy as np
 
+from seer import _native_errors
 from seer._checks import check_seed, check_workers
 from seer._host import usable_cores
 from seer._seer_c import ffi, lib
@@ -33,7 +34,7 @@ from seer.errors import (
 from seer.context import HandlerContext
 from seer.model import Model, validate_model
 from seer.pool_stats import PoolStats
-from seer.queue import EVENT_DTYPE, EventQueue, check_permutation
+from seer.queue import EVENT_DTYPE, EventQueue, _as_array, check_permutation
 from seer.trace import TRACE_EVENT_DTYPE, TRACE_WINDOW_DTYPE, Trace
 
 __all__ = ["Runtime", "StepStats", "PoolStats", "HandlerContext", "check_seed", "usable_cores"]
@@ -76,6 +77,10 @@ class _Core:
         self.contexts = [HandlerContext(self, w) for w in range(workers)]
         self.threads: list[threading.Thread] = []
         self.closed = False
+        #: held while rt is freed and while another thread interrupts it
+        #: (close and interrupt come from any thread; the free from the
+        #: thread whose call close() interrupted)
+        self.free_lock = threading.Lock()
         self.guard = CallGuard("this Runtime")
         self.local = self.guard.local
         #: the open Runtime.pool_stats() block's stats (None: accounting is off)
@@ -193,16 +198,21 @@ class _Core:
             guard.end_close()
 
     def interrupt(self) -> None:
-        if self.rt != ffi.NULL:
-            lib.seer_rt_interrupt(self.rt)
+        with self.free_lock:
+            if self.rt != ffi.NULL:
+                lib.seer_rt_interrupt(self.rt)
 
     def _free(self) -> None:
+        """Free the C runtime (idempotent).  Runs holding the guard, from
+        close() or from the leave() of the call that close() interrupted."""
+        self.closed = True  # first: nothing may reach rt from here on
         if self.rt == ffi.NULL:
             return
         self.stop_pool()
         self.take_pool_stats()
-        lib.seer_rt_free(self.rt)
-        self.rt = ffi.NULL
+        with self.free_lock:
+            rt, self.rt = self.rt, ffi.NULL
+            lib.seer_rt_free(rt)
         self.queue._owner = None  # a plain queue again
 
 
@@ -360,6 +370,7 @@ class Runtime:
         core = self._core
         core.guard.enter("reset()")
         try:
+            self._check_open()
             lib.seer_rt_reset(core.rt, int(seed))
             core.errors.clear()
             self._needs_reset = None
@@ -404,11 +415,30 @@ class Runtime:
 
         Not from a handler (use ``ctx.emit``): external events are numbered
         in push order, which inside a step would depend on thread timing.
+
+        Raises:
+            PastEventError: A time is before :attr:`now` (the entities'
+                clocks have passed it; nothing is pushed).
+            ClosedError: The runtime is closed, or its last step failed
+                (call :meth:`reset` first: the failed step left events and
+                clocks half-way through a window).
+            MisuseError: Called from a handler, or while another thread
+                steps the runtime.
         """
         core = self._core
         core.guard.enter("schedule()")
         try:
-            self.queue.push_many(entities, times, kinds, payloads)
+            self.check_steppable("scheduling")
+            tim = _as_array("times", times, np.float64, None, integer=False)
+            now = self.now
+            if tim.size and not tim.min() >= now:  # NaN is left to push_many's message
+                past = np.flatnonzero(tim < now)
+                if past.size:
+                    i = int(past[0])
+                    raise PastEventError(
+                        f"schedule(): time {tim[i]} at index {i} is before the runtime's current time {now}: "
+                        f"expected times >= {now} (rt.now; every entity's clock may already be there)")
+            self.queue.push_many(entities, tim, kinds, payloads)
         finally:
             core.guard.leave()
 
@@ -448,6 +478,7 @@ class Runtime:
         core = self._core
         core.guard.enter("relabel()")
         try:
+            self._check_open()
             perm = check_permutation(new_of_old, self.model.num_entities)
             rc = lib.seer_rt_relabel(core.rt, ffi.from_buffer("int32_t[]", perm))
             if rc == lib.SEER_E_NOMEM:
@@ -639,16 +670,21 @@ class Runtime:
         self.now = 0.0
         self.seed = int(seed)
 
-    def check_steppable(self) -> None:
+    def check_steppable(self, doing: str = "stepping") -> None:
         """Raise if the runtime is closed or its last step failed."""
         self._check_open()
         if self._needs_reset:
-            raise ClosedError(f"the last step failed ({self._needs_reset}); call reset() before stepping again")
+            raise ClosedError(f"the last step failed ({self._needs_reset}); call reset() before {doing} again")
 
     def events_total(self) -> int:
         """Events handled since the runtime was built."""
-        self._check_open()
-        return int(lib.seer_rt_events_total(self._core.rt))
+        guard = self._core.guard
+        guard.enter("events_total()")  # close() from another thread may free rt at any time
+        try:
+            self._check_open()
+            return int(lib.seer_rt_events_total(self._core.rt))
+        finally:
+            guard.leave()
 
     def fail(self, rc: int):
         """Raise the error of a failed step (``rc`` from ``seer_rt_step``); the
@@ -662,7 +698,7 @@ class Runtime:
                               "call reset() before stepping again")
         self._check_open()
         err = self._step_error(rc)
-        self._needs_reset = str(err)
+        self._needs_reset = str(err).partition("\n")[0]  # its traceback was the step's to show
         raise err from getattr(err, "_seer_cause", None)
 
     def step_quick(self, horizon: float) -> None:
@@ -713,10 +749,18 @@ class Runtime:
                                entity=int(row["entity"]), kind=int(row["kind"]), time=float(row["time"]))
             err._seer_cause = exc
             return err
+        # what a compiled handler raised or returned (seer.numba records it)
+        said = _native_errors.take(int(ffi.cast("uintptr_t", core.rt)), info.entity, info.kind, info.time)
         if info.code == lib.SEER_E_HANDLER:
-            return HandlerError(
+            code, cause = said or (None, None)
+            why = (f": {type(cause).__name__}: {cause}" if cause is not None else
+                   "" if code is None else f": returned {code}" + (
+                       f" ({_native_errors.code_name(code)})" if _native_errors.code_name(code) else ""))
+            err = HandlerError(
                 f"native handler {kind_name!r} failed at entity {info.entity}, kind {info.kind}, time {info.time} "
-                f"(worker {info.worker})", entity=info.entity, kind=info.kind, time=info.time)
+                f"(worker {info.worker}){why}", entity=info.entity, kind=info.kind, time=info.time, code=code)
+            err._seer_cause = cause
+            return err
         err = core.emit_error(info.code, info.entity, info.target, info.target_kind, info.target_time)
         return type(err)(f"{err} (while handling entity {info.entity} at time {info.time})")
 
@@ -726,7 +770,15 @@ class Runtime:
         """Move what the workers recorded into :attr:`trace` (``step`` does it)."""
         if self._trace_buffers is None:
             return
-        self._check_open()
+        guard = self._core.guard
+        guard.enter("collect_trace()")
+        try:
+            self._check_open()
+            self._collect_trace()
+        finally:
+            guard.leave()
+
+    def _collect_trace(self) -> None:
         n_ev, n_win, dropped = ffi.new("int64_t *"), ffi.new("int64_t *"), ffi.new("int64_t *")
         for w, (ev, win) in enumerate(self._trace_buffers):
             lib.seer_rt_take_trace(self._core.rt, w, n_ev, n_win, dropped)
@@ -763,6 +815,8 @@ class _PoolStatsBlock:
         core = self._core
         core.guard.enter("pool_stats()")
         try:
+            if core.closed:
+                raise ClosedError("pool_stats(): this Runtime is closed")
             if core.pool_stats is not None:
                 raise MisuseError("pool_stats(): a pool_stats() block is already open on this Runtime; "
                                   "end it first (its stats cover every step inside it)")
@@ -777,13 +831,16 @@ class _PoolStatsBlock:
         if core.pool_stats is not stats:
             return
         try:
-            if not core.closed:  # closing took the counts already
+            try:
                 core.guard.enter("pool_stats()")
-                try:
+            except ClosedError:  # closed (from any thread): closing took the counts already
+                return
+            try:
+                if not core.closed:
                     core.take_pool_stats()
                     lib.seer_rt_set_stats(core.rt, 0)
-                finally:
-                    core.guard.leave()
+            finally:
+                core.guard.leave()
         finally:
             core.pool_stats = None
             stats.seal()
