@@ -82,6 +82,24 @@ def native_path_available(env_fn: Callable[[], Any]) -> bool:
             pass
 
 
+def _picklable_or_thread(env_fn) -> str:
+    """``"process"`` when ``env_fn`` can go to worker processes, else
+    ``"thread"`` with a warning saying why (``backend="auto"`` only: an
+    explicit ``"process"`` raises instead)."""
+    from seer.vector.process.parent import _dumps
+
+    try:
+        _dumps(env_fn)
+    except Exception as exc:
+        warnings.warn(f"seer.vector.make: backend=\"auto\" takes the thread backend, not the process backend, because "
+                      f"env_fn={env_fn!r} cannot be pickled for worker processes ({type(exc).__name__}: {exc}); "
+                      f"its copies step one at a time under the GIL.  Make env_fn picklable (create locks, files and "
+                      f"handles inside it) for the process backend, or pass backend=\"thread\" to silence this",
+                      RuntimeWarning, stacklevel=3)
+        return "thread"
+    return "process"
+
+
 def make(env_fn: Callable[[], Any], num_copies: int | None = None, backend: str = "auto",
          workers: int | str = "auto",
          autoreset_mode: AutoresetMode | str = AutoresetMode.NEXT_STEP, *, pad: bool = False,
@@ -107,7 +125,9 @@ def make(env_fn: Callable[[], Any], num_copies: int | None = None, backend: str 
             runs in C without the GIL: SEER's envs and plug-ins), or when
             there is one copy or one usable core; the process backend
             otherwise (a Python env holds the GIL in its step, so threads
-            would take turns).  ``repr(envs)`` says which was taken.
+            would take turns).  ``repr(envs)`` says which was taken, and
+            whether the copies step on the native path
+            (``envs.copy_path``).
         workers: An integer: threads of the runtime's pool, or processes
             stepping copies (with ``inline`` the calling process counts as
             one).  ``"auto"``: process backend, the usable cores (at most
@@ -204,6 +224,8 @@ def make(env_fn: Callable[[], Any], num_copies: int | None = None, backend: str 
             backend = "process"  # only the process backend takes these
         else:
             backend = "thread" if num_envs == 1 or usable_cores() == 1 or native_path_available(env_fn) else "process"
+            if backend == "process":
+                backend = _picklable_or_thread(env_fn)
     if backend != "ray" and (num_shards is not None or ray_address is not None or shard_backend != "thread"):
         raise TypeError("num_shards, ray_address and shard_backend are for the ray backend only")
     if isinstance(autoreset_mode, str):

@@ -139,6 +139,17 @@ class SeerVectorEnv(VectorEnv):
         return getattr(self._backend, "inline", None)
 
     @property
+    def copy_path(self) -> str:
+        """How the copies step: ``"native"`` (seer.vector's native path: the
+        whole step in C, see :mod:`seer.vector.native`), ``"python"`` (each
+        copy's PettingZoo ``step``), or ``"mixed (k of n copies native)"``."""
+        native = list(getattr(self._backend, "native_copies", None) or [])
+        k = sum(native)
+        if not native or k == 0:
+            return "python"
+        return "native" if k == len(native) else f"mixed ({k} of {len(native)} copies native)"
+
+    @property
     def restarts(self) -> list[int]:
         """How often each copy was restarted (``restart_failed=True``)."""
         return self._backend.restarts()
@@ -534,4 +545,4 @@ class SeerVectorEnv(VectorEnv):
     def __repr__(self) -> str:
         return (f"SeerVectorEnv({self._name}, num_copies={self.num_copies}, agents_per_copy={self.agents_per_copy}, "
                 f"num_envs={self.num_envs}, backend={self.backend!r}, workers={self.workers}"
-                f"{', inline=True' if self.inline else ''})")
+                f"{', inline=True' if self.inline else ''}, copy_path={self.copy_path!r})")

@@ -98,6 +98,12 @@ class ThreadBackend:
         """The runtime's pool size now (``workers="auto"`` tunes it between steps)."""
         return self.runtime.workers
 
+    @property
+    def native_copies(self) -> list[bool]:
+        """Per copy: whether it steps on the native path (in C), not through its Python ``step``."""
+        runner = self.runner
+        return [] if runner is None else [bool(x) for x in runner.vec.native]
+
     def __init__(self, env_fn, num_copies, workers, *, pad, autoreset, restart, seed_stride=None):
         envs = {}
         try:

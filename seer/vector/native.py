@@ -26,6 +26,7 @@ Example::
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Iterable
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -58,9 +59,18 @@ class NativeSpec:
     action: spaces.Space
 
     def __post_init__(self):
-        agents = list(self.agents)
+        expected = "expected a list of distinct agent names (non-empty strings), one row each"
+        raw = self.agents
+        # a string is a sequence too: "abc" would make the agents "a", "b" and "c"
+        if isinstance(raw, (str, bytes)) or not isinstance(raw, Iterable):
+            raise InvalidArgumentError(f"NativeSpec.agents={raw!r} is invalid: {expected}")
+        agents = list(raw)
+        bad = [a for a in agents if not isinstance(a, str) or not a]
+        if bad:
+            raise InvalidArgumentError(f"NativeSpec.agents={agents!r} is invalid: {bad[0]!r} is not an agent name; "
+                                       f"{expected}")
         if not agents or len(set(agents)) != len(agents):
-            raise InvalidArgumentError(f"NativeSpec.agents={agents!r} is invalid: expected distinct agent names")
+            raise InvalidArgumentError(f"NativeSpec.agents={agents!r} is invalid: {expected}")
         object.__setattr__(self, "agents", tuple(agents))
         obs = self.observation
         if not isinstance(obs, spaces.Box) or obs.dtype not in [np.dtype(d) for d in _OBS_DTYPES]:

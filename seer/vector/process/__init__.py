@@ -4,7 +4,9 @@ Files: ``protocol`` (the flag/slot layout of the shared block and the sealed
 message codec), ``worker`` (the worker process loop and the one op dispatch
 that it and the inline share use), ``parent`` (spawning, start-up, close:
 :class:`ProcessBackend`), ``waits`` (publishing ops and waiting for the
-workers' answers, env-pool steps, dead or silent workers),
+workers' answers, env-pool steps, dead or silent workers), ``stderr``
+(each worker's stderr, forwarded here; its last lines go into the
+:class:`~seer.errors.WorkerError` of a worker that dies),
 ``env`` (:class:`ProcessVectorEnv`, the env pool on this backend).
 
 Memory.  One ``multiprocessing.shared_memory`` block holds a control area,
@@ -62,7 +64,15 @@ parent with :class:`~seer.errors.WorkerError` (and the env is closed), by a
 worker by exiting with the reason (the parent reports it).  Another user
 cannot write the block anyway (it is created 0600); the HMAC keeps a
 process that can (same user, a stale mapping, a bug writing out of bounds)
-from getting code run.  Flags carry no objects, only integers.  Pipes carry
+from getting code run.  Flags carry no objects, only integers, and are
+authenticated the same way: next to each request flag (GEN with CMD and
+CMDLEN; a worker's REQ) the parent writes a 128-bit HMAC of its new value,
+and next to each answer flag (DONE, REQDONE, with MSGLEN) the worker does;
+a worker runs an op only when its number is the next one and its MAC
+verifies, and the parent reads a worker's rows only when its answer's MAC
+does.  A flag bumped by another process is refused (the worker leaves with
+the reason, the parent raises :class:`~seer.errors.WorkerError` naming the
+flag, and does not restart the worker), never acted on.  Pipes carry
 what is not per step: start-up (spaces, layout), payloads too large for the
 shared areas (sealed the same way), and a worker's last words.
 

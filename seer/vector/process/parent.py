@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import math
 import multiprocessing as mp
 import multiprocessing.connection as mpc
+import numbers
 import os
 import pickle
 import secrets
 import signal
+import sys
 import threading
 import time
 import warnings
@@ -15,13 +18,14 @@ import weakref
 
 import numpy as np
 
-from seer.errors import ClosedError, MisuseError, WorkerError
+from seer.errors import ClosedError, InvalidArgumentError, MisuseError, WorkerError
 from seer.guard import CLOSE_WAIT_S
 from seer.vector._layout import build_layout, describe_copy
 from seer.vector._runner import CALL, CLOSE, RESET, STEP, CopyRunner, make_parallel
 from seer._checks import check_worker_timeout
 from seer.vector.messages import restarts
 from seer.vector.process.protocol import CLOSING, PBELL, WBELL, WORKER_TIMEOUT_S, _Sealer, _Shared
+from seer.vector.process.stderr import StderrTails
 from seer.vector.process.waits import WorkerWaits, _guarded, _Proc, _signal_name
 from seer.vector.process.worker import _worker_entry, run_share
 
@@ -35,8 +39,53 @@ def _dumps(fn) -> bytes:
         return pickle.dumps(fn)
 
 
-def _cleanup(procs: list, shared_box: list, runner_box: list) -> None:
-    """Ends every worker and frees the shared block; safe to call twice."""
+#: The largest ``cmd_bytes`` / ``msg_bytes``: a shared area is memory of /dev/shm, and a larger payload goes
+#: through the pipe anyway.
+MAX_AREA_BYTES = 1 << 30
+#: The longest ``yield_s``: a waiter spinning longer only burns a core another process could use.
+MAX_YIELD_S = 10.0
+
+
+def check_options(yield_s, cmd_bytes, msg_bytes, startup_timeout) -> tuple[float, int, int, float]:
+    """The process backend's tuning options, checked before anything is
+    spawned or created (InvalidArgumentError naming the value)."""
+    def seconds(name, v, lo_ok, hi):
+        if isinstance(v, bool) or not isinstance(v, numbers.Real) or not math.isfinite(v) or \
+                v < 0 or (v == 0 and not lo_ok) or v > hi:
+            raise InvalidArgumentError(f"{name}={v!r} is invalid: expected a number of seconds in "
+                                       f"{'[0' if lo_ok else '(0'}, {hi:g}]")
+        return float(v)
+
+    def area(name, v):
+        if isinstance(v, bool) or not isinstance(v, numbers.Integral) or not 0 <= v <= MAX_AREA_BYTES:
+            raise InvalidArgumentError(f"{name}={v!r} is invalid: expected an integer number of bytes in [0, "
+                                       f"{MAX_AREA_BYTES}] (the shared area; larger payloads go through the pipe)")
+        return int(v)
+
+    return (seconds("yield_s", yield_s, True, MAX_YIELD_S), area("cmd_bytes", cmd_bytes),
+            area("msg_bytes", msg_bytes), seconds("startup_timeout", startup_timeout, False, math.inf))
+
+
+def unpicklable(env_fn, exc: BaseException) -> str:
+    """Why ``env_fn`` cannot go to worker processes, and what to do."""
+    return (f"env_fn={env_fn!r} cannot be pickled ({type(exc).__name__}: {exc}), and the process backend sends it to "
+            f"each worker process with cloudpickle: an env_fn must be picklable (not a closure over a lock, an open "
+            f"file, a socket or a live simulator handle: create those inside env_fn), or use backend=\"thread\"")
+
+
+def _died_starting(context: str) -> str:
+    """Why a worker may die before running any SEER code, for its WorkerError."""
+    main = getattr(sys.modules.get("__main__"), "__file__", None)
+    return (f"; it died before running any SEER code, while multiprocessing ({context}) started it: its error is on "
+            f"this process's stderr, not in this message.  The usual cause: the new process imports this program's "
+            f"main module{f' ({main})' if main else ''} again, so a script must create vector envs under "
+            f"`if __name__ == \"__main__\":`, and a program read from stdin cannot start worker processes; or use "
+            f"backend=\"thread\"")
+
+
+def _cleanup(procs: list, shared_box: list, runner_box: list, stderr: StderrTails | None = None) -> None:
+    """Ends every worker, frees the shared block and stops reading the
+    workers' stderr; safe to call twice."""
     for p in procs:
         try:
             if p.proc.is_alive():
@@ -62,6 +111,8 @@ def _cleanup(procs: list, shared_box: list, runner_box: list) -> None:
         except Exception:
             pass
     procs.clear()
+    if stderr is not None:
+        stderr.close()
     if runner_box and runner_box[0] is not None:
         runner_box[0].close()
         runner_box[0] = None
@@ -104,6 +155,8 @@ class ProcessBackend(WorkerWaits):
                 f"with threads, such as SEER's worker pools)"
             )
         self.worker_timeout = check_worker_timeout(worker_timeout)
+        self.yield_s, self.cmd_bytes, self.msg_bytes, self.startup_timeout = check_options(
+            yield_s, cmd_bytes, msg_bytes, startup_timeout)
         self.ctx = mp.get_context(context)
         if context == "forkserver":
             self.ctx.set_forkserver_preload(["seer.vector.process.worker"])
@@ -112,15 +165,15 @@ class ProcessBackend(WorkerWaits):
         self.restart_failed = restart
         self.inline = bool(inline)
         self.num_workers = workers
-        self.yield_s = float(yield_s)
-        self.startup_timeout = float(startup_timeout)
-        self.cmd_bytes, self.msg_bytes = int(cmd_bytes), int(msg_bytes)
         # authenticates the pickles in shared memory; handed to workers in
         # their spawn arguments, never through the shared block
         self.key = secrets.token_bytes(32)
         self._sealer = _Sealer(self.key)
         self.opts = {"autoreset": autoreset, "restart": restart, "yield_s": self.yield_s, "seed_stride": seed_stride}
-        self.fn_bytes = _dumps(env_fn)
+        try:
+            self.fn_bytes = _dumps(env_fn)
+        except Exception as exc:
+            raise InvalidArgumentError(unpicklable(env_fn, exc)) from exc
         self.env_fn = env_fn
         self.shares = [list(map(int, s)) for s in np.array_split(np.arange(num_copies), workers) if len(s)]
         self.num_workers = len(self.shares)
@@ -135,7 +188,11 @@ class ProcessBackend(WorkerWaits):
         self.child: dict[int, _Proc] = {}
         self._shared_box = [None]
         self._runner_box = [None]
-        self._finalizer = weakref.finalize(self, _cleanup, self.procs, self._shared_box, self._runner_box)
+        self._stderr = StderrTails()
+        self._native = [False] * num_copies
+        self._reqs = [0] * self.num_workers  # each worker's last env-pool request (REQ)
+        self._finalizer = weakref.finalize(self, _cleanup, self.procs, self._shared_box, self._runner_box,
+                                           self._stderr)
         self.gen = 0
         self._expect: dict[int, float] = {}
         self.closed = False
@@ -164,11 +221,15 @@ class ProcessBackend(WorkerWaits):
 
     def _spawn(self, w: int) -> _Proc:
         parent_conn, child_conn = self.ctx.Pipe()
+        err = self._stderr.pipe(w)
         proc = self.ctx.Process(
             target=_worker_entry, name=f"seer-vector-worker-{w}", daemon=True,
-            args=(w, child_conn, self.fn_bytes, self.shares[w], os.getpid(), self.key, self.opts))
-        proc.start()
-        child_conn.close()
+            args=(w, child_conn, self.fn_bytes, self.shares[w], os.getpid(), self.key, self.opts, err))
+        try:
+            proc.start()
+        finally:
+            child_conn.close()
+            err.close()
         p = _Proc(w, proc, parent_conn, self.shares[w])
         self.procs.append(p)
         self.child[w] = p
@@ -187,6 +248,9 @@ class ProcessBackend(WorkerWaits):
                     msg = p.conn.recv()
                 except EOFError:
                     msg = None
+                if msg is not None and msg[0] == "started":
+                    p.started = True
+                    continue
                 if msg is not None:
                     if msg[0] in ("error", "fatal"):
                         raise WorkerError(f"worker {p.w} (pid {p.proc.pid}) failed while {what}:\n{msg[1]}")
@@ -196,20 +260,30 @@ class ProcessBackend(WorkerWaits):
                 raise WorkerError(f"worker {p.w} (pid {p.proc.pid}) died while {what}: {self._how(p)}")
 
     def _how(self, p: _Proc) -> str:
+        how, detail = self._how_parts(p)
+        return how + detail
+
+    def _how_parts(self, p: _Proc) -> tuple[str, str]:
+        """(how worker ``p`` ended, what it said: its last traceback or the
+        last lines of its stderr)."""
         code = p.proc.exitcode
         if code is None:
-            return "still running"
-        if code < 0:
-            return _signal_name(code)
-        last = ""
+            return "still running", ""
+        how = _signal_name(code) if code < 0 else f"exited with code {code}"
         try:
-            if p.conn.poll(0):
+            while p.conn.poll(0):
                 m = p.conn.recv()
-                if m and m[0] in ("fatal", "error"):
-                    last = f"; its traceback:\n{m[1]}"
+                if m and m[0] == "started":
+                    p.started = True
+                elif m and m[0] in ("fatal", "error"):
+                    p.forged = len(m) > 2 and m[2] == "forged"
+                    return how, f"; its traceback:\n{m[1]}"
         except Exception:
             pass
-        return f"exited with code {code}{last}"
+        if not p.started:
+            return how, _died_starting(self.context)
+        tail = self._stderr.tail(p.w)
+        return how, (f"; the last lines of its stderr:\n{tail}" if tail else "; it wrote nothing to stderr")
 
     def _start(self, num_copies: int, pad: bool) -> None:
         first_child = 1 if self.inline else 0
@@ -247,11 +321,27 @@ class ProcessBackend(WorkerWaits):
         for w in range(first_child, self.num_workers):
             self._send_layout(self.child[w], None)
         for w in range(first_child, self.num_workers):
-            self._recv(self.child[w], "attaching the shared memory")
+            self._note_native(w, self._recv(self.child[w], "attaching the shared memory"))
 
     def _send_layout(self, p: _Proc, restart_info) -> None:
         p.conn.send(("layout", self.layout, self.shared.name, self.num_workers, self.cmd_bytes, self.msg_bytes,
                      self.gen, restart_info))
+
+    def _note_native(self, w: int, ready: tuple) -> None:
+        """Which of worker ``w``'s copies took the native path (its "ready" message says)."""
+        if len(ready) > 2:
+            for c, native in zip(self.shares[w], ready[2]):
+                self._native[c] = bool(native)
+
+    @property
+    def native_copies(self) -> list[bool]:
+        """Per copy: whether it steps on the native path (in C), not through its Python ``step``."""
+        out = list(self._native)
+        r = self.runner
+        if r is not None:
+            for c in self.shares[0]:
+                out[c] = bool(r.vec.native[c])
+        return out
 
     @property
     def runner(self) -> CopyRunner | None:

@@ -23,22 +23,26 @@ from seer.vector._runner import CALL, CLOSE, RESET, STEP
 #: errs long.
 WORKER_TIMEOUT_S = 120.0
 
-# control area: line 0 = the parent's; line 1 + w = worker w's (8 slots each)
-LINE = 8
+# control area: line 0 = the parent's; line 1 + w = worker w's (LINE slots each)
+LINE = 16
 # line 0: GEN (op number, the publishing flag), CMD and CMDLEN (its payload),
 # PBELL (the parent's bell, rung by workers), CLOSING (set by close() from
-# another thread: ends the parent's wait)
-GEN, CMD, CMDLEN, PBELL, CLOSING = 0, 1, 2, 3, 4
-# worker w's line: DONE, MSGLEN, REQDONE written by the worker; REQ (an
-# env-pool step request for this worker alone) by the parent; WBELL, the
-# worker's bell, rung by the parent
-DONE, MSGLEN, REQ, REQDONE, WBELL = 0, 1, 2, 3, 4
+# another thread: ends the parent's wait), GEN_MAC (2 slots: the MAC of this
+# op's GEN, CMD and CMDLEN)
+GEN, CMD, CMDLEN, PBELL, CLOSING, GEN_MAC = 0, 1, 2, 3, 4, 5
+# worker w's line: DONE, MSGLEN, REQDONE and their MACs (DONE_MAC,
+# REQDONE_MAC), CUR (1 + the copy it is in, 0 between copies) written by the
+# worker; REQ (an env-pool step request for this worker alone) and REQ_MAC by
+# the parent; WBELL, the worker's bell, rung by the parent
+DONE, MSGLEN, REQ, REQDONE, WBELL, REQ_MAC, DONE_MAC, REQDONE_MAC, CUR = 0, 1, 2, 3, 4, 5, 7, 9, 11
 
 MAC = 32  # HMAC-SHA256 in front of each sealed payload
+FLAG_MAC = 16  # a flag's MAC: HMAC-SHA256 truncated to 128 bits, in 2 slots next to the flag
 SLICE_S = 0.05  # the parent's sleeps: how soon it sees a dead worker or its time limits
 WORKER_SLICE_S = 0.2  # a worker's: how soon it sees that the parent is gone
 
 OP_NAMES = {STEP: "stepping", RESET: "resetting", CALL: "calling into", CLOSE: "closing"}
+COPY_OP = {STEP: "step", RESET: "reset", CALL: "call"}
 
 # ---- sealed payloads -----------------------------------------------------------------------
 
@@ -47,6 +51,12 @@ def _tag(direction: bytes, w: int, flag: int, value: int) -> bytes:
     """A payload's place in the protocol, covered by its HMAC: a payload
     copied from another worker, op or direction does not verify."""
     return b"seer.vector/%s/%d/%d/%d:" % (direction, w, flag, value)
+
+
+def _flag_tag(direction: bytes, w: int, flag: int, value: int, what: int) -> bytes:
+    """A flag's value and place in the protocol: ``what`` is the op (GEN) or
+    the message's length (DONE, REQDONE) that goes with it."""
+    return b"seer.vector/flag/%s/%d/%d/%d/%d" % (direction, w, flag, value, what)
 
 
 class _Sealer:
@@ -65,6 +75,16 @@ class _Sealer:
     def seal(self, tag: bytes, obj) -> bytes:
         data = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
         return self._mac(tag, data) + data
+
+    def flag_mac(self, direction: bytes, w: int, flag: int, value: int, what: int) -> np.ndarray:
+        """The MAC of a flag's new value, as the two int64 slots that hold it."""
+        return np.frombuffer(self._mac(_flag_tag(direction, w, flag, value, what), b"")[:FLAG_MAC], np.int64)
+
+    def flag_ok(self, slots: np.ndarray, direction: bytes, w: int, flag: int, value: int, what: int) -> bool:
+        """Whether ``slots`` hold the MAC of that flag value: whether this
+        env's parent (or worker ``w``) published it, not another process."""
+        want = self._mac(_flag_tag(direction, w, flag, value, what), b"")[:FLAG_MAC]
+        return hmac.compare_digest(slots.tobytes(), want)
 
     def unseal(self, tag: bytes, blob: bytes):
         """The object in ``blob``, or ValueError without unpickling anything
@@ -157,12 +177,16 @@ class _Shared:
         self.cmd_bytes, self.msg_bytes = cmd_bytes, msg_bytes
         self.shm = shm_blocks.create(size) if name is None else shm_blocks.attach(name)
         self.name = self.shm.name
-        mm = self.shm._mmap
-        self.ctl = np.frombuffer(mm, np.int64, self.ctl_bytes // 8, 0)
-        self.flags = _Ctl(self.ctl)
-        self.cmd = np.frombuffer(mm, np.uint8, cmd_bytes, self.cmd_off)
-        self.msg = [np.frombuffer(mm, np.uint8, msg_bytes, self.msg_off + w * msg_bytes) for w in range(workers)]
-        self.bufs = layout.allocate(memoryview(mm)[self.buf_off:self.buf_off + buf_size])
+        try:
+            mm = self.shm._mmap
+            self.ctl = np.frombuffer(mm, np.int64, self.ctl_bytes // 8, 0)
+            self.flags = _Ctl(self.ctl)
+            self.cmd = np.frombuffer(mm, np.uint8, cmd_bytes, self.cmd_off)
+            self.msg = [np.frombuffer(mm, np.uint8, msg_bytes, self.msg_off + w * msg_bytes) for w in range(workers)]
+            self.bufs = layout.allocate(memoryview(mm)[self.buf_off:self.buf_off + buf_size])
+        except BaseException:  # nobody else holds this object yet: the block would stay in /dev/shm until exit
+            self.release(unlink=name is None)
+            raise
 
     def line(self, w: int) -> int:
         return LINE * (w + 1)

@@ -14,8 +14,8 @@ from seer._seer_c import lib
 from seer.errors import ClosedError, WorkerError
 from seer.vector._runner import STEP
 from seer.vector.messages import CopyRestarted
-from seer.vector.process.protocol import (CLOSING, CMD, CMDLEN, DONE, GEN, MAC, MSGLEN, OP_NAMES, PBELL, REQ, REQDONE,
-                                          SLICE_S, WBELL, _tag)
+from seer.vector.process.protocol import (CLOSING, CMD, CMDLEN, COPY_OP, CUR, DONE, DONE_MAC, GEN, GEN_MAC, MAC, MSGLEN,
+                                          OP_NAMES, PBELL, REQ, REQ_MAC, REQDONE, REQDONE_MAC, SLICE_S, WBELL, _tag)
 from seer.vector.process.worker import run_share
 
 
@@ -24,6 +24,8 @@ class _Proc:
 
     def __init__(self, w, proc, conn, copies):
         self.w, self.proc, self.conn, self.copies = w, proc, conn, copies
+        self.forged = False  # it left because another process wrote its flags (never restarted)
+        self.started = False  # it ran SEER's worker code (its stderr is ours from then on)
 
 
 def _send_quietly(conn, data: bytes) -> None:
@@ -102,6 +104,9 @@ class WorkerWaits:
                 data = blob
         else:
             ctl[CMDLEN] = 0
+        # the flags themselves are authenticated too: a worker runs an op only
+        # when GEN is its next op and this MAC covers GEN, CMD and CMDLEN
+        ctl[GEN_MAC:GEN_MAC + 2] = self._sealer.flag_mac(b"cmd", 0, GEN, gen, int(ctl[CMDLEN]) * 16 + cmd)
         self.gen = gen
         self._publish_gen(GEN, gen)  # CMD, CMDLEN, payload: before
         if data is not None:  # after GEN: the workers read it once they see GEN
@@ -235,10 +240,16 @@ class WorkerWaits:
         """Worker ``w``'s message for the op it answered with ``flag`` =
         ``value``; None if it sent none.  Unpickled only once its HMAC
         verifies."""
-        n = int(self.ctl[self.shared.line(w) + MSGLEN])
+        line = self.shared.line(w)
+        n = int(self.ctl[line + MSGLEN])
+        p = self.child[w]
+        at = line + (DONE_MAC if flag == DONE else REQDONE_MAC)
+        if not self._sealer.flag_ok(self.ctl[at:at + 2], b"msg", w, flag, value, n):
+            name = "DONE" if flag == DONE else "REQDONE"
+            self._refuse(p, "its flags in shared memory", f"{name} = {value} (with MSGLEN = {n}) does not carry that "
+                         f"worker's MAC, so the worker did not publish it; none of its rows were read")
         if n == 0:
             return None
-        p = self.child[w]
         where = "its message area in shared memory"
         if n > 0:
             if n > self.msg_bytes - MAC:
@@ -280,11 +291,23 @@ class WorkerWaits:
         self._shutdown()
         raise WorkerError(f"{what}; the vector env is closed")
 
+    def _in_copy(self, p: _Proc, op: int) -> str:
+        """Which copy worker ``p`` was in when it died (its CUR slot), as a clause."""
+        try:
+            c = int(self.ctl[self.shared.line(p.w) + CUR]) - 1
+        except (TypeError, AttributeError):  # the block is gone already
+            return ""
+        return f", in env copy {c}'s {COPY_OP.get(op, 'op')}" if c in p.copies else ""
+
     def _worker_died(self, p: _Proc, op: int, how: str | None = None) -> None:
         p.proc.join(0.5)
-        how = how or self._how(p)
+        how, detail = (how, "") if how else self._how_parts(p)
         what = (f"worker {p.w} (pid {p.proc.pid}) {how} while {OP_NAMES.get(op, 'running')} env copies "
-                f"{p.copies[0]}..{p.copies[-1]}")
+                f"{p.copies[0]}..{p.copies[-1]}{self._in_copy(p, op)}{detail}")
+        if p.forged:  # a restart would not help: whoever wrote the flags can write them again
+            self.broken = what
+            self._shutdown()
+            raise WorkerError(f"{what}; the vector env is closed: another process wrote to its shared memory")
         if not (self.restart_failed and op == STEP):
             self.broken = what
             self._shutdown()
@@ -309,6 +332,7 @@ class WorkerWaits:
             self._recv(q, "creating its env copies (restart)")
             self._send_layout(q, info)
             ready = self._recv(q, "restarting its env copies")
+            self._note_native(p.w, ready)
         except BaseException as exc:
             self.broken = f"{what}, and restarting it failed: {exc}"
             self._shutdown()
@@ -328,9 +352,10 @@ class WorkerWaits:
         flags, line = self.flags, self.shared.line
         at, reqs, bells = [], [], []
         for w in shards:
-            req = flags.load(line(w) + REQ) + 1
+            req = self._reqs[w] = self._reqs[w] + 1  # our own count: the block's REQ could be forged
             self.inflight[w] = req
             if w in self.child:
+                self.ctl[line(w) + REQ_MAC:line(w) + REQ_MAC + 2] = self._sealer.flag_mac(b"cmd", w, REQ, req, 0)
                 at.append(line(w) + REQ)
                 reqs.append(req)
                 bells.append(line(w) + WBELL)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import faulthandler
 import multiprocessing as mp
 import multiprocessing.connection as mpc
 import os
@@ -13,8 +14,14 @@ import numpy as np
 from seer._seer_c import ffi, lib
 from seer.vector._layout import describe_copy
 from seer.vector._runner import CALL, CLOSE, RESET, STEP, CopyRunner, make_parallel
-from seer.vector.process.protocol import (CMD, CMDLEN, DONE, GEN, MAC, MSGLEN, PBELL, REQ, REQDONE, WBELL,
-                                          WORKER_SLICE_S, _Ctl, _Sealer, _Shared, _tag)
+from seer.vector.process.protocol import (CMD, CMDLEN, CUR, DONE, DONE_MAC, GEN, GEN_MAC, MAC, MSGLEN, PBELL, REQ,
+                                          REQ_MAC, REQDONE, REQDONE_MAC, WBELL, WORKER_SLICE_S, _Ctl, _Sealer,
+                                          _Shared, _tag)
+
+
+class ForgedFlag(RuntimeError):
+    """A flag in shared memory that this env's parent did not publish: the
+    worker leaves, and the parent does not restart it."""
 
 
 def call_share(runner: CopyRunner, share: list[int], payload) -> list:
@@ -28,22 +35,30 @@ def call_share(runner: CopyRunner, share: list[int], payload) -> list:
 
 
 
-def run_share(runner: CopyRunner, share: list[int], op: int, payload=None):
+def run_share(runner: CopyRunner, share: list[int], op: int, payload=None, cur: np.ndarray | None = None):
     """Run op ``op`` (STEP, RESET or CALL) on the copies of ``share`` (rows
     and seeds already in ``runner``'s buffers): its messages, or for CALL
     (results, messages).  The one dispatch of ops, for a worker process and
-    for the parent's inline share alike."""
+    for the parent's inline share alike.  ``cur`` (a worker's CUR slot)
+    gets 1 + the copy being stepped or reset, so that the parent can name it
+    should this process die in it (a segfault in an env's C code)."""
     runner.msgs = []
+    if cur is None:
+        cur = np.zeros(1, np.int64)
     if op == STEP:
         for c in share:
+            cur[0] = c + 1
             runner.step(c)
+        cur[0] = 0
         return runner.msgs
     if op == RESET:
         b = runner.b
         sel, seeds, seeded = b["select"], b["seeds"], b["seeded"]
         for c in share:
             if sel[c]:
+                cur[0] = c + 1
                 runner.reset(c, int(seeds[c]) if seeded[c] else None, payload)
+        cur[0] = 0
         return runner.msgs
     return (call_share(runner, share, payload), runner.msgs)
 
@@ -74,10 +89,18 @@ def _wait_work(flags: _Ctl, at, val, last_gen: int, line: int, last_req: int, pa
             return None
 
 
-def _worker_entry(w: int, conn, fn_bytes: bytes, copies: list[int], parent_pid: int, key: bytes, opts: dict):
-    """A worker process: create its copies, then serve ops until CLOSE."""
+def _worker_entry(w: int, conn, fn_bytes: bytes, copies: list[int], parent_pid: int, key: bytes, opts: dict,
+                  err=None):
+    """A worker process: create its copies, then serve ops until CLOSE.
+    ``err``: the pipe for its stderr, which the parent reads (the last lines
+    go into the WorkerError should this process die)."""
+    if err is not None:
+        os.dup2(err.fileno(), 2)
+        err.close()
+    faulthandler.enable()  # a segfault in an env's C code leaves its Python stack on stderr, for the parent
     shared = runner = None
     try:
+        conn.send(("started",))  # from here on its stderr is the parent's to show
         try:
             env_fn = pickle.loads(fn_bytes)
             envs = {}
@@ -104,11 +127,11 @@ def _worker_entry(w: int, conn, fn_bytes: bytes, copies: list[int], parent_pid: 
             except BaseException:
                 conn.send(("error", traceback.format_exc()))
                 return
-        conn.send(("ready", runner.msgs))
+        conn.send(("ready", runner.msgs, [bool(runner.vec.native[c]) for c in copies]))
         _serve(w, conn, shared, runner, copies, gen, parent_pid, key, opts)
-    except BaseException:
+    except BaseException as exc:
         try:
-            conn.send(("fatal", traceback.format_exc()))
+            conn.send(("fatal", traceback.format_exc(), "forged" if isinstance(exc, ForgedFlag) else ""))
         except Exception:
             pass
         raise
@@ -124,6 +147,7 @@ def _serve(w, conn, shared: _Shared, runner: CopyRunner, copies, gen, parent_pid
     ctl, flags = shared.ctl, shared.flags
     mine = shared.line(w)
     region = shared.msg[w]
+    cur = ctl[mine + CUR:mine + CUR + 1]
     yield_s = opts["yield_s"]
     parent = mp.parent_process()
     sentinel = getattr(parent, "sentinel", None) if parent is not None else None
@@ -138,13 +162,20 @@ def _serve(w, conn, shared: _Shared, runner: CopyRunner, copies, gen, parent_pid
         over = len(blob) > len(region)
         if blob and not over:
             region[:len(blob)] = np.frombuffer(blob, np.uint8)
-        ctl[mine + MSGLEN] = -1 if over else max(len(blob) - MAC, 0)  # payload of the flag below
+        n = -1 if over else max(len(blob) - MAC, 0)
+        ctl[mine + MSGLEN] = n  # payload of the flag below, as is its MAC
+        at = mine + (DONE_MAC if flag == DONE else REQDONE_MAC)
+        ctl[at:at + 2] = sealer.flag_mac(b"msg", w, flag, value, n)
         publish(mine + flag, value)
         if over:  # after the flag: the parent reads the pipe once it sees it
             conn.send_bytes(blob)
 
-    def command(g: int):
-        n = int(ctl[CMDLEN])
+    def forged(what: str, why: str) -> ForgedFlag:
+        return ForgedFlag(f"worker {w} refused {what}: {why}, so it was not published by this vector env's parent "
+                            f"process (another process of this user wrote to the shared block); nothing of it was "
+                            f"unpickled and nothing was run")
+
+    def command(g: int, n: int):
         if n == 0:
             return None
         if n > 0:
@@ -168,16 +199,27 @@ def _serve(w, conn, shared: _Shared, runner: CopyRunner, copies, gen, parent_pid
             return
         g, r = got
         if g == last:  # an env-pool step of this worker's copies
+            # the request flag is authenticated like the payloads: a bump by
+            # anyone but the parent (or a replay) is refused, not stepped
+            what = f"the env-pool step request REQ = {r} of its line in shared memory"
+            if r != last_req + 1:
+                raise forged(what, f"it is not the next request ({last_req + 1})")
+            if not sealer.flag_ok(ctl[mine + REQ_MAC:mine + REQ_MAC + 2], b"cmd", w, REQ, r, 0):
+                raise forged(what, "its MAC does not match")
             last_req = r
-            reply(run_share(runner, copies, STEP), REQDONE, r)
+            reply(run_share(runner, copies, STEP, cur=cur), REQDONE, r)
             continue
+        cmd, n = int(ctl[CMD]), int(ctl[CMDLEN])
+        what = f"the command of op {g} in shared memory (flags GEN = {g}, CMD = {cmd}, CMDLEN = {n})"
+        if g != last + 1:
+            raise forged(what, f"it is not the next op ({last + 1})")
+        if not sealer.flag_ok(ctl[GEN_MAC:GEN_MAC + 2], b"cmd", 0, GEN, g, n * 16 + cmd):
+            raise forged(what, "their MAC does not match")
         last = g
-        cmd = int(ctl[CMD])
         if cmd == CLOSE:
-            ctl[mine + MSGLEN] = 0
-            publish(mine + DONE, g)
+            reply(None, DONE, g)
             return
-        payload = command(g)
+        payload = command(g, n)
         if cmd not in (STEP, RESET, CALL):
             raise RuntimeError(f"worker {w} got unknown command {cmd}")
-        reply(run_share(runner, copies, cmd, payload), DONE, g)
+        reply(run_share(runner, copies, cmd, payload, cur=cur), DONE, g)

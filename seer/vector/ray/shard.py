@@ -65,7 +65,8 @@ class _Shard:
 
         return {"specs": self.impl.specs, "pid": os.getpid(), "node": ray.util.get_node_ip_address(),
                 "node_id": ray.get_runtime_context().get_node_id(),
-                "workers": self.impl.num_workers, "backend": self.impl.name, "token": self.token}
+                "workers": self.impl.num_workers, "backend": self.impl.name, "token": self.token,
+                "native": list(getattr(self.impl, "native_copies", []))}
 
     def _state(self) -> tuple:
         return self.fields

@@ -70,6 +70,8 @@ class ShardStartup:
         self.shard_info = starts
         self.tokens = [st["token"] for st in starts]
         self.specs = [spec for st in starts for spec in st["specs"]]
+        #: per copy: whether its shard steps it on the native path (in C)
+        self.native_copies = [bool(n) for st in starts for n in st.get("native", [False] * len(st["specs"]))]
         self.layout = build_layout(self.specs, pad, same_step=self.autoreset == AutoresetMode.SAME_STEP)
         L = self.layout
         for s, (c0, c1) in enumerate(self.copy_ranges):
