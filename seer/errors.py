@@ -39,13 +39,27 @@ class CausalityError(SeerError, ValueError):
 
 
 class HandlerError(SeerError, RuntimeError):
-    """A handler failed; names the entity, kind and time, chains the cause."""
+    """A handler failed; names the entity, kind and time, chains the cause.
 
-    def __init__(self, message, *, entity=None, kind=None, time=None):
+    Attributes:
+        code: The status a native handler returned (``SEER_E_HANDLER`` = -8
+            for one that raised), or None where none is known.
+        code_name: ``code``'s ``SEER_E_*`` name, or None for a code of the
+            handler's own (such as 42).
+    """
+
+    def __init__(self, message, *, entity=None, kind=None, time=None, code=None):
         super().__init__(message)
         self.entity = entity
         self.kind = kind
         self.time = time
+        self.code = code
+
+    @property
+    def code_name(self):
+        from seer._native_errors import code_name
+
+        return code_name(self.code)
 
 
 class ClosedError(SeerError, RuntimeError, ClosedEnvironmentError):

@@ -23,7 +23,7 @@ LAYERS = {
     "seer.trace": 0, "seer.pool_stats": 0, "seer.context": 0, "seer.actions": 0, "seer.registry": 0,
     "seer.synthetic": 0, "seer.rng": 0,
     "seer._io": 0, "seer._cdef": 0, "seer._checks": 0, "seer._host": 0, "seer._version": 0,
-    "seer._build": 0, "seer._build_synth": 0, "seer._seer_c": 0, "seer._synth_c": 0,
+    "seer._build": 0, "seer._build_synth": 0, "seer._native_errors": 0, "seer._seer_c": 0, "seer._synth_c": 0,
     "seer.stpa": 1,
     "seer.vector": 2, "seer.wrap": 2, "seer.envs": 2, "seer.numba": 2,
     "seer.integrations": 3, "seer.cli": 3, "seer.bench": 3, "seer": 3,

@@ -1,4 +1,4 @@
-"""Numba-compiled native handlers: Python syntax, run by SEER's workers with the GIL released (extra ``seer[numba]``).
+"""Numba-compiled native handlers: Python syntax, run by SEER's workers with the GIL released (extra ``seer-marl[numba]``).
 
 A handler is written in Python, compiled by Numba in nopython mode into a C
 function ``int f(seer_ctx *, const seer_event *)``, and runs exactly where a
@@ -7,48 +7,84 @@ table (``ctx->api``): :func:`emit`, :func:`uniform` and :func:`random_u64`
 call through it, so results are bit-identical for every worker count, as
 for C handlers.
 
-The model's arrays are declared once in a :class:`State`; a handler gets
-them as a named tuple of numpy arrays (views of the model's own buffers)::
+The model's arrays and parameters are declared once in a :class:`State`; a
+handler gets them as a named tuple (arrays are views of the model's own
+buffers, a parameter declared with a scalar type such as ``"f8"`` reads as a
+number)::
 
     import seer, seer.numba as snb
 
-    STATE = snb.State(value="f8[:]", heard="f8[:, :]")
+    STATE = snb.State(value="f8[:]", heard="f8[:, :]", gain="f8")
 
     @STATE.handler
     def on_tick(ctx, ev, s):
         i = ev.entity
-        s.value[i] += 0.5 * (s.heard[i, 0] + s.heard[i, 1])
+        s.value[i] += s.gain * (s.heard[i, 0] + s.heard[i, 1])
         return snb.emit(ctx, i, ev.time + 0.1, 0, 0)
 
     class MyModel(seer.Model):
-        def __init__(self, n):
+        def __init__(self, n, gain=0.5):
             self.state = {"value": np.zeros(n), "heard": np.zeros((n, 2))}
             self.kinds = [seer.EventKind("tick", seer.Native(on_tick))]
-            self.native_model = STATE.bind(self.state)
+            self.native_model = STATE.bind(self.state, gain=gain)
 
 ``ev`` has the fields of :data:`seer.EVENT_DTYPE` (entity, time, kind,
-payload, source, seq).  Return 0, or non-zero to fail the step
-(:class:`seer.HandlerError` names the entity, kind and time); an emit to a
-bad entity or too early fails it with :class:`seer.CausalityError` as in C.
+payload, source, seq).  Return 0, or non-zero to fail the step: a
+:class:`seer.HandlerError` names the entity, kind, time and the code
+(``err.code``, ``err.code_name``).  An exception raised in a handler or a
+copy step (``raise ValueError(...)``, a division by zero, ``IndexError``
+under ``NUMBA_BOUNDSCHECK=1``) fails the step the same way, with the
+exception's message and the exception as ``__cause__``.  An emit to a bad
+entity or too early fails it with :class:`seer.CausalityError` as in C.
+
+**Parameters** (values that are not per-entity rows) are State fields too:
+``"f8"``, ``"i8"``, ... for a scalar, ``"f8[:]"`` for a small array, bound
+by name (``STATE.bind(model.state, gain=0.5, weights=w)``).  The bound state
+keeps them alive; keep it as ``model.native_model``; ``bound["gain"]`` is
+the parameter's buffer, to change between steps.  Do not put parameters in
+module globals: Numba freezes a global's value into the compiled code.
+
+**Reading other entities** goes through the window-start snapshot, as in C:
+list the read fields in ``model.shared_state``, bind
+``model.snapshot_targets()[name]`` (the runtime copies the state into it
+before each window) under a field of its own, and read neighbours there::
+
+    STATE = snb.State(x="f8[:]", x_snap="f8[:]")
+
+    @STATE.handler
+    def diffuse(ctx, ev, s):
+        i = ev.entity
+        n = s.x.shape[0]
+        s.x[i] += 0.1 * (s.x_snap[(i + 1) % n] + s.x_snap[(i - 1) % n] - 2 * s.x_snap[i])
+        return snb.emit(ctx, i, ev.time + 1.0, 0, 0)
+
+    # in the model: self.shared_state = ("x",)
+    #   self.native_model = STATE.bind({"x": self.state["x"], "x_snap": self.snapshot_targets()["x"]})
 
 Compilation happens when the handler is first used (``seer.Native(h)``,
 i.e. when the model is built); a handler that Numba cannot compile in
 nopython mode raises :class:`NumbaCompileError` with Numba's message and the
-handler's name.  Compiled code is cached on disk (Numba's ``cache=True``),
-so the next process starts without compiling.
+handler's name.  Compiled code is cached on disk, once per machine: the next
+process (a process-backend worker too) loads it.  The cache key covers the
+values of the globals and closure variables the code reads (changing one
+recompiles); a value that cannot be keyed compiles without the disk cache,
+with one :class:`SeerNumbaCacheWarning`.  Write helpers as
+``@seer.numba.njit`` (or Numba's ``@njit(cache=True)``, which a handler's
+compile keys the same way); they may take the State as
+``STATE.tuple_type``.  The cache folder (``$SEER_CACHE_DIR/numba``) must be
+private: one another user can write to is not loaded from (a warning names it).
 """
 
 from __future__ import annotations
 
 import collections
+import ctypes
 import hashlib
-import importlib.util
-import inspect
-import os
-import pathlib
+import math
 import re
-import sys
 import threading
+import types
+from collections.abc import Mapping
 from typing import Any, Callable
 
 import numpy as np
@@ -57,28 +93,36 @@ from seer.errors import InvalidArgumentError, SeerError
 
 try:
     import numba
-    from numba import types as _nbt
-    from numba.core import cgutils as _cgutils
-    from numba.extending import intrinsic as _intrinsic
 except ImportError:  # the decorators say how to get it
     numba = None
 
-__all__ = ["State", "handler", "copy_rows", "emit", "uniform", "random_u64", "rt_push", "rt_step", "rt_reset",
-           "NumbaCompileError"]
+if numba is not None:
+    from seer.numba._cache import SeerNumbaCacheWarning
+    from seer.numba._compile import REGISTRY as _REGISTRY
+    from seer.numba._intrinsics import (  # noqa: F401  (the generated entry points use the private ones)
+        _as_ptr, _guard_copy, _guard_event, emit, model_table, random_u64, rt_push, rt_reset, rt_step, uniform)
+else:  # pragma: no cover - exercised where numba is missing
 
-#: offsets in seer_ctx and seer_api (csrc/include/seer/seer_types.h); checked
-#: against the compiled core at first use
-_CTX_API, _CTX_MODEL = 0, 2            # int64 words
-_API_EMIT, _API_RANDOM_U64, _API_UNIFORM = 1, 2, 3
-_API_RT_PUSH, _API_RT_STEP, _API_RT_RESET = 5, 6, 7
+    class SeerNumbaCacheWarning(UserWarning):
+        """seer.numba compiled without its on-disk cache."""
+
+    def emit(*args):
+        _need_numba()
+
+    uniform = random_u64 = model_table = rt_push = rt_step = rt_reset = emit
+
+__all__ = ["State", "BoundState", "handler", "njit", "copy_rows", "emit", "uniform", "random_u64", "rt_push",
+           "rt_step", "rt_reset", "NumbaCompileError", "SeerNumbaCacheWarning"]
+
 #: seer_copy_rows: api, act, obs, rew, term, trunc, mask, alive, ended
 _ROW_FIELDS = ("api", "act", "obs", "rew", "term", "trunc", "mask", "alive", "ended")
-_TYPE_RE = re.compile(r"^(?P<dtype>[a-z]+\d*)\[(?P<dims>[:, ]*)\]$")
+_TYPE_RE = re.compile(r"^(?P<dtype>[a-z]+\d*_?)(\[(?P<dims>[:, ]*)\])?$")
 _DTYPES = {"f8": np.float64, "f4": np.float32, "i8": np.int64, "i4": np.int32, "i2": np.int16, "i1": np.int8,
            "u8": np.uint64, "u4": np.uint32, "u1": np.uint8, "b1": np.bool_,
            "float64": np.float64, "float32": np.float32, "int64": np.int64, "int32": np.int32,
            "uint8": np.uint8, "bool_": np.bool_}
-_REGISTRY: dict[str, Any] = {}
+#: the most dimensions a State array may have (Numba compiles each one into every handler's entry)
+MAX_NDIM = 8
 _LOCK = threading.Lock()
 
 
@@ -88,180 +132,138 @@ class NumbaCompileError(SeerError, TypeError):
 
 def _need_numba() -> None:
     if numba is None:
-        raise ImportError("seer.numba needs Numba, an optional extra: pip install 'seer[numba]'")
+        raise ImportError("seer.numba needs Numba, an optional extra: pip install 'seer-marl[numba]'")
 
 
-# ---- intrinsics: raw memory and the API table, cacheable (no process addresses) ----------------
+def _state_class_name(names) -> str:
+    return "SeerState_" + "_".join(f"{len(n)}{n}" for n in names)
 
-if numba is not None:
 
-    @_intrinsic
-    def _as_ptr(typingctx, address):
-        """int64 -> void *."""
-        def codegen(context, builder, sig, args):
-            return builder.inttoptr(args[0], _cgutils.voidptr_t)
-        return _nbt.voidptr(_nbt.int64), codegen
+def _state_class(names: tuple[str, ...]):
+    """The one named-tuple class of these field names, importable as
+    ``seer.numba.<name>``: Numba's cache keys a function by its argument
+    types, and a class made afresh in each process would never match."""
+    name = _state_class_name(names)
+    cls = globals().get(name)
+    if cls is None:
+        cls = collections.namedtuple(name, names, module=__name__)
+        globals()[name] = cls
+    return cls
 
-    def _ll_fn(ret, args):
-        from llvmlite import ir
-        return ir.FunctionType(ret, args).as_pointer()
 
-    @_intrinsic
-    def _call_event(typingctx, fn, ctx, target, time, kind, payload):
-        """(*fn)(ctx, target, time, kind, payload): the table's emit (ctx: a handler's) and rt_push (ctx: a runtime)."""
-        from llvmlite import ir
+def __getattr__(name: str):
+    # a cached index names a state class before this process declared its State
+    if name.startswith("SeerState_"):
+        rest, names = name[len("SeerState_"):], []
+        while rest:
+            m = re.match(r"(\d+)", rest)
+            if not m:
+                break
+            k = int(m.group(1))
+            names.append(rest[len(m.group(1)):len(m.group(1)) + k])
+            rest = rest[len(m.group(1)) + k + 1:]
+        if names and _state_class_name(names) == name and all(n.isidentifier() for n in names):
+            return _state_class(tuple(names))
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
-        def codegen(context, builder, sig, args):
-            fnty = _ll_fn(ir.IntType(32), [_cgutils.voidptr_t, ir.IntType(32), ir.DoubleType(), ir.IntType(32),
-                                           ir.IntType(64)])
-            return builder.call(builder.inttoptr(args[0], fnty), args[1:])
-        return _nbt.int32(_nbt.int64, _nbt.voidptr, _nbt.int32, _nbt.float64, _nbt.int32, _nbt.int64), codegen
 
-    @_intrinsic
-    def _call_u64(typingctx, fn, ctx):
-        from llvmlite import ir
+SeerCopyRows = collections.namedtuple("SeerCopyRows", _ROW_FIELDS, module=__name__)
+_ROWS = SeerCopyRows
 
-        def codegen(context, builder, sig, args):
-            return builder.call(builder.inttoptr(args[0], _ll_fn(ir.IntType(64), [_cgutils.voidptr_t])), args[1:])
-        return _nbt.uint64(_nbt.int64, _nbt.voidptr), codegen
 
-    @_intrinsic
-    def _call_f64(typingctx, fn, ctx):
-        from llvmlite import ir
-
-        def codegen(context, builder, sig, args):
-            return builder.call(builder.inttoptr(args[0], _ll_fn(ir.DoubleType(), [_cgutils.voidptr_t])), args[1:])
-        return _nbt.float64(_nbt.int64, _nbt.voidptr), codegen
-
-    @numba.njit(inline="always", cache=True)
-    def _api_entry(ctx, k):
-        words = numba.carray(ctx, (3,), np.int64)
-        table = numba.carray(_as_ptr(words[_CTX_API]), (k + 1,), np.int64)
-        return table[k]
-
-    @numba.njit(inline="always", cache=True)
-    def emit(ctx, target, time, kind, payload):
-        """Send an event from the handled entity (``seer_emit``): 0 or a SEER_E_* code."""
-        return _call_event(_api_entry(ctx, _API_EMIT), ctx, np.int32(target), np.float64(time), np.int32(kind),
-                          np.int64(payload))
-
-    @numba.njit(inline="always", cache=True)
-    def uniform(ctx):
-        """A uniform [0, 1) draw from the handled entity's counter-based stream (``seer_uniform``)."""
-        return _call_f64(_api_entry(ctx, _API_UNIFORM), ctx)
-
-    @numba.njit(inline="always", cache=True)
-    def random_u64(ctx):
-        """64 random bits from the handled entity's counter-based stream (``seer_random_u64``)."""
-        return _call_u64(_api_entry(ctx, _API_RANDOM_U64), ctx)
-
-    @_intrinsic
-    def _call_step(typingctx, fn, rt, horizon):
-        from llvmlite import ir
-
-        def codegen(context, builder, sig, args):
-            fnty = _ll_fn(ir.IntType(32), [_cgutils.voidptr_t, ir.DoubleType()])
-            return builder.call(builder.inttoptr(args[0], fnty), args[1:])
-        return _nbt.int32(_nbt.int64, _nbt.voidptr, _nbt.float64), codegen
-
-    @_intrinsic
-    def _call_reset(typingctx, fn, rt, seed):
-        from llvmlite import ir
-
-        def codegen(context, builder, sig, args):
-            fnty = _ll_fn(ir.VoidType(), [_cgutils.voidptr_t, ir.IntType(64)])
-            builder.call(builder.inttoptr(args[0], fnty), args[1:])
-            return context.get_dummy_value()
-        return _nbt.none(_nbt.int64, _nbt.voidptr, _nbt.uint64), codegen
-
-    @numba.njit(inline="always", cache=True)
-    def _table_entry(api, k):
-        return numba.carray(_as_ptr(api), (k + 1,), np.int64)[k]
-
-    @numba.njit(inline="always", cache=True)
-    def rt_push(api, rt, entity, time, kind, payload):
-        """Push an external event into the runtime at address ``rt`` (a copy
-        step's own runtime; ``api`` is ``rows.api``): ``seer_rt_push``."""
-        return _call_event(_table_entry(api, _API_RT_PUSH), _as_ptr(rt), np.int32(entity), np.float64(time),
-                          np.int32(kind), np.int64(payload))
-
-    @numba.njit(inline="always", cache=True)
-    def rt_step(api, rt, horizon):
-        """Run the runtime at address ``rt`` to ``horizon`` (``seer_rt_step``): 0 or a SEER_E_* code."""
-        return _call_step(_table_entry(api, _API_RT_STEP), _as_ptr(rt), np.float64(horizon))
-
-    @numba.njit(inline="always", cache=True)
-    def rt_reset(api, rt, seed):
-        """Empty the runtime at address ``rt`` and restart its streams from ``seed`` (``seer_rt_reset``)."""
-        _call_reset(_table_entry(api, _API_RT_RESET), _as_ptr(rt), np.uint64(seed))
-
-    @numba.njit(inline="always", cache=True)
-    def model_table(ctx, n):
-        """The model's table (what :meth:`State.bind` built) as ``n`` int64 words."""
-        words = numba.carray(ctx, (3,), np.int64)
-        return numba.carray(_as_ptr(words[_CTX_MODEL]), (n,), np.int64)
-
-else:  # pragma: no cover - exercised where numba is missing
-
-    def emit(*args):
-        _need_numba()
-
-    uniform = random_u64 = model_table = rt_push = rt_step = rt_reset = emit
+def _layout_word(fields) -> int:
+    digest = hashlib.sha256(repr([(n, d.str, nd) for n, d, nd in fields]).encode()).digest()
+    return int.from_bytes(digest[:8], "little", signed=True)
 
 
 # ---- the model's arrays ---------------------------------------------------------------------------
 
 
 class State:
-    """The arrays a model's Numba handlers see, declared once.
+    """The arrays and parameters a model's Numba handlers see, declared once.
 
     Args:
-        **arrays: name -> Numba array type string (``"f8[:]"``, ``"i8[:, :]"``,
-            ...): dtype and number of dimensions; shapes are read at run time.
+        **fields: name -> Numba type string: ``"f8[:]"``, ``"i8[:, :]"``, ...
+            for an array (dtype and number of dimensions, at most
+            :data:`MAX_NDIM`; shapes are read at run time), or a scalar
+            type (``"f8"``, ``"i8"``, ...) for a parameter, which the
+            handler reads as a number.
+
+    Attributes:
+        tuple_type: The named-tuple class the handlers get (``s``); build
+            one from the bound arrays to call the same jitted helpers from
+            Python (``STATE.tuple_type(*arrays)``).
 
     Raises:
-        ImportError: Numba is not installed (``pip install 'seer[numba]'``).
+        ImportError: Numba is not installed (``pip install 'seer-marl[numba]'``).
         seer.InvalidArgumentError: a type string is not understood.
     """
 
-    def __init__(self, **arrays: str):
+    def __init__(self, **fields: str):
         _need_numba()
-        if not arrays:
+        if not fields:
             raise InvalidArgumentError("State() needs at least one array: State(name='f8[:]', ...)")
         self.fields: list[tuple[str, np.dtype, int]] = []
-        for name, spec in arrays.items():
-            m = _TYPE_RE.match(str(spec).replace(" ", ""))
+        for name, spec in fields.items():
+            m = _TYPE_RE.match(str(spec).replace(" ", "")) if isinstance(spec, str) else None
             if not m or m.group("dtype") not in _DTYPES:
                 raise InvalidArgumentError(
-                    f"State({name}={spec!r}): expected a Numba array type such as 'f8[:]' or 'i8[:, :]' with a "
-                    f"dtype in {sorted(_DTYPES)}")
-            ndim = m.group("dims").count(":")
+                    f"State({name}={spec!r}): expected a Numba array type such as 'f8[:]' or 'i8[:, :]', or a "
+                    f"scalar parameter type such as 'f8', with a dtype in {sorted(_DTYPES)}")
+            dims = m.group("dims")
+            ndim = 0 if dims is None else dims.count(":")
+            if dims is not None and (ndim == 0 or dims.replace(":", "").replace(",", "")):
+                raise InvalidArgumentError(f"State({name}={spec!r}): write one ':' per dimension, as in 'f8[:, :]'")
+            if ndim > MAX_NDIM:
+                raise InvalidArgumentError(
+                    f"State({name}={spec!r}) has {ndim} dimensions: seer.numba supports at most {MAX_NDIM}")
             self.fields.append((name, np.dtype(_DTYPES[m.group("dtype")]), ndim))
         self.names = tuple(f[0] for f in self.fields)
-        self.words = sum(1 + nd for _, _, nd in self.fields)
-        self.tuple_type = collections.namedtuple("SeerNumbaState", self.names)
+        self.words = 1 + sum(1 + nd for _, _, nd in self.fields)  # word 0: the layout, checked by every entry
+        self.layout = _layout_word(self.fields)
+        self.tuple_type = _state_class(self.names)
 
-    def bind(self, arrays: dict[str, np.ndarray]) -> "BoundState":
-        """The table of ``arrays`` (by name: C-contiguous, the declared dtype
-        and dimensions) for the model's ``native_model``.  Keep it: it holds
-        the addresses of the arrays, which must stay where they are."""
+    def __repr__(self) -> str:
+        return "State(" + ", ".join(
+            f"{n}={_spec(d, nd)!r}" for n, d, nd in self.fields) + ")"
+
+    def bind(self, arrays: Mapping[str, Any] = (), **params) -> "BoundState":
+        """The table of ``arrays`` and ``params`` (by field name) for the model's ``native_model``.
+
+        Array fields take writeable C-contiguous numpy arrays of the
+        declared dtype and dimensions; parameter fields (scalar types) take
+        a number, or a 0-d array of the dtype to share one buffer.  Arrays
+        need not be in ``model.state``: any buffer works (a small parameter
+        array, a :meth:`seer.Model.snapshot_targets` buffer).  The bound
+        state holds them all; keep it (``model.native_model``): the table
+        holds their addresses.
+
+        Raises:
+            seer.InvalidArgumentError: ``arrays`` is no mapping, a field is
+                missing, or a value's type, dtype or dimensions differ from
+                the State's (the message names the field, expected and got).
+        """
+        if not isinstance(arrays, Mapping):
+            raise InvalidArgumentError(
+                f"State.bind(arrays) takes a mapping of field name -> numpy array (such as model.state), got "
+                f"{type(arrays).__name__}")
+        given = {**arrays, **params}
         words = np.zeros(self.words, np.int64)
-        k = 0
-        keep = []
+        words[0] = self.layout
+        k = 1
+        keep, by_name = [], {}
         for name, dtype, ndim in self.fields:
-            arr = arrays.get(name)
-            if not isinstance(arr, np.ndarray):
-                raise InvalidArgumentError(f"State.bind: array {name!r} is missing: expected a numpy array")
-            if arr.dtype != dtype or arr.ndim != ndim or not arr.flags.c_contiguous or not arr.flags.writeable:
+            if name not in given:
                 raise InvalidArgumentError(
-                    f"State.bind: array {name!r} is {arr.dtype}{list(arr.shape)} "
-                    f"(C-contiguous={arr.flags.c_contiguous}, writeable={arr.flags.writeable}): expected a "
-                    f"writeable C-contiguous {dtype} array with {ndim} dimensions")
+                    f"State.bind: {'array' if ndim else 'parameter'} {name!r} is missing: expected "
+                    f"{_expect(dtype, ndim)}")
+            arr = _bindable(name, given[name], dtype, ndim)
             words[k] = arr.ctypes.data
             words[k + 1:k + 1 + ndim] = arr.shape
             k += 1 + ndim
             keep.append(arr)
-        return BoundState(words, keep)
+            by_name[name] = arr
+        return BoundState(words, keep, self, by_name)
 
     def handler(self, fn: Callable | None = None, *, cache: bool = True):
         """Decorator: ``fn(ctx, ev, s)`` as a native handler (a :class:`Handler`,
@@ -276,9 +278,12 @@ class State:
         declares; ``s`` is this state, bound into the env's ``state``
         (:meth:`bind`), ``rows`` a named tuple ``(api, act, obs, rew, term,
         trunc, mask, alive, ended)`` of the copy's row arrays (``api``: the
-        table address for :func:`rt_push`, :func:`rt_step`, :func:`rt_reset`).
-        Return 0 or a SEER_E_* code (``SEER_E_UNSUPPORTED`` = -12 for an op
-        left to Python).  Use it as ``NativeCopy(spec, step=fn, state=bound)``."""
+        table address for :func:`rt_push`, :func:`rt_step`, :func:`rt_reset`;
+        ``act`` has shape ``(slots,)`` of int64 for a ``Discrete`` action
+        space, ``(slots, *shape)`` otherwise).  Return 0 or a SEER_E_* code
+        (``SEER_E_UNSUPPORTED`` = -12 for an op left to Python); an
+        exception fails the step as a :class:`seer.HandlerError`.  Use it as
+        ``NativeCopy(spec, step=fn, state=bound)``."""
         from seer.vector.native import NativeSpec
 
         if not isinstance(spec, NativeSpec):
@@ -288,54 +293,63 @@ class State:
             return Handler(f, self, cache=cache, rows=spec)
         return wrap
 
-    def _arrays_source(self, table: str) -> tuple[list[str], list[str]]:
-        lines, args, k = [], [], 0
-        for i, (name, dtype, ndim) in enumerate(self.fields):
-            shape = ", ".join(f"{table}[{k + 1 + d}]" for d in range(ndim)) + ("," if ndim == 1 else "")
-            lines.append(f"    a{i} = carray(_snb._as_ptr({table}[{k}]), ({shape}), np.{dtype.name})")
-            args.append(f"a{i}")
-            k += 1 + ndim
-        return lines, args
 
-    def _source(self, key: str, rows=None) -> str:
-        head = [f"# Generated by seer.numba: the C entry point of {key}.",
-                "import numpy as np", "from numba import carray", "import seer.numba as _snb",
-                f"_user = _snb._REGISTRY[{key!r}]", f"_State = _snb._REGISTRY[{key + ':state'!r}]"]
-        if rows is None:
-            arrays, args = self._arrays_source("t")
-            return "\n".join(head + ["_EVT = _snb._EVENT_DTYPE", "", "", "def entry(ctx, ev_ptr):",
-                                      f"    t = _snb.model_table(ctx, {self.words})"] + arrays +
-                             ["    ev = carray(ev_ptr, (1,), _EVT)[0]",
-                              f"    return np.int32(_user(ctx, ev, _State({', '.join(args)})))", ""])
-        arrays, args = self._arrays_source("t")
-        n = rows.slots
-        obs_shape = (n, *rows.observation.shape)
-        act = rows.action
-        act_shape = (n,) if not act.shape else (n, *act.shape)
-        act_dtype = "int64" if not act.shape else np.dtype(act.dtype).name
-        body = head + [f"_Rows = _snb._REGISTRY[{key + ':rows'!r}]", "", "",
-                       "def entry(env_ptr, rows_ptr, op):",
-                       f"    t = carray(env_ptr, ({self.words},), np.int64)"] + arrays + [
-            "    r = carray(rows_ptr, (9,), np.int64)",
-            f"    act = carray(_snb._as_ptr(r[1]), {act_shape!r}, np.{act_dtype})",
-            f"    obs = carray(_snb._as_ptr(r[2]), {obs_shape!r}, np.{np.dtype(rows.observation.dtype).name})",
-            f"    rew = carray(_snb._as_ptr(r[3]), ({n},), np.float64)"] + [
-            f"    {f} = carray(_snb._as_ptr(r[{4 + i}]), ({n},), np.uint8)"
-            for i, f in enumerate(("term", "trunc", "mask", "alive"))] + [
-            "    ended = carray(_snb._as_ptr(r[8]), (1,), np.uint8)",
-            "    rows = _Rows(r[0], act, obs, rew, term, trunc, mask, alive, ended)",
-            f"    return np.int32(_user(rows, op, _State({', '.join(args)})))", ""]
-        return "\n".join(body)
+def _spec(dtype, ndim) -> str:
+    short = {v: k for k, v in reversed(list(_DTYPES.items()))}[dtype.type]
+    return short if ndim == 0 else f"{short}[{', '.join(':' * ndim)}]"
+
+
+def _expect(dtype, ndim) -> str:
+    if ndim == 0:
+        return f"a number (or a 0-d {dtype} array)"
+    return f"a writeable C-contiguous {dtype} array with {ndim} dimension{'s' * (ndim > 1)}"
+
+
+def _bindable(name: str, v, dtype: np.dtype, ndim: int) -> np.ndarray:
+    what = "array" if ndim else "parameter"
+    if ndim == 0 and not isinstance(v, np.ndarray):
+        if isinstance(v, (bool, int, float, np.number, np.bool_)) and not isinstance(v, complex):
+            got = np.asarray(v)
+            if np.can_cast(got.dtype, dtype, "same_kind") or (dtype.kind == "f" and got.dtype.kind in "iub"):
+                out = np.array(v, dtype)
+                if out == v:
+                    return out
+            raise InvalidArgumentError(f"State.bind: parameter {name!r} is {v!r} ({got.dtype}): expected "
+                                       f"{_expect(dtype, 0)} that {dtype} holds exactly")
+        raise InvalidArgumentError(f"State.bind: parameter {name!r} is a {type(v).__name__}: expected "
+                                   f"{_expect(dtype, 0)}")
+    if not isinstance(v, np.ndarray):
+        raise InvalidArgumentError(f"State.bind: {what} {name!r} is a {type(v).__name__}: expected "
+                                   f"{_expect(dtype, ndim)}")
+    if v.dtype != dtype or v.ndim != ndim or not v.flags.c_contiguous or not v.flags.writeable:
+        raise InvalidArgumentError(
+            f"State.bind: {what} {name!r} is {v.dtype}{list(v.shape)} (C-contiguous={v.flags.c_contiguous}, "
+            f"writeable={v.flags.writeable}): expected {_expect(dtype, ndim)}")
+    return v
 
 
 class BoundState:
-    """A model's arrays, bound for its Numba handlers: its ``address`` goes
-    into ``Model.native_model`` (``seer.Runtime`` takes the object itself)."""
+    """A model's arrays and parameters, bound for its Numba handlers: its
+    ``address`` goes into ``Model.native_model`` (``seer.Runtime`` takes the
+    object itself).  ``bound[name]`` is the buffer bound under ``name`` (a
+    parameter's is a 0-d array: ``bound["gain"][()] = 0.7`` between steps)."""
 
-    def __init__(self, words: np.ndarray, arrays: list):
+    def __init__(self, words: np.ndarray, arrays: list, state: State | None = None, by_name: dict | None = None):
         self.words = words
         self.arrays = arrays
+        self.state = state
+        self._by_name = by_name or {}
         self.address = int(words.ctypes.data)
+
+    def __getitem__(self, name: str) -> np.ndarray:
+        try:
+            return self._by_name[name]
+        except KeyError:
+            raise KeyError(f"{name!r} is no field of {self.state!r}") from None
+
+    def tuple(self):
+        """The State tuple of the bound buffers, for calling jitted helpers from Python."""
+        return self.state.tuple_type(*(self._by_name[n] for n in self.state.names))
 
     def __int__(self) -> int:
         return self.address
@@ -367,7 +381,9 @@ class Handler:
     def compile(self):
         with _LOCK:
             if self._cfunc is None:
-                self._cfunc = _compile(self)
+                from seer.numba._compile import compile_handler
+
+                self._cfunc = compile_handler(self, NumbaCompileError)
         return self._cfunc
 
     def __call__(self, *args):
@@ -376,6 +392,23 @@ class Handler:
 
     def __repr__(self) -> str:
         return f"<seer.numba handler {self.__qualname__}>"
+
+
+def njit(fn: Callable | None = None, *, cache: bool = True, **options):
+    """``@seer.numba.njit``: Numba's ``njit`` for helpers of handlers and
+    copy steps, cached on disk once per machine with the values of the
+    globals and closure variables it reads in the key (a value that cannot
+    be keyed: no disk cache, one warning)."""
+    _need_numba()
+
+    def wrap(f):
+        from seer.numba._cache import enable_keyed_cache
+
+        disp = numba.njit(cache=False, **options)(f)
+        if cache:
+            enable_keyed_cache(disp, f"helper {f.__qualname__}")
+        return disp
+    return wrap(fn) if fn is not None else wrap
 
 
 def copy_rows(api: int, act, obs, rew, term, trunc, mask, alive, ended):
@@ -390,57 +423,39 @@ def handler(state: State, *, cache: bool = True):
     return state.handler(cache=cache)
 
 
-_EVENT_DTYPE = None
-_ROWS = collections.namedtuple("SeerCopyRows", _ROW_FIELDS)
+def _normalized(etype, evalue, etb) -> BaseException:
+    if isinstance(evalue, BaseException):
+        exc = evalue
+    elif isinstance(etype, type) and issubclass(etype, BaseException):
+        try:
+            exc = etype(*evalue) if isinstance(evalue, tuple) else etype() if evalue is None else etype(evalue)
+        except Exception:  # noqa: BLE001 - an exception class that its own args do not build
+            exc = RuntimeError(f"{etype.__name__}: {evalue!r}")
+    else:
+        exc = RuntimeError(f"unknown error from compiled code: {etype!r} {evalue!r}")
+    if etb is not None and isinstance(etb, types.TracebackType):
+        exc = exc.with_traceback(etb)
+    return exc
 
 
-def _cache_dir() -> pathlib.Path:
-    from seer._io import ensure_private_dir, user_cache_dir
-
-    return ensure_private_dir(user_cache_dir() / "numba")
-
-
-def _compile(h: Handler):
-    global _EVENT_DTYPE
+def _event_at(address: int):
     from seer.queue import EVENT_DTYPE
 
-    _EVENT_DTYPE = EVENT_DTYPE
-    fn = h.py_func
-    try:
-        src = inspect.getsource(fn)
-    except (OSError, TypeError):
-        src = repr(fn.__code__.co_code)
-    ident = f"{fn.__module__}.{fn.__qualname__}"
-    rows = h.rows
-    layout = repr(h.state.fields) + ("" if rows is None else repr((rows.slots, rows.observation, rows.action)))
-    digest = hashlib.sha256("\0".join([ident, src, layout, numba.__version__]).encode()).hexdigest()[:16]
-    key = f"{re.sub(r'[^A-Za-z0-9_]', '_', ident)}_{digest}"
-    try:
-        jitted = numba.njit(cache=h.cache)(fn)
-        _REGISTRY[key] = jitted
-        _REGISTRY[key + ":state"] = h.state.tuple_type
-        _REGISTRY[key + ":rows"] = _ROWS
-        # The entry point lives in a file so that Numba can cache it.  Only a
-        # file whose text is exactly what we generate is ever imported; it is
-        # rewritten otherwise (which also invalidates Numba's cache of it).
-        path = _cache_dir() / f"seer_numba_{key}.py"
-        text = h.state._source(key, rows)
-        if not path.is_file() or path.is_symlink() or path.read_text() != text:
-            tmp = path.with_suffix(f".{os.getpid()}.tmp")
-            tmp.write_text(text)
-            os.replace(tmp, path)
-        name = f"seer_numba_{key}"
-        module = sys.modules.get(name)
-        if module is None:  # registered by name: Numba's cache re-imports it to rebuild the entry point
-            spec = importlib.util.spec_from_file_location(name, path)
-            module = importlib.util.module_from_spec(spec)
-            sys.modules[name] = module
-            spec.loader.exec_module(module)
-        if rows is None:
-            sig = numba.types.int32(numba.types.voidptr, numba.types.voidptr)
-        else:
-            sig = numba.types.int32(numba.types.voidptr, numba.types.voidptr, numba.types.int32)
-        return numba.cfunc(sig, nopython=True, cache=h.cache)(module.entry)
-    except numba.core.errors.NumbaError as exc:
-        raise NumbaCompileError(f"seer.numba handler {fn.__qualname__!r} does not compile in nopython mode: "
-                                f"{exc}") from exc
+    row = np.frombuffer((ctypes.c_char * EVENT_DTYPE.itemsize).from_address(address), EVENT_DTYPE, count=1)[0]
+    return int(row["entity"]), int(row["kind"]), float(row["time"])
+
+
+def _raised(key, where, event, etype, evalue=None, etb=None) -> None:
+    """Called by a guard (with the GIL) when compiled code raised."""
+    from seer import _native_errors
+
+    entity, kind, time = _event_at(where) if event else (-1, int(where), math.nan)
+    _native_errors.record(key, entity, kind, time, -8, _normalized(etype, evalue, etb))
+
+
+def _returned(key, where, rc) -> None:
+    """Called by a guard (with the GIL) when a handler returned non-zero."""
+    from seer import _native_errors
+
+    entity, kind, time = _event_at(where)
+    _native_errors.record(key, entity, kind, time, rc, None)
