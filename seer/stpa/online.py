@@ -113,9 +113,13 @@ class PoolTuner:
         visits: Visits per size in one comparison.
         settle_steps: Steps after a resize that are not timed (the new
             threads' start-up).
-        visit_s, visit_steps: When a visit ends.
-        recheck_s, recheck_max_s: Seconds of steps between checks once
-            settled (the step times it was given, not the wall clock).
+        visit_s: Seconds of steps after which a visit ends (or after
+            ``visit_steps``, whichever comes first).
+        visit_steps: Steps after which a visit ends (or after ``visit_s``).
+        recheck_s: Seconds of steps between settling and the next check
+            (the step times it was given, not the wall clock); the wait
+            doubles after each check.
+        recheck_max_s: The longest wait between checks.
         delay_s: Seconds of steps before the first round (0: at once).
         cores: Usable cores (default: this process's).
 
