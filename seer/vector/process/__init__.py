@@ -65,9 +65,10 @@ worker by exiting with the reason (the parent reports it).  Another user
 cannot write the block anyway (it is created 0600); the HMAC keeps a
 process that can (same user, a stale mapping, a bug writing out of bounds)
 from getting code run.  Flags carry no objects, only integers, and are
-authenticated the same way: next to each request flag (GEN with CMD and
-CMDLEN; a worker's REQ) the parent writes a 128-bit HMAC of its new value,
-and next to each answer flag (DONE, REQDONE, with MSGLEN) the worker does;
+authenticated under the same key: next to each request flag (GEN with CMD
+and CMDLEN; a worker's REQ) the parent writes a 128-bit MAC (keyed BLAKE2b,
+cheap enough for every step) of its new value, and next to each answer
+flag (DONE, REQDONE, with MSGLEN) the worker does;
 a worker runs an op only when its number is the next one and its MAC
 verifies, and the parent reads a worker's rows only when its answer's MAC
 does.  A flag bumped by another process is refused (the worker leaves with

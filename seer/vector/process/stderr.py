@@ -50,6 +50,13 @@ class StderrTails:
         return Connection(wr, readable=False)
 
     def _drain(self) -> None:
+        try:
+            self._drain_until_closed()
+        except (OSError, ValueError):  # close() ran in this very thread (a collected backend's finalizer)
+            if not self._stop:
+                raise
+
+    def _drain_until_closed(self) -> None:
         sel = self._sel
         while not self._stop:
             for key, _ in sel.select():
