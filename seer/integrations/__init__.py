@@ -39,7 +39,7 @@ def require(module: str, extra: str, what: str):
         return importlib.import_module(module)
     except ImportError as exc:
         raise ImportError(
-            f"{what} needs {module!r}, which is not installed ({exc}): pip install 'seer[{extra}]'"
+            f"{what} needs {module!r}, which is not installed ({exc}): pip install 'seer-marl[{extra}]'"
         ) from exc
 
 
