@@ -73,6 +73,8 @@ def value_key(v, seen: set, depth: int = 0):
         return ("module", v.__name__)
     if isinstance(v, Dispatcher):
         return ("jit", function_key(v.py_func, seen, depth + 1))
+    if isinstance(getattr(v, "_pyfunc", None), types.FunctionType):  # a Numba cfunc
+        return ("cfunc", str(getattr(v, "_sig", "")), function_key(v._pyfunc, seen, depth + 1))
     if isinstance(v, enum.Enum):
         return ("enum", type(v).__module__, type(v).__qualname__, value_key(v.value, seen, depth + 1))
     if isinstance(v, numba.types.Type):

@@ -166,8 +166,16 @@ class NativeCopy:
             raise InvalidArgumentError("NativeCopy.state is NULL: expected the env's C struct")
 
     def error_for(self, status: int) -> BaseException:
-        if self.error is not None:
-            return self.error(status)
+        from seer import _native_errors
         from seer.errors import HandlerError
 
-        return HandlerError(f"the native copy step failed with status {status}")
+        said = _native_errors.take(self.state_address)  # a compiled (seer.numba) step that raised
+        if said is not None and said[1] is not None:
+            exc = said[1]
+            err = HandlerError(f"the native copy step raised {type(exc).__name__}: {exc}",
+                               code=status)
+            err.__cause__ = exc
+            return err
+        if self.error is not None:
+            return self.error(status)
+        return HandlerError(f"the native copy step failed with status {status}", code=status)
