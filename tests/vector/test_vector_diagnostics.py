@@ -164,6 +164,25 @@ def test_worker_stderr_still_reaches_the_terminal(capfd):
     assert capfd.readouterr().err.count("chatty copy at t=0") == 2
 
 
+@pytest.mark.timeout(120)
+def test_capturing_worker_stderr_leaks_no_fds_or_threads():
+    def fds():
+        return len(os.listdir("/proc/self/fd"))
+
+    def cycle():
+        with seer.vector.make(toy, 4, backend="process", workers=2, inline=False) as envs:
+            envs.reset(seed=0)
+            envs.step(A)
+        with pytest.raises(WorkerError):  # a worker that dies: its pipe is read to the end, then closed
+            seer.vector.make(dies_at_start, 2, backend="process", workers=2, inline=False)
+
+    cycle()  # the forkserver and the resource tracker keep theirs for the session
+    before, threads = fds(), threading.active_count()
+    for _ in range(3):
+        cycle()
+    assert fds() == before and threading.active_count() == threads
+
+
 # ---- repr ------------------------------------------------------------------------------------
 
 

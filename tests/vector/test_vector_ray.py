@@ -74,9 +74,21 @@ def test_uav_swarm_and_process_shards(ray_cluster):
         ref = rollout(envs, 7)
     with seer.vector.make(fn, 3, num_shards=2, **RAY) as envs:
         assert envs.num_envs == 24 and envs.single_action_space.shape == (3,)
+        assert "copy_path='native'" in repr(envs)  # the shards step their copies in C
         assert_same(ref, rollout(envs, 7))
     with seer.vector.make(fn, 3, num_shards=2, shard_backend="process", inline=True, workers=1, **RAY) as envs:
+        assert envs.copy_path == "native"
         assert_same(ref, rollout(envs, 7))
+
+
+def test_unpicklable_env_fn_is_named_before_any_shard_starts(ray_cluster):
+    import threading
+
+    from seer.errors import InvalidArgumentError
+
+    lock = threading.Lock()
+    with pytest.raises(InvalidArgumentError, match=r"cannot be pickled .*Ray sends it to each shard actor"):
+        seer.vector.make(lambda: lock and toy(), 2, num_shards=1, **RAY)
 
 
 def test_disabled_autoreset_across_shards(ray_cluster):

@@ -66,10 +66,10 @@ def check_options(yield_s, cmd_bytes, msg_bytes, startup_timeout) -> tuple[float
             area("msg_bytes", msg_bytes), seconds("startup_timeout", startup_timeout, False, math.inf))
 
 
-def unpicklable(env_fn, exc: BaseException) -> str:
-    """Why ``env_fn`` cannot go to worker processes, and what to do."""
-    return (f"env_fn={env_fn!r} cannot be pickled ({type(exc).__name__}: {exc}), and the process backend sends it to "
-            f"each worker process with cloudpickle: an env_fn must be picklable (not a closure over a lock, an open "
+def unpicklable(env_fn, exc: BaseException, where: str = "the process backend sends it to each worker process") -> str:
+    """Why ``env_fn`` cannot go to worker processes (or ``where`` else), and what to do."""
+    return (f"env_fn={env_fn!r} cannot be pickled ({type(exc).__name__}: {exc}), and {where} with "
+            f"cloudpickle: an env_fn must be picklable (not a closure over a lock, an open "
             f"file, a socket or a live simulator handle: create those inside env_fn), or use backend=\"thread\"")
 
 

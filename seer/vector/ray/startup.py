@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 from gymnasium.vector import AutoresetMode
 
-from seer.errors import WorkerError
+from seer.errors import InvalidArgumentError, WorkerError
 from seer.vector import shm as shm_blocks
 from seer.vector._layout import build_layout
 from seer.vector.ray.batch import COPY_FIELDS, shard_fields
@@ -50,7 +50,12 @@ class ShardStartup:
               # a process shard bounds its waits for its own workers the same way
               "worker_timeout": self.worker_timeout}
         actor_cls = ray.remote(_Shard)
-        fn_bytes = _dumps(env_fn)
+        try:
+            fn_bytes = _dumps(env_fn)
+        except Exception as exc:
+            from seer.vector.process.parent import unpicklable
+
+            raise InvalidArgumentError(unpicklable(env_fn, exc, "Ray sends it to each shard actor")) from exc
         fn_arg = ray.put(fn_bytes) if len(fn_bytes) > _INLINE_BYTES else fn_bytes
         self.actors = [actor_cls.options(**opts).remote(s, fn_arg, c1 - c0, num_copies, kw)
                        for s, (c0, c1) in enumerate(self.copy_ranges)]
