@@ -123,6 +123,7 @@ typedef struct seer_outbox {
 
 typedef struct seer_worker {
     _Alignas(SEER_CACHELINE) seer_ctx ctx;
+    int32_t held; /* the entity run_native runs (-1: none): what ctx->entity must name */
     seer_node_cache cache;
     int64_t pending_delta; /* pushed minus handed out, applied at window end */
     uint32_t decision;     /* window decisions seen; the same in every worker */
@@ -320,6 +321,7 @@ static seer_worker *new_workers(seer_runtime *rt, int32_t n) {
         ws[w].ctx.rt = rt;
         ws[w].ctx.worker = w;
         ws[w].ctx.model = rt->model;
+        ws[w].held = -1;
         ws[w].cache.limit = seer_node_cache_limit(seer_queue_capacity(rt->q), n);
         ws[w].lane_lo = (int32_t)((int64_t)rt->num_entities * w / n);
         ws[w].lane_hi = (int32_t)((int64_t)rt->num_entities * (w + 1) / n);
@@ -588,8 +590,24 @@ double seer_counter_uniform(uint64_t seed, int32_t entity, uint64_t counter) {
     return (double)(counter_u64(seed, entity, counter) >> 11) * 0x1.0p-53;
 }
 
+/* The worker whose handler has ctx, if ctx->entity still names the entity
+ * it runs; NULL for a ctx a handler rewrote (another entity's stream or
+ * sequence counter belongs to whichever worker holds that entity). */
+static seer_worker *holder_of(seer_ctx *ctx) {
+    seer_runtime *rt = ctx->rt;
+    int32_t wid = ctx->worker;
+    if (wid < 0 || wid >= rt->num_workers) return NULL;
+    seer_worker *w = &rt->workers[wid];
+    return w->held == ctx->entity && ctx->entity >= 0 ? w : NULL;
+}
+
 uint64_t seer_random_u64(seer_ctx *ctx) {
     seer_runtime *rt = ctx->rt;
+    if (!holder_of(ctx)) { /* no draw to return an error with: the step fails */
+        seer_event cur = {ctx->now, 0, ctx->entity, -1, -1, 0};
+        fail(rt, SEER_E_ENTITY, ctx->worker, &cur, ctx->entity, -1, NAN);
+        return 0;
+    }
     return counter_u64(rt->seed, rt->stream_of[ctx->entity], rt->rng_counter[ctx->entity]++);
 }
 
@@ -684,8 +702,8 @@ static int emit_one(seer_runtime *rt, seer_worker *w, int32_t source, int32_t ta
 
 int seer_emit(seer_ctx *ctx, int32_t target, double time, int32_t kind, int64_t payload) {
     seer_runtime *rt = ctx->rt;
-    seer_worker *w = &rt->workers[ctx->worker];
-    int rc = emit_one(rt, w, ctx->entity, target, time, kind, payload, 1);
+    seer_worker *w = holder_of(ctx);
+    int rc = w ? emit_one(rt, w, ctx->entity, target, time, kind, payload, 1) : SEER_E_ENTITY;
     if (rc != SEER_OK) {
         seer_event cur = {ctx->now, 0, ctx->entity, -1, -1, 0};
         fail(rt, rc, ctx->worker, &cur, target, kind, time);
@@ -738,7 +756,7 @@ typedef struct window_stats {
 static int run_native(seer_runtime *rt, seer_worker *w, const seer_event *ev, window_stats *st,
                       int32_t window) {
     seer_ctx *ctx = &w->ctx;
-    ctx->entity = ev->entity;
+    ctx->entity = w->held = ev->entity;
     ctx->now = ev->time;
     rt->cur_time[ev->entity] = ev->time;
     int rc;
@@ -755,6 +773,7 @@ static int run_native(seer_runtime *rt, seer_worker *w, const seer_event *ev, wi
     } else {
         rc = rt->handlers[ev->kind](ctx, ev);
     }
+    w->held = -1;
     st->events++;
     if (rc != SEER_OK) fail(rt, rc == SEER_E_CAUSALITY ? rc : SEER_E_HANDLER, ctx->worker, ev, -1, -1, NAN);
     return rc;

@@ -61,7 +61,8 @@ def address_of(fn: Any, what: str = "fn") -> int:
     (pass ``ffi.addressof(lib, name)``), an integer address, a ctypes
     function pointer, or anything with an integer ``address`` attribute (a
     Numba ``cfunc``).  Raises :class:`InvalidArgumentError` naming ``what``
-    for NULL or anything that is not a function."""
+    for NULL, anything that is not a function, or (on Linux) an address
+    outside every executable mapping of the process."""
     if isinstance(fn, bool):
         raise InvalidArgumentError(f"{what}={fn!r} is not a C function: expected a function pointer or an address")
     if isinstance(fn, numbers.Integral):
@@ -84,7 +85,30 @@ def address_of(fn: Any, what: str = "fn") -> int:
         )
     if not 0 < address < 2**64:
         raise InvalidArgumentError(f"{what} is a NULL (or out of range) function address: {address:#x}")
+    if not _is_code(address):
+        raise InvalidArgumentError(f"{what}={address:#x} is not the address of code: no executable mapping "
+                                   f"of this process holds it (a data pointer, a Python object's id, a made-up "
+                                   f"number?); expected a C function")
     return address
+
+
+_MAPS = pathlib.Path("/proc/self/maps")
+
+
+def _is_code(address: int) -> bool:
+    """Whether ``address`` lies in an executable mapping of this process
+    (Linux: /proc/self/maps; elsewhere there is no cheap way to tell, and
+    every non-NULL address is taken)."""
+    try:
+        maps = _MAPS.read_text()
+    except OSError:
+        return True
+    for line in maps.splitlines():
+        span, perms = line.split(None, 2)[:2]
+        lo, _, hi = span.partition("-")
+        if int(lo, 16) <= address < int(hi, 16):
+            return "x" in perms
+    return False
 
 
 def _is_cdata(obj: Any) -> bool:
@@ -193,7 +217,8 @@ class Native:
             owns the code).
 
     Raises:
-        seer.InvalidArgumentError: ``fn`` is NULL or not a C function.
+        seer.InvalidArgumentError: ``fn`` is NULL or not a C function (on
+            Linux: an address outside the process's executable mappings).
     """
 
     __slots__ = ("address", "name", "owner")

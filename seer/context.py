@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from seer._seer_c import ffi, lib
-from seer.errors import InvalidEventError
+from seer.errors import InvalidEventError, MisuseError
 from seer.queue import _as_array, _ptr
 
 __all__ = ["HandlerContext"]
@@ -42,7 +42,8 @@ class HandlerContext:
         """Send events: ``targets[i]`` gets kind ``kinds[i]`` at ``times[i]``.
 
         ``sources`` default to the entities of the batch being handled (then
-        the arrays must have its length).  An event to another entity must be
+        the arrays must have its length); given, they must be entities of
+        that batch (:class:`~seer.errors.MisuseError` otherwise).  An event to another entity must be
         at least the model's lookahead after its source's current time, an
         event to the source itself not before it.
         """
@@ -59,6 +60,7 @@ class HandlerContext:
             src = np.ascontiguousarray(batch["entity"])
         else:
             src = _as_array("sources", np.broadcast_to(sources, (n,)), np.int32, n, integer=True)
+            self._check_held("ctx.emit(sources=...)", src)
         tim = _as_array("times", np.broadcast_to(times, (n,)), np.float64, n, integer=False)
         knd = _as_array("kinds", np.broadcast_to(kinds, (n,)), np.int32, n, integer=True)
         pay = None if payloads is None else _as_array("payloads", np.broadcast_to(payloads, (n,)), np.int64, n, integer=True)
@@ -72,12 +74,38 @@ class HandlerContext:
             raise self._core.emit_error(rc, int(src[i]), int(tgt[i]), int(knd[i]), float(tim[i]))
 
     def uniform(self, entities) -> np.ndarray:
-        """Uniform [0, 1) draws from each entity's counter-based stream."""
+        """Uniform [0, 1) draws from each entity's counter-based stream
+        (entities of the batch being handled only: another entity's stream
+        advances in whichever worker runs it)."""
         core = self._core
         core.check_handling("ctx.uniform()")
         ent = _as_array("entities", np.atleast_1d(entities), np.int32, None, integer=True)
         if ent.size and (ent.min() < 0 or ent.max() >= core.num_entities):
             raise InvalidEventError(f"entities must be in [0, {core.num_entities}), got {ent.min()}..{ent.max()}")
+        self._check_held("ctx.uniform()", ent)
         out = np.empty(ent.shape[0], np.float64)
         lib.seer_rt_uniform_many(core.rt, _ptr("int32_t[]", ent), _ptr("double[]", out), ent.shape[0])
         return out
+
+    def _check_held(self, what: str, entities: np.ndarray) -> None:
+        """Refuse entities outside the batch being handled: another
+        entity's clock, sequence counter and random stream belong to
+        whichever worker runs it (results would depend on the pool size)."""
+        batch = self.events
+        if batch is None:  # another worker's context, or one kept from an earlier call
+            raise MisuseError(f"{what}: this HandlerContext is not handling a batch now; use the ctx your "
+                              f"handler was passed")
+        held = batch["entity"]
+        if held.size == 1:
+            bad = entities != held[0]
+        elif entities.size == held.size and np.array_equal(entities, held):
+            return
+        else:
+            bad = ~np.isin(entities, held)
+        if bad.any():
+            i = int(np.flatnonzero(bad)[0])
+            shown = held[:8].tolist()
+            more = "..." if held.size > 8 else ""
+            raise MisuseError(
+                f"{what}: entity {entities[i]} (at index {i}) is not in the batch being handled (entities "
+                f"{shown}{more}): a handler emits and draws only as the entities of the events it was handed")

@@ -10,6 +10,7 @@ from typing import Any, Callable, Mapping, Sequence
 import numpy as np
 
 from seer.capi import Native
+from seer.errors import InvalidArgumentError
 
 #: Most event kinds a model may declare (the C runtime's handler table).
 MAX_KINDS = 1024
@@ -50,8 +51,11 @@ class Model:
     (``state``: name -> numpy array whose first axis is the entity).  A handler
     writes only its own entity's rows and reads other entities through
     ``ctx.snapshot``, the copy taken at the window's start.  Arrays must be
-    C-contiguous and changed in place, never rebound: native handlers hold
-    pointers to them.
+    C-contiguous with a plain-data dtype (numbers, not objects).  A model
+    with Python handlers only may rebind an array between steps (``reset``
+    doing ``self.state["x"] = np.zeros(n)``): the next step follows it,
+    provided it keeps its shape and dtype.  A native model changes its
+    arrays in place, never rebinds them: its C code holds pointers to them.
 
     Subclasses set ``num_entities``, ``lookahead`` (the smallest delay of any
     event one entity sends another; > 0), ``kinds`` (a sequence of
@@ -96,7 +100,8 @@ def validate_model(model: Model) -> None:
 
     Raises:
         TypeError: ``model`` is no :class:`Model`, or a kind or handler has the wrong type.
-        ValueError: A size, the lookahead, the kinds or a state array is out of range.
+        ValueError: A size, the lookahead, the kinds or a state array is out of range
+            (InvalidArgumentError, a ValueError, for the state: an object dtype, a bad shape).
     """
     if not isinstance(model, Model):
         raise TypeError(f"model must be a seer.Model, got {type(model).__name__}")
@@ -117,6 +122,16 @@ def validate_model(model: Model) -> None:
                 raise ValueError(f"model.kinds[{k}] is native but model.native_model is None")
         elif not callable(spec.handler):
             raise TypeError(f"model.kinds[{k}].handler must be callable or seer.Native, got {spec.handler!r}")
-    for name, arr in model.state.items():
+    state = getattr(model, "state", None)
+    if not isinstance(state, Mapping):
+        raise InvalidArgumentError(f"model.state is {type(state).__name__}: expected a dict of numpy arrays")
+    for name, arr in state.items():
         if not isinstance(arr, np.ndarray) or arr.ndim < 1 or arr.shape[0] != n:
-            raise ValueError(f"model.state[{name!r}] must be an array with first axis num_entities={n}")
+            raise InvalidArgumentError(f"model.state[{name!r}] must be an array with first axis num_entities={n}")
+        if arr.dtype.hasobject:
+            # its snapshot would be a byte copy of object pointers, which nothing keeps alive
+            raise InvalidArgumentError(f"model.state[{name!r}] has dtype {arr.dtype}, which holds Python objects: "
+                                       f"expected a numeric (or other plain-data) numpy dtype")
+        if not arr.flags.c_contiguous:
+            raise InvalidArgumentError(f"model.state[{name!r}] is not C-contiguous: the runtime copies each "
+                                       f"state array as one block (np.ascontiguousarray)")

@@ -10,7 +10,7 @@ import time
 import traceback
 import warnings
 import weakref
-from typing import Callable
+from typing import Callable, Mapping
 
 import numpy as np
 
@@ -86,6 +86,49 @@ class _Core:
         #: the open Runtime.pool_stats() block's stats (None: accounting is off)
         self.pool_stats: PoolStats | None = None
         queue._owner = self.guard  # its pushes, pops and releases take turns with the steps
+
+    def bind_state(self) -> None:
+        """Point the C runtime's snapshot copies at the model's state arrays,
+        as they are now (between steps; the caller holds the guard)."""
+        state = self.model.state
+        live = {}
+        for name, snap in self.snapshots.items():
+            arr = state.get(name) if isinstance(state, Mapping) else None
+            where = f"model.state[{name!r}]"
+            if not isinstance(arr, np.ndarray):
+                raise InvalidArgumentError(f"{where} is {type(arr).__name__}: expected the numpy array it was "
+                                           f"when the Runtime was built (a shared state array stays)")
+            if arr.shape != snap.shape or arr.dtype != snap.dtype:
+                raise InvalidArgumentError(f"{where} is now a {arr.dtype} array of shape {arr.shape}: expected "
+                                           f"{snap.dtype} {snap.shape}, as its snapshot buffer (ctx.snapshot)")
+            if not arr.flags.c_contiguous:
+                raise InvalidArgumentError(f"{where} is not C-contiguous: the runtime copies it as one block "
+                                           f"into its snapshot (np.ascontiguousarray)")
+            live[name] = arr
+        lib.seer_rt_clear_snapshots(self.rt)
+        for name, arr in live.items():
+            snap = self.snapshots[name]
+            lib.seer_rt_add_snapshot(self.rt, ffi.from_buffer(arr), ffi.from_buffer(snap), arr.nbytes)
+        # Referenced here, so an array the model drops stays alive until the
+        # runtime no longer reads it.
+        self.live = live
+        self.state = state
+        for ctx in self.contexts:
+            ctx.state = state
+
+    def follow_state(self) -> None:
+        """Before a step: re-bind a state array the model rebound (``self.state["x"] = np.zeros(n)``
+        in ``reset``).  A native model's C struct still points at the old array, so it is refused."""
+        state = self.model.state
+        if state is self.state and all(state.get(name) is arr for name, arr in self.live.items()):
+            return
+        if self.model.native_model is not None:
+            name = next((n for n, a in self.live.items() if not isinstance(state, Mapping) or state.get(n) is not a),
+                        "state")
+            raise InvalidArgumentError(
+                f"model.state[{name!r}] was rebound to a new array, but this model's native code (model.native_model) "
+                f"points at the old one: change state arrays in place (state[{name!r}][...] = ...)")
+        self.bind_state()
 
     def start_pool(self) -> None:
         """Start pool threads 1..num_workers-1 (the stepping thread is worker 0)."""
@@ -173,6 +216,11 @@ class _Core:
                 f"event pool full ({self.queue.capacity} events) while entity {source} sent kind {kind}; "
                 f"pass a larger capacity= to the Runtime")),
         }
+        if rc == lib.SEER_E_ENTITY and 0 <= source < self.num_entities and 0 <= target < self.num_entities:
+            # in range, so refused for another reason: a native handler that rewrote ctx->entity
+            known[rc] = (MisuseError, (
+                f"a native handler emitted or drew a random number as entity {source} (ctx->entity), which its "
+                f"worker is not running: a handler acts only as the entity of the event it was handed"))
         cls, message = known.get(rc, (SeerError, f"emit failed with status {rc}"))
         return cls(message)
 
@@ -306,11 +354,7 @@ class Runtime:
         if model.native_model is not None:
             # a cffi pointer of any module's ffi, or an address
             lib.seer_rt_set_model(core.rt, ffi.cast("void *", pointer_address(model.native_model, "model.native_model")))
-        for name, snap in core.snapshots.items():
-            live = model.state[name]
-            if not live.flags.c_contiguous or snap.shape != live.shape or snap.dtype != live.dtype:
-                raise ValueError(f"state[{name!r}] must be C-contiguous and match its snapshot buffer")
-            lib.seer_rt_add_snapshot(core.rt, ffi.from_buffer(live), ffi.from_buffer(snap), live.nbytes)
+        core.bind_state()
         self._trace_buffers = None
         self._trace = Trace(kind_names=[k.name for k in model.kinds], workers=self.workers)
         self.trace_entity_ids: np.ndarray | None = None
@@ -504,6 +548,7 @@ class Runtime:
             self.check_steppable()
             if horizon < self.now:
                 raise ValueError(f"horizon={horizon} is before the runtime's current time {self.now}")
+            core.follow_state()
             events0 = lib.seer_rt_events_total(core.rt)
             windows0 = lib.seer_rt_windows_total(core.rt)
             t0 = time.perf_counter()
@@ -710,6 +755,7 @@ class Runtime:
         try:
             if self._needs_reset or core.closed:
                 self.check_steppable()
+            core.follow_state()
             if self._tuner is None:
                 rc = lib.seer_rt_step(core.rt, horizon)
             else:

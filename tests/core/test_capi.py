@@ -15,10 +15,21 @@ import seer.capi
 PLUGIN_C = r"""
 #include <seer/seer.h>
 
-typedef struct counter { int64_t *ticks; double *draws; int32_t n; double period; int32_t bad_target; } counter;
+typedef struct counter { int64_t *ticks; double *draws; int32_t n; double period; int32_t bad_target; int32_t forge; } counter;
 
 int count_tick(seer_ctx *ctx, const seer_event *ev) {
     counter *m = ctx->model;
+    if (m->forge && ev->entity == 5 && ev->time > 0.25) {
+        /* act as the next entity, which another worker may be running */
+        ctx->entity = (ev->entity + 1) % m->n;
+        if (m->forge == 2) {
+            m->draws[ev->entity] += seer_uniform(ctx);
+            return 0;
+        }
+        int rc = seer_emit(ctx, ctx->entity, ev->time + 1.0, 0, 0);
+        m->bad_target = rc; /* what the emit said, for the test */
+        return rc;
+    }
     m->ticks[ev->entity]++;
     m->draws[ev->entity] += seer_uniform(ctx);
     int32_t to = m->bad_target >= 0 ? m->bad_target : ev->entity;
@@ -27,7 +38,7 @@ int count_tick(seer_ctx *ctx, const seer_event *ev) {
 }
 """
 PLUGIN_CDEF = """
-typedef struct counter { int64_t *ticks; double *draws; int32_t n; double period; int32_t bad_target; } counter;
+typedef struct counter { int64_t *ticks; double *draws; int32_t n; double period; int32_t bad_target; int32_t forge; } counter;
 int count_tick(seer_ctx *ctx, const seer_event *ev);
 """
 
@@ -56,7 +67,7 @@ def plugin_module(tmp_path_factory):
 class CounterModel(seer.Model):
     lookahead = 0.5
 
-    def __init__(self, handler_ref, ffi, n=16, bad_target=-1):
+    def __init__(self, handler_ref, ffi, n=16, bad_target=-1, forge=0):
         self.num_entities = n
         self.kinds = [seer.EventKind("tick", seer.Native(handler_ref))]
         self.state = {"ticks": np.zeros(n, np.int64), "draws": np.zeros(n)}
@@ -64,7 +75,7 @@ class CounterModel(seer.Model):
         c = ffi.new("counter *")
         c.ticks = ffi.cast("int64_t *", ffi.from_buffer(self.state["ticks"]))
         c.draws = ffi.cast("double *", ffi.from_buffer(self.state["draws"]))
-        c.n, c.period, c.bad_target = n, 0.1, bad_target
+        c.n, c.period, c.bad_target, c.forge = n, 0.1, bad_target, forge
         self.native_model = c
 
     def reset(self, runtime, seed):
@@ -139,3 +150,41 @@ def test_native_refuses_what_is_not_a_function(bad, pattern):
 def test_native_refuses_a_data_pointer(plugin_module):
     with pytest.raises(seer.InvalidArgumentError, match="not a function pointer"):
         seer.Native(plugin_module.ffi.new("int *"))
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_a_native_handler_acting_as_another_entity_gets_an_error_code(plugin_module, workers):
+    # ctx->entity rewritten to an entity the worker does not run: the emit
+    # gets SEER_E_ENTITY (and nothing is sent in that entity's name), and
+    # the step fails naming the misuse, for every pool size alike.
+    model = CounterModel(_refs(plugin_module)["cffi pointer"], plugin_module.ffi, forge=1)
+    with seer.Runtime(model, workers=workers) as rt:
+        with pytest.raises(seer.MisuseError, match="as entity 6 .*which its worker is not running"):
+            rt.step(1.0)
+        assert model.native_model.bad_target == seer._seer_c.lib.SEER_E_ENTITY
+        rt.reset(0)
+        model.native_model.forge = 0
+        model.native_model.bad_target = -1
+        rt.step(1.05)
+        assert model.state["ticks"].tolist() == [11] * 16
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_a_native_handler_drawing_as_another_entity_fails_the_step(plugin_module, workers):
+    model = CounterModel(_refs(plugin_module)["cffi pointer"], plugin_module.ffi, forge=2)
+    with seer.Runtime(model, workers=workers) as rt:
+        with pytest.raises(seer.MisuseError, match="drew a random number as entity 6"):
+            rt.step(1.0)
+
+
+def test_native_refuses_an_address_that_is_not_code(plugin_module):
+    # Each of these used to be accepted and crash the process at the first event.
+    arr = np.zeros(4)
+    for bad in (1, 4096, id(arr), arr.ctypes.data, int(plugin_module.ffi.cast("uintptr_t", plugin_module.ffi.new("int *")))):
+        with pytest.raises(seer.InvalidArgumentError, match="not the address of code"):
+            seer.Native(bad)
+    # code stays accepted: a cffi function, its address as an int, a ctypes function
+    fn = plugin_module.ffi.addressof(plugin_module.lib, "count_tick")
+    assert seer.Native(int(plugin_module.ffi.cast("uintptr_t", fn))).address == seer.Native(fn).address
+    libc = ctypes.CDLL(None)
+    assert seer.Native(libc.abs).address > 0
