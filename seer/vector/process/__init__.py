@@ -4,7 +4,9 @@ Files: ``protocol`` (the flag/slot layout of the shared block and the sealed
 message codec), ``worker`` (the worker process loop and the one op dispatch
 that it and the inline share use), ``parent`` (spawning, start-up, close:
 :class:`ProcessBackend`), ``waits`` (publishing ops and waiting for the
-workers' answers, env-pool steps, dead or silent workers), ``stderr``
+workers' answers, env-pool steps, dead or silent workers), ``options``
+(its tuning options and a picklable env_fn, checked before anything
+starts), ``stderr``
 (each worker's stderr, forwarded here; its last lines go into the
 :class:`~seer.errors.WorkerError` of a worker that dies),
 ``env`` (:class:`ProcessVectorEnv`, the env pool on this backend).

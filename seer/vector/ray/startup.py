@@ -10,6 +10,7 @@ from gymnasium.vector import AutoresetMode
 from seer.errors import InvalidArgumentError, WorkerError
 from seer.vector import shm as shm_blocks
 from seer.vector._layout import build_layout
+from seer.vector.process.options import unpicklable
 from seer.vector.ray.batch import COPY_FIELDS, shard_fields
 from seer.vector.ray.cluster import _INLINE_BYTES, _dumps
 from seer.vector.ray.shard import _Shard
@@ -53,8 +54,6 @@ class ShardStartup:
         try:
             fn_bytes = _dumps(env_fn)
         except Exception as exc:
-            from seer.vector.process.parent import unpicklable
-
             raise InvalidArgumentError(unpicklable(env_fn, exc, "Ray sends it to each shard actor")) from exc
         fn_arg = ray.put(fn_bytes) if len(fn_bytes) > _INLINE_BYTES else fn_bytes
         self.actors = [actor_cls.options(**opts).remote(s, fn_arg, c1 - c0, num_copies, kw)
