@@ -236,6 +236,9 @@ class EventQueue:
         """Push the first ``n`` events of arrays bound by :meth:`prepare_push`
         (same checks and errors as :meth:`push_many`, in C)."""
         arrays, (e, t, k, p), bad = prepared
+        if not isinstance(n, numbers.Integral) or isinstance(n, bool):
+            raise InvalidArgumentError(f"n={n!r} is invalid: expected an integer count of events")
+        n = int(n)
         if not 0 <= n <= len(arrays[0]):
             raise ValueError(f"n={n} is invalid: expected 0 <= n <= {len(arrays[0])}")
         if n == 0:
@@ -352,6 +355,9 @@ class EventQueue:
         return float(lib.seer_queue_min_time(self._q))
 
     def is_claimed(self, entity: int) -> bool:
+        """Whether a pop holds ``entity`` (an integer id)."""
+        if not isinstance(entity, numbers.Integral) or isinstance(entity, bool):
+            raise InvalidArgumentError(f"entity={entity!r} is invalid: expected an integer entity id")
         self._check_scalar_range(int(entity), 0)
         return bool(lib.seer_queue_is_claimed(self._q, int(entity)))
 

@@ -46,6 +46,10 @@ __all__ = ["Runtime", "StepStats", "PoolStats", "HandlerContext", "check_seed", 
 #: ``"auto"`` still works here (removed in SEER 0.3).
 auto_workers_hook: Callable[[Model, int | None], int] | None = None
 
+#: Most trace records a worker buffers (``trace_capacity``): 2**28 of them
+#: take 12 GiB with their window records.
+MAX_TRACE_CAPACITY = 1 << 28
+
 
 @dataclasses.dataclass(frozen=True)
 class StepStats:
@@ -341,6 +345,12 @@ class Runtime:
             capacity = max(4096, 64 * model.num_entities)
         if not isinstance(python_batch, numbers.Integral) or isinstance(python_batch, bool) or not 1 <= python_batch <= 256:
             raise ValueError(f"python_batch={python_batch!r} is invalid: expected an integer in [1, 256]")
+        if (not isinstance(trace_capacity, numbers.Integral) or isinstance(trace_capacity, bool)
+                or not 1 <= trace_capacity <= MAX_TRACE_CAPACITY):
+            # 0 would record nothing and count every event as dropped
+            raise InvalidArgumentError(f"trace_capacity={trace_capacity!r} is invalid: expected an integer in "
+                                       f"[1, {MAX_TRACE_CAPACITY}] (events each worker records between two reads "
+                                       f"of the trace)")
         self.model = model
         self.workers = int(workers)
         self.queue = EventQueue(model.num_entities, capacity, num_kinds=len(model.kinds))

@@ -1,6 +1,8 @@
 """seer.EventQueue: bad arguments to pop and push_many end in SEER errors
 that name the value; nothing is written where it must not be."""
 
+import re
+
 import numpy as np
 import pytest
 
@@ -61,4 +63,23 @@ def test_push_many_refuses_sources_outside_the_entities(q, sources, bad):
 
 def test_push_many_accepts_outside_and_entity_sources(q):
     q.push_many([3, 3], [1.0, 1.0], [0, 0], sources=[-1, 3], seqs=[0, 0])
+    assert len(q) == 5
+
+
+@pytest.mark.parametrize("entity", [1.5, 1.0, True, "1", np.float64(2.0)])
+def test_is_claimed_refuses_what_is_not_an_entity_id(q, entity):
+    q.pop(1.0, per_entity=1)  # entities 0..2 are held now: a truncating check would say True for 1.5
+    with pytest.raises(seer.InvalidArgumentError, match=re.escape(f"entity={entity!r} is invalid: expected an integer")):
+        q.is_claimed(entity)
+    assert q.is_claimed(np.int32(1)) and q.is_claimed(1) and not q.is_claimed(3)
+
+
+@pytest.mark.parametrize("n", [True, False, 1.0, "1", None])
+def test_push_prepared_refuses_a_count_that_is_not_an_integer(q, n):
+    arrays = (np.array([0, 1], np.int32), np.array([0.5, 0.5]), np.zeros(2, np.int32), np.zeros(2, np.int64))
+    prepared = q.prepare_push(*arrays)
+    with pytest.raises(seer.InvalidArgumentError, match=re.escape(f"n={n!r} is invalid: expected an integer")):
+        q.push_prepared(prepared, n)
+    assert len(q) == 3  # the fixture's events only
+    q.push_prepared(prepared, np.int64(2))
     assert len(q) == 5

@@ -235,3 +235,13 @@ def test_its_queue_takes_turns_with_the_runtime():
     rt.close()
     rt.queue.push_many([1], [9.0], [TICK])  # closed: a plain queue again
     assert len(rt.queue) >= 1
+
+
+@pytest.mark.parametrize("cap", [0, -1, "9", 9.0, True, 2**40])
+def test_trace_capacity_is_a_positive_integer(cap):
+    # "9" used to be taken as 9, and 0 recorded nothing without a word.
+    with pytest.raises(seer.InvalidArgumentError, match=f"trace_capacity={cap!r} is invalid: expected an integer"):
+        seer.Runtime(SyntheticModel(4), trace=True, trace_capacity=cap)
+    with seer.Runtime(SyntheticModel(4), trace=True, trace_capacity=np.int64(3)) as rt:
+        rt.step(1.0)
+        assert len(rt.trace.events) == 3 and rt.trace.dropped > 0
