@@ -125,6 +125,9 @@ class UavSwarmEnv(ClosingParallelEnv):
 
     metadata = {"render_modes": ["rgb_array"], "name": "uav_swarm_v0", "is_parallelizable": True,
                 "render_fps": 10}
+    #: state() is the agents' observations concatenated (lost agents zero): seer.integrations.torchrl
+    #: builds it from seer.vector's rows instead of calling state() on every copy
+    state_from_observations = True
 
     def __init__(self, scenario="default", num_uavs=None, max_cycles=500, render_mode=None, dt=0.1,
                  workers="auto", k_neighbors=6, engine="seer", strict_actions=False, black_death=False):

@@ -116,6 +116,9 @@ class WirelessEnv(_common.ClosingParallelEnv):
 
     metadata = {"name": "wireless_v0", "render_modes": ["rgb_array"], "is_parallelizable": True,
                 "render_fps": 10}
+    #: state() is the agents' observations concatenated (lost agents zero): seer.integrations.torchrl
+    #: builds it from seer.vector's rows instead of calling state() on every copy
+    state_from_observations = True
 
     def __init__(self, scenario: str = "small", workers: Any = "auto", max_cycles: int = wm.EP_MAX_TIME,
                  render_mode: str | None = None, full_buffer: bool = False, layout: Any = None,

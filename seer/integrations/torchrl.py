@@ -32,6 +32,26 @@ group (default ``"agents"``), a nested TensorDict of shape
 The root ``done`` of a copy is True once all its agents are gone; the copy
 then waits for TorchRL's partial reset (``"_reset"``), as collectors do
 (the SEER vector env runs with autoreset disabled).
+
+**State.**  With ``return_state`` (default: when the env has a
+``state_space``) the root holds ``state`` ``[num_copies, *state_space]``,
+each copy's ``env.state()``, for centralised critics.  SEER's built-in envs
+define their state as their agents' observations concatenated (lost agents
+zero), so it is built from the vector's rows without a call per copy;
+other envs' ``state()`` is called on each copy after every step.
+
+**Speed.**  Whole arrays become tensors with ``torch.from_numpy`` (no copy,
+no per-agent loop); the TensorDicts are built unchecked from them, random
+actions are drawn in one call, and TorchRL's per-step spec completion is
+skipped (every key is always set), so TorchRL's ``rollout`` costs a fixed
+amount per step whatever the number of copies.
+
+**Unbatched specs.**  ``batched=False`` (one copy) gives ``batch_size=[]``
+and a group of shape ``[agents]``: an env like ``PettingZooWrapper``'s,
+for code that batches envs itself (TorchRL's ``SerialEnv``/``ParallelEnv``).
+A batched env's per-copy specs are TorchRL's ``*_spec_unbatched``
+(``full_observation_spec_unbatched`` ...), which
+:mod:`seer.integrations.benchmarl` hands to BenchMARL.
 """
 
 from __future__ import annotations
@@ -70,16 +90,25 @@ class SeerTorchRLEnv(EnvBase):
             (for Gaussian policies); otherwise an out-of-bounds action of a
             live agent raises, naming the row.
         device: Where the TensorDicts live (the env itself runs on the CPU).
+        batched: False: ``batch_size=[]`` over one copy (see the module
+            docstring).
+        return_state: Put each copy's global state at the root ``state``
+            (None: when the env has a ``state_space``).
         **make_kwargs: Passed to :func:`seer.vector.make` (``backend``,
             ``workers``, ``pad``, ...).
     """
 
     def __init__(self, env_fn: Callable[[], Any] | Any, num_copies: int | None = None, *, group: str = "agents",
-                 clip_actions: bool = False, device: str | torch.device = "cpu", **make_kwargs):
+                 clip_actions: bool = False, device: str | torch.device = "cpu", batched: bool = True,
+                 return_state: bool | None = None, **make_kwargs):
         from gymnasium.vector import AutoresetMode
 
         import seer.vector
 
+        if not batched and num_copies not in (None, 1):
+            raise ValueError(f"batched=False steps one copy: num_copies={num_copies!r} must be 1 (or None)")
+        if not batched and num_copies is None and not isinstance(env_fn, seer.vector.SeerVectorEnv):
+            num_copies = 1
         if isinstance(env_fn, seer.vector.SeerVectorEnv):
             if num_copies is not None or make_kwargs:
                 raise TypeError("num_copies and make() options are for an env_fn, not an existing SeerVectorEnv")
@@ -87,6 +116,8 @@ class SeerTorchRLEnv(EnvBase):
             if envs.autoreset_mode != AutoresetMode.DISABLED:
                 raise ValueError(f"the SeerVectorEnv has autoreset_mode={envs.autoreset_mode!r}: expected DISABLED "
                                  f"(TorchRL resets finished copies itself)")
+            if not batched and envs.num_copies != 1:
+                raise ValueError(f"batched=False steps one copy: the SeerVectorEnv has {envs.num_copies}")
         else:
             if num_copies is None:
                 raise TypeError("num_copies is required with an env_fn")
@@ -97,7 +128,8 @@ class SeerTorchRLEnv(EnvBase):
             envs = seer.vector.make(env_fn, num_copies, **make_kwargs)
         self.envs = envs
         C, A = envs.num_copies, envs.agents_per_copy
-        super().__init__(device=device, batch_size=torch.Size([C]))
+        self.batched = bool(batched)
+        super().__init__(device=device, batch_size=torch.Size([C] if batched else []))
         self.group = group
         self.num_copies, self.agents_per_copy = C, A
         self.clip_actions = clip_actions
@@ -106,7 +138,12 @@ class SeerTorchRLEnv(EnvBase):
         self._trunc = np.zeros(C * A, bool)
         self._alive = np.zeros(C * A, bool)
         self._started = False
+        # leading dims of root and group entries: [C] and [C, A], or [] and [A]
+        self._root = (C,) if batched else ()
+        self._lead = (C, A) if batched else (A,)
+        self._cpu = torch.device(device).type == "cpu"
         try:
+            self._setup_state(return_state)
             self._make_specs()
         except BaseException:
             envs.close()
@@ -114,34 +151,67 @@ class SeerTorchRLEnv(EnvBase):
 
     # ---- specs ---------------------------------------------------------------------------------
 
+    def _setup_state(self, return_state: bool | None) -> None:
+        try:
+            spaces_ = self.envs.get_attr("state_space")
+        except Exception:  # the copies have no state_space (EnvCopyAttributeError and friends)
+            spaces_ = None
+        if return_state is None:
+            return_state = spaces_ is not None
+        self._state_space = None
+        self._state_rows = False
+        if not return_state:
+            return
+        if spaces_ is None:
+            raise ValueError("return_state=True, but the env copies have no state_space")
+        space = spaces_[0]
+        if not isinstance(space, spaces.Box):
+            raise ValueError(f"SeerTorchRLEnv handles Box states, got {space}")
+        self._state_space = space
+        obs = self.envs.single_observation_space
+        # SEER's built-in envs: the state is the copy's observation rows (lost agents zero)
+        try:
+            rows = all(self.envs.get_attr("state_from_observations"))
+        except Exception:
+            rows = False
+        self._state_rows = rows and space.shape == (self.agents_per_copy * int(np.prod(obs.shape)),) \
+            and space.dtype == obs.dtype
+
     def _make_specs(self) -> None:
-        C, A, g = self.num_copies, self.agents_per_copy, self.group
+        g, dev = self.group, self.device
+        root, lead = self._root, self._lead
         obs_space, act_space = self.envs.single_observation_space, self.envs.single_action_space
         if not isinstance(obs_space, spaces.Box):
             raise ValueError(f"SeerTorchRLEnv handles Box observations, got {obs_space}")
-        lead = (C, A)
-        obs = Unbounded(shape=(*lead, *obs_space.shape), dtype=_torch_dtype(obs_space.dtype), device=self.device)
+        obs = Unbounded(shape=(*lead, *obs_space.shape), dtype=_torch_dtype(obs_space.dtype), device=dev)
         if isinstance(act_space, spaces.Box):
-            self._act_dtype = act_space.dtype
-            act = Bounded(low=torch.as_tensor(np.broadcast_to(act_space.low, (*lead, *act_space.shape)).copy()),
-                          high=torch.as_tensor(np.broadcast_to(act_space.high, (*lead, *act_space.shape)).copy()),
-                          shape=(*lead, *act_space.shape), dtype=_torch_dtype(act_space.dtype), device=self.device)
+            self._act_dtype = np.dtype(act_space.dtype)
+            low = np.broadcast_to(act_space.low, (*lead, *act_space.shape)).copy()
+            high = np.broadcast_to(act_space.high, (*lead, *act_space.shape)).copy()
+            act = Bounded(low=torch.as_tensor(low), high=torch.as_tensor(high), shape=(*lead, *act_space.shape),
+                          dtype=_torch_dtype(act_space.dtype), device=dev)
+            self._act_low = torch.as_tensor(low, device=dev)
+            self._act_span = torch.as_tensor(high - low, device=dev)
+            self._clip_lo = np.asarray(act_space.low, self._act_dtype)
+            self._clip_hi = np.asarray(act_space.high, self._act_dtype)
         elif isinstance(act_space, spaces.Discrete) and act_space.start == 0:
-            self._act_dtype = np.int64
-            act = Categorical(int(act_space.n), shape=lead, dtype=torch.int64, device=self.device)
+            self._act_dtype = np.dtype(np.int64)
+            act = Categorical(int(act_space.n), shape=lead, dtype=torch.int64, device=dev)
         else:
             raise ValueError(f"SeerTorchRLEnv handles Box and Discrete (start 0) actions, got {act_space}")
-        flag = lambda shape: Categorical(2, shape=shape, dtype=torch.bool, device=self.device)  # noqa: E731
-        self.full_observation_spec = Composite(
-            {g: Composite({"observation": obs, "mask": flag(lead)}, shape=lead)}, shape=(C,), device=self.device)
-        self.full_action_spec = Composite({g: Composite({"action": act}, shape=lead)}, shape=(C,), device=self.device)
+        flag = lambda shape: Categorical(2, shape=shape, dtype=torch.bool, device=dev)  # noqa: E731
+        observations = {g: Composite({"observation": obs, "mask": flag(lead)}, shape=lead)}
+        if self._state_space is not None:
+            st = self._state_space
+            observations["state"] = Unbounded(shape=(*root, *st.shape), dtype=_torch_dtype(st.dtype), device=dev)
+        self.full_observation_spec = Composite(observations, shape=root, device=dev)
+        self.full_action_spec = Composite({g: Composite({"action": act}, shape=lead)}, shape=root, device=dev)
         self.full_reward_spec = Composite(
-            {g: Composite({"reward": Unbounded(shape=(*lead, 1), device=self.device)}, shape=lead)},
-            shape=(C,), device=self.device)
+            {g: Composite({"reward": Unbounded(shape=(*lead, 1), device=dev)}, shape=lead)}, shape=root, device=dev)
         agent_flags = {k: flag((*lead, 1)) for k in ("done", "terminated", "truncated")}
         self.full_done_spec = Composite(
-            {**{k: flag((C, 1)) for k in ("done", "terminated", "truncated")}, g: Composite(agent_flags, shape=lead)},
-            shape=(C,), device=self.device)
+            {**{k: flag((*root, 1)) for k in ("done", "terminated", "truncated")}, g: Composite(agent_flags, shape=lead)},
+            shape=root, device=dev)
 
     # ---- reset and step ------------------------------------------------------------------------
 
@@ -174,42 +244,81 @@ class SeerTorchRLEnv(EnvBase):
 
     def _step(self, tensordict: TensorDictBase) -> TensorDictBase:
         R = self.num_copies * self.agents_per_copy
-        act = tensordict.get((self.group, "action")).detach().cpu().numpy()
-        act = act.reshape(R, *act.shape[2:])
+        act = tensordict.get((self.group, "action"))
+        act = (act.detach().numpy() if act.device.type == "cpu" else act.detach().cpu().numpy())
+        act = act.reshape(R, *act.shape[len(self._lead):])
+        if act.dtype != self._act_dtype:
+            act = act.astype(self._act_dtype)
         if self.clip_actions and isinstance(self.envs.single_action_space, spaces.Box):
-            space = self.envs.single_action_space
-            act = np.clip(act, space.low, space.high)
-        obs, rew, term, trunc, infos = self.envs.step(act.astype(self._act_dtype, copy=False))
+            act = np.clip(act, self._clip_lo, self._clip_hi)
+        obs, rew, term, trunc, infos = self.envs.step(act)
         mask = infos["mask"]
         self._term |= term & mask
         self._trunc |= trunc & mask
         self._alive = infos["alive"].copy()
         return self._out(obs, rew)
 
+    def _step_proc_data(self, next_tensordict_out):
+        # _out sets every reward and done key in its final shape and dtype: TorchRL's completion
+        # pass (a loop over the keys each step) has nothing to add
+        if self.run_type_checks:
+            return super()._step_proc_data(next_tensordict_out)
+        return next_tensordict_out
+
     def _out(self, obs: np.ndarray, rew: np.ndarray | None) -> TensorDictBase:
-        C, A, dev = self.num_copies, self.agents_per_copy, self.device
-        lead = (C, A)
+        C, A = self.num_copies, self.agents_per_copy
+        root, lead = self._root, self._lead
         # copies: the flags are updated in place at the next step, the TensorDicts must keep this one's
-        term = self._term.reshape(C, A, 1).copy()
-        trunc = self._trunc.reshape(C, A, 1).copy()
-        gone = ~self._alive.reshape(C, A).any(axis=1, keepdims=True)   # the copy has no agent left
+        term = self._term.reshape(*lead, 1).copy()
+        trunc = self._trunc.reshape(*lead, 1).copy()
+        alive = self._alive.reshape(C, A)
+        gone = ~alive.any(axis=1, keepdims=True)   # the copy has no agent left
+        root_trunc = gone & self._trunc.reshape(C, A).any(axis=1, keepdims=True)
+        t = torch.from_numpy
         agents = {
-            "observation": torch.as_tensor(obs.reshape(*lead, *obs.shape[1:]), device=dev),
-            "mask": torch.as_tensor(self._alive.reshape(lead).copy(), device=dev),
-            "terminated": torch.as_tensor(term, device=dev),
-            "truncated": torch.as_tensor(trunc, device=dev),
-            "done": torch.as_tensor(term | trunc, device=dev),
+            "observation": t(obs.reshape(*lead, *obs.shape[1:])),
+            "mask": t(alive.reshape(lead).copy()),
+            "terminated": t(term),
+            "truncated": t(trunc),
+            "done": t(term | trunc),
         }
         if rew is not None:
-            agents["reward"] = torch.as_tensor(rew.reshape(*lead, 1), dtype=torch.float32, device=dev)
-        root_trunc = gone & trunc.any(axis=1)
+            r = rew.reshape(*lead, 1)
+            agents["reward"] = t(r.astype(np.float32) if r.dtype != np.float32 else r.copy())
         out = {
-            self.group: TensorDict(agents, batch_size=lead, device=dev),
-            "done": torch.as_tensor(gone, device=dev),
-            "truncated": torch.as_tensor(root_trunc, device=dev),
-            "terminated": torch.as_tensor(gone & ~root_trunc, device=dev),
+            "done": t(gone.reshape(*root, 1)),
+            "truncated": t(root_trunc.reshape(*root, 1)),
+            "terminated": t((gone & ~root_trunc).reshape(*root, 1)),
         }
-        return TensorDict(out, batch_size=(C,), device=dev)
+        if self._state_space is not None:
+            out["state"] = t(self._state(obs))
+        if not self._cpu:
+            agents = {k: v.to(self.device) for k, v in agents.items()}
+            out = {k: v.to(self.device) for k, v in out.items()}
+        out[self.group] = TensorDict._new_unsafe(agents, batch_size=lead, device=self.device)
+        return TensorDict._new_unsafe(out, batch_size=root, device=self.device)
+
+    def _state(self, obs: np.ndarray) -> np.ndarray:
+        C, root = self.num_copies, self._root
+        if self._state_rows:
+            st = obs.reshape(C, self.agents_per_copy, -1) * self._alive.reshape(C, -1, 1)
+            return st.reshape(*root, -1).astype(self._state_space.dtype, copy=False)
+        st = np.stack([np.asarray(s, self._state_space.dtype) for s in self.envs.call("state")])
+        return st.reshape(*root, *self._state_space.shape)
+
+    def rand_action(self, tensordict: TensorDictBase | None = None) -> TensorDictBase:
+        """Uniform random actions for every row in one call (TorchRL's
+        ``rollout`` without a policy uses it)."""
+        if tensordict is None:
+            tensordict = TensorDict._new_unsafe({}, batch_size=self._root, device=self.device)
+        space = self.envs.single_action_space
+        if isinstance(space, spaces.Box):
+            a = torch.rand(self._act_low.shape, device=self.device, dtype=self._act_low.dtype)
+            a = (a * self._act_span + self._act_low).to(_torch_dtype(self._act_dtype))
+        else:
+            a = torch.randint(0, int(space.n), self._lead, device=self.device)
+        tensordict.set((self.group, "action"), a)
+        return tensordict
 
     def close(self, *, raise_if_closed: bool = True) -> None:
         self.envs.close()
@@ -219,4 +328,4 @@ class SeerTorchRLEnv(EnvBase):
             super().close()
 
     def __repr__(self) -> str:
-        return f"SeerTorchRLEnv({self.envs!r}, group={self.group!r})"
+        return f"SeerTorchRLEnv({self.envs!r}, group={self.group!r}, batched={self.batched})"
