@@ -118,3 +118,49 @@ def test_forged_answer_is_refused_before_its_rows_are_read():
     finally:
         envs.close()
     assert_clean(pids, name)
+
+
+@pytest.mark.timeout(300)
+def test_random_bit_flips_in_the_control_area_are_harmless_or_named():
+    """A bit flipped anywhere in the flags, between two steps or during one
+    (a stray write, another process), either changes nothing the caller
+    sees or ends in a SEER error naming what happened; never in rows that
+    silently differ, and never in a hang."""
+    from seer.errors import ClosedError
+
+    with seer.vector.make(toy, 4, backend="thread", workers=1) as ref_envs:
+        ref_envs.reset(seed=0)
+        ref = [ref_envs.step(A)[:2] for _ in range(4)]
+    rng = np.random.default_rng(30)
+    outcomes = {"unchanged": 0, "named": 0}
+    for trial in range(60):
+        envs = make(worker_timeout=10.0)
+        pids, name = envs.worker_pids(), shm_name(envs)
+        be = envs._backend
+        slot = int(rng.integers(0, be.ctl.size))
+        bit = int(rng.integers(0, 63))
+        try:
+            envs.reset(seed=0)
+            got = [envs.step(A)[:2]]
+            try:
+                if trial % 2:  # while the workers step
+                    envs.step_async(A)
+                    be.ctl[slot] ^= np.int64(1) << np.int64(bit)
+                    got.append(envs.step_wait()[:2])
+                else:  # between two steps
+                    be.ctl[slot] ^= np.int64(1) << np.int64(bit)
+                    got.append(envs.step(A)[:2])
+                for _ in range(2):
+                    got.append(envs.step(A)[:2])
+            except (WorkerError, ClosedError) as exc:
+                assert str(exc), (slot, bit)
+                outcomes["named"] += 1
+                continue
+            for (o, r), (ro, rr) in zip(got, ref):
+                assert np.array_equal(o, ro) and np.array_equal(r, rr), \
+                    f"flipping bit {bit} of control slot {slot} silently changed the rows"
+            outcomes["unchanged"] += 1
+        finally:
+            envs.close()
+        assert_clean(pids, name)
+    assert outcomes["named"] > 0 and outcomes["unchanged"] > 0, outcomes
