@@ -59,7 +59,7 @@ def cons_act(ctx, ev, s):
     return 0
 
 
-@snb.numba.njit(cache=True)
+@snb.njit
 def _splitmix(state):
     state = state + np.uint64(0x9E3779B97F4A7C15)
     z = state
@@ -68,14 +68,14 @@ def _splitmix(state):
     return state, z ^ (z >> np.uint64(31))
 
 
-@snb.numba.njit(cache=True)
+@snb.njit
 def next_seed(s):
     state, z = _splitmix(np.uint64(s.I[I_STREAM]))
     s.I[I_STREAM] = np.int64(state)
     return z >> np.uint64(33)
 
 
-@snb.numba.njit(cache=True)
+@snb.njit
 def reset(api, s, seed):
     n = s.I[I_N]
     rt = s.I[I_RT]
@@ -98,12 +98,12 @@ def reset(api, s, seed):
     return 0
 
 
-@snb.numba.njit(cache=True)
+@snb.njit
 def _clip(x):
     return np.float32(-10.0 if x < -10.0 else 10.0 if x > 10.0 else x)
 
 
-@snb.numba.njit(cache=True)
+@snb.njit
 def observe(s, obs):
     for i in range(s.I[I_N]):
         obs[i, 0] = _clip(s.value[i])
@@ -112,7 +112,7 @@ def observe(s, obs):
         obs[i, 3] = _clip(s.P[P_GOAL] - s.value[i])
 
 
-@snb.numba.njit(cache=True, nogil=True)
+@snb.njit(nogil=True)
 def step(rows, op, s):
     """One op on the env's rows: what cons_copy_step in csrc/consensus.c does."""
     n = s.I[I_N]
@@ -218,7 +218,7 @@ class NumbaSim:
         # sizes on the real steps (each reported by native_step below)
         self.runtime = seer.stpa.make_runtime(self.model, workers, capacity=capacity)
         self.arrays["I"][I_RT] = self.runtime.native_address
-        self.s = STATE.tuple_type(*(self.arrays[k] for k in STATE.names))
+        self.s = self.model.native_model.tuple()  # the handlers' State, for the same helpers from Python
         self.spec = spec
         self.api = seer.capi.api_address()
         self.obs = np.zeros((n, 4), np.float32)

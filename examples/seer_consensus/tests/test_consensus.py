@@ -151,3 +151,46 @@ def test_bad_arguments_name_the_value():
     env.close()
     with pytest.raises(seer.ClosedError):
         env.reset(seed=0)
+
+
+_WARM_SCRIPT = """
+import functools, numpy as np, seer.vector
+from seer_consensus import consensus_v0
+
+if __name__ == "__main__":
+    envs = seer.vector.make(functools.partial(consensus_v0.parallel_env, scenario="small", engine="numba"), 2,
+                            backend="process", workers=1)
+    envs.reset(seed=3)
+    obs = envs.step(np.zeros(envs.action_space.shape, np.float32))[0]
+    envs.close()
+    print(float(obs.sum()))
+"""
+
+
+@pytest.mark.timeout(600)
+def test_numba_engine_compiles_once_per_machine_process_workers_included(tmp_path):
+    """A second run, its process-backend workers too, loads every compiled
+    handler and helper from the disk cache: nothing is compiled or written."""
+    pytest.importorskip("numba", reason="engine='numba' needs the seer-marl[numba] extra")
+    import os
+    import subprocess
+    import sys
+
+    script = tmp_path / "warm.py"
+    script.write_text(_WARM_SCRIPT)
+    env = {**os.environ, "SEER_CACHE_DIR": str(tmp_path / "seer_cache"),
+           "NUMBA_CACHE_DIR": str(tmp_path / "numba_cache")}
+
+    def run():
+        out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=280)
+        assert out.returncode == 0, out.stderr
+        return out.stdout.strip()
+
+    def files():
+        return {p: p.stat().st_mtime_ns for p in tmp_path.rglob("*") if p.suffix in (".nbi", ".nbc")}
+
+    first = run()
+    cached = files()
+    assert any("seer_numba_" in p.name for p in cached) and any("_numba" in p.name for p in cached)
+    assert run() == first
+    assert files() == cached
