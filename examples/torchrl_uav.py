@@ -97,6 +97,7 @@ def main(argv=None) -> dict:
     frames = args.num_steps * args.num_copies   # TorchRL counts frames over the batch: copies x steps
     collector = make_collector(env, actor, frames, frames * args.iterations)
     history, agent_steps, t0 = [], 0, time.perf_counter()
+    ep_ret, ep_returns = None, []   # per agent slot: the return of its running episode; finished ones
     try:
         for it, data in enumerate(collector, 1):
             with torch.no_grad():
@@ -122,21 +123,46 @@ def main(argv=None) -> dict:
                     opt.step()
             done = data.get(("next", g, "done")) & data.get((g, "mask")).unsqueeze(-1)
             rew = data.get(("next", g, "reward"))
+            ep_ret = episode_returns(rew, data.get((g, "mask")), done, ep_ret, ep_returns)
+            recent = ep_returns[-200:]
             row = {"iteration": it, "agent_steps": agent_steps,
+                   "episode_return": sum(recent) / len(recent) if recent else None, "episodes": len(ep_returns),
                    "mean_reward": float(rew[data.get((g, "mask"))].mean()), "agents_done": int(done.sum()),
                    "loss_objective": float(out["loss_objective"].detach().mean()),
                    "loss_critic": float(out["loss_critic"].detach().mean()),
                    "agent_steps_per_s": agent_steps / (time.perf_counter() - t0)}
             history.append(row)
             if args.log:
-                print(f"iter {it:3d}  agent-steps {agent_steps:7d}  mean reward {row['mean_reward']:7.3f}  "
+                ret = "   n/a" if row["episode_return"] is None else f"{row['episode_return']:8.3f}"
+                print(f"iter {it:3d}  agent-steps {agent_steps:7d}  return {ret}  "
                       f"critic loss {row['loss_critic']:7.3f}  sps {row['agent_steps_per_s']:6.0f}", flush=True)
     finally:
         collector.shutdown()
         env.close()
-    print(f"{env!r}: {agent_steps} agent-steps; mean reward per agent-step first batch "
-          f"{history[0]['mean_reward']:.3f}, last {history[-1]['mean_reward']:.3f}")
+    h = [r["episode_return"] for r in history if r["episode_return"] is not None]
+    if h:
+        k = max(1, len(h) // 5)
+        print(f"{env!r}: {agent_steps} agent-steps; mean episode return first {k} iterations "
+              f"{sum(h[:k]) / k:.3f}, last {k} {sum(h[-k:]) / k:.3f}")
     return {"history": history}
+
+
+def episode_returns(rew, mask, done, ep_ret, finished: list):
+    """Per-agent episode returns, the metric every trainer example reports: an
+    agent's return sums its rewards over the steps it acted (``mask``), and its
+    episode ends at its own ``done``. ``rew``/``done`` are ``[copies, steps,
+    agents, 1]``, ``mask`` ``[copies, steps, agents]``; ``ep_ret`` carries the
+    running returns across batches (None at the start). Appends each finished
+    episode's return to ``finished``; returns the running ones."""
+    rew, done = rew.squeeze(-1), done.squeeze(-1)
+    if ep_ret is None:
+        ep_ret = rew.new_zeros(rew.shape[0], rew.shape[2])
+    for t in range(rew.shape[1]):
+        ep_ret = ep_ret + rew[:, t] * mask[:, t]
+        ended = done[:, t]
+        finished.extend(ep_ret[ended].tolist())
+        ep_ret = ep_ret.masked_fill(ended, 0.0)
+    return ep_ret
 
 
 if __name__ == "__main__":

@@ -97,6 +97,26 @@ def test_example_trains():
         assert row["agent_steps"] > 0 and math.isfinite(row["loss_objective"]) and math.isfinite(row["loss_critic"])
 
 
+def test_example_reports_per_agent_episode_returns():
+    """The example's return is the same metric as the other trainer examples':
+    one agent's rewards summed over the steps it acted, ended at its own done."""
+    path = pathlib.Path(__file__).resolve().parents[2] / "examples" / "torchrl_uav.py"
+    spec = importlib.util.spec_from_file_location("torchrl_uav_example", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    # 1 copy, 3 steps, 2 agents: agent 0 acts every step and ends at t=2; agent 1 ends at t=0,
+    # then sits out t=1 (no reward counted) and runs on.
+    rew = torch.tensor([[[1.0, 2.0], [3.0, 50.0], [4.0, 5.0]]]).unsqueeze(-1)
+    mask = torch.tensor([[[True, True], [True, False], [True, True]]])
+    done = torch.tensor([[[False, True], [False, False], [True, False]]]).unsqueeze(-1)
+    finished = []
+    running = mod.episode_returns(rew, mask, done, None, finished)
+    assert finished == [2.0, 8.0]
+    assert running.tolist() == [[0.0, 5.0]]
+    running = mod.episode_returns(rew[:, :1], mask[:, :1], torch.ones_like(done[:, :1]), running, finished)
+    assert finished == [2.0, 8.0, 1.0, 7.0]
+
+
 def test_missing_torchrl_names_the_extra(monkeypatch):
     monkeypatch.setitem(sys.modules, "torchrl", None)
     monkeypatch.delitem(sys.modules, "seer.integrations.torchrl", raising=False)
