@@ -9,6 +9,9 @@ Each adapter is an optional extra, imported only when asked for, so that
 - :mod:`seer.integrations.torchrl`: a batched TorchRL ``EnvBase`` over
   :func:`seer.vector.make`, with the agents of each copy as a group and
   SEER's masks as TensorDict entries (``pip install 'seer-marl[torchrl]'``).
+- :mod:`seer.integrations.benchmarl`: any registered SEER env as a
+  BenchMARL task, stepping on :mod:`seer.integrations.torchrl`'s vector
+  env (``pip install 'seer-marl[benchmarl]'``).
 - :mod:`seer.integrations.rllib`: RLlib env runners fed by
   :func:`seer.vector.make` (``pip install 'seer-marl[rllib]'``).
 
@@ -19,9 +22,9 @@ from __future__ import annotations
 
 import importlib
 
-__all__ = ["sb3", "torchrl", "rllib", "require"]
+__all__ = ["sb3", "torchrl", "benchmarl", "rllib", "require"]
 
-_SUBMODULES = ("sb3", "torchrl", "rllib")
+_SUBMODULES = ("sb3", "torchrl", "benchmarl", "rllib")
 
 
 def require(module: str, extra: str, what: str):
