@@ -135,6 +135,21 @@ def test_segfault_in_a_copy_names_the_copy_and_shows_the_stack():
     assert_clean(pids, name)
 
 
+@pytest.mark.timeout(60)
+def test_worker_hung_in_a_copy_names_that_copy():
+    envs = seer.vector.make(toy, 4, backend="process", workers=2, inline=False, worker_timeout=1.0)
+    pids, name = envs.worker_pids(), envs._backend.shared.name
+    try:
+        envs.reset(seed=0)
+        envs.set_attr("sleep", [0.0, 0.0, 0.0, 30.0])  # copy 3's step does not return
+        with pytest.raises(WorkerError, match=r"worker 1 \(pid \d+, env copies 2\.\.3, in env copy 3's step\) did "
+                                              r"not answer within worker_timeout=1 s"):
+            envs.step(A)
+    finally:
+        envs.close()
+    assert_clean(pids, name)
+
+
 def dies_at_start():
     print("simulator: license server unreachable", file=sys.stderr, flush=True)
     os._exit(3)  # as a C library's exit() would: no traceback, nothing on the pipe

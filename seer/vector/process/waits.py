@@ -31,10 +31,12 @@ class _Proc:
 def _send_quietly(conn, data: bytes) -> None:
     """Send on a worker's pipe; a worker that died meanwhile is noticed by
     the wait that follows, with its exit status, so the broken pipe is not
-    the error to report."""
+    the error to report.  close() may also close the pipe under a send
+    that a stopped worker never took (TypeError: the Connection's handle is
+    None between two chunks of the send)."""
     try:
         conn.send_bytes(data)
-    except (OSError, ValueError):
+    except (OSError, ValueError, TypeError):
         pass
 
 
@@ -226,7 +228,7 @@ class WorkerWaits:
         for p in procs:
             state = _proc_state(p.proc.pid)
             who.append(f"worker {p.w} (pid {p.proc.pid}, env copies {p.copies[0]}..{p.copies[-1]}"
-                       f"{', ' + state if state else ''})")
+                       f"{self._in_copy(p, op)}{', ' + state if state else ''})")
         what = (f"{'; '.join(who)} did not answer within {limit} while {OP_NAMES.get(op, 'running')} "
                 f"{'its' if len(procs) == 1 else 'their'} env copies (the parent waited {waited:.2f} s)")
         self.broken = what
