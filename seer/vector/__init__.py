@@ -176,9 +176,10 @@ def make(env_fn: Callable[[], Any], num_copies: int | None = None, backend: str 
             Ray down only if ``make`` started it.
         shard_backend: Ray backend: each shard's local pool, ``"thread"``
             or ``"process"`` (``context`` / ``inline`` apply to it).
-        **options: Process backend tuning: ``yield_s`` (how long a waiter
-            spins with sched_yield before sleeping), ``cmd_bytes`` /
-            ``msg_bytes`` (shared areas for payloads and infos),
+        **options: Process backend tuning: ``yield_s`` (seconds in [0, 10]:
+            how long a waiter spins with sched_yield before sleeping),
+            ``cmd_bytes`` / ``msg_bytes`` (bytes in [0, 2**30]: shared areas
+            for payloads and infos; larger ones go through the pipes),
             ``startup_timeout``, ``worker_timeout`` (seconds, default 120;
             None waits forever: how long ``step``, ``reset``, ``call`` and
             ``recv`` wait for a worker before raising
