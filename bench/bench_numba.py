@@ -36,7 +36,7 @@ TICK, MSG = 0, 1
 STATE = snb.State(value="f8[:]", snap="f8[:]", handled="i8[:]", cfg="f8[:]")  # cfg: fanout, work, period, delay
 
 
-@snb.numba.njit(cache=True)
+@snb.njit
 def _burn(x, iters):
     for _ in range(iters):
         x = x * 0.999999 + 1e-7
