@@ -93,7 +93,10 @@ void seer_rt_shutdown(seer_runtime *rt);
 int seer_rt_resize(seer_runtime *rt, int32_t num_workers, int32_t spin);
 /* From any thread: make a running step stop at its workers' next event and
  * return SEER_E_CLOSED (close() from another thread waits for that return
- * before it frees the runtime).  No effect on a step that already failed. */
+ * before it frees the runtime).  No effect on a step that already failed.
+ * Not at once with seer_rt_reset or seer_rt_free of the same runtime (both
+ * rewrite what it writes): seer.Runtime takes a lock around the three;
+ * csrc/tests/stress_close.c checks that protocol. */
 void seer_rt_interrupt(seer_runtime *rt);
 void seer_rt_last_error(const seer_runtime *rt, seer_error_info *out);
 int64_t seer_rt_events_total(const seer_runtime *rt);

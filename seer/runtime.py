@@ -425,7 +425,8 @@ class Runtime:
         core.guard.enter("reset()")
         try:
             self._check_open()
-            lib.seer_rt_reset(core.rt, int(seed))
+            with core.free_lock:  # an interrupt from another thread writes the error record reset clears
+                lib.seer_rt_reset(core.rt, int(seed))
             core.errors.clear()
             self._needs_reset = None
             self.now = 0.0

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # Build the validation programs of csrc/tests (the queue, the runtime's pool,
+# close() from another thread racing steps, resizes and stats,
 # seer.vector's native path over the UAV swarm, the process backend's flags)
 # under ThreadSanitizer, then under AddressSanitizer +
 # UndefinedBehaviorSanitizer, and run each build
@@ -24,6 +25,7 @@ trap 'rm -rf "$TMP"' EXIT
 
 SRCS=(csrc/tests/stress_queue.c csrc/seer_queue.c)
 RT_SRCS=(csrc/tests/stress_runtime.c csrc/seer_runtime.c csrc/seer_queue.c)
+CLOSE_SRCS=(csrc/tests/stress_close.c csrc/seer_runtime.c csrc/seer_queue.c)
 VEC_SRCS=(csrc/tests/stress_vector_uav.c csrc/seer_vector.c envs/csrc/uav_swarm.c envs/csrc/uav_swarm_step.c
           csrc/seer_runtime.c csrc/seer_queue.c)
 FLAGS_SRCS=(csrc/tests/stress_flags.c csrc/seer_flags.c)
@@ -99,6 +101,9 @@ run tsan-wide "$TMP/stress_tsan" 2 2 509 300000 0 2 "$SEED"
 #   args: entities steps max_workers fanout
 run tsan-runtime "$TMP/stress_rt_tsan" 257 30 4 3
 run tsan-runtime-narrow "$TMP/stress_rt_tsan" 5 60 3 2
+"$CC" "${COMMON[@]}" -fsanitize=thread "${CLOSE_SRCS[@]}" -lm -o "$TMP/stress_close_tsan"
+#   args: rounds entities max_workers seed
+run tsan-close "$TMP/stress_close_tsan" 40 64 3 "$SEED"
 "$CC" "${COMMON[@]}" -fsanitize=thread "${VEC_SRCS[@]}" -lm -o "$TMP/stress_vec_tsan"
 #   args: copies uavs steps max_workers seed
 run tsan-vector "$TMP/stress_vec_tsan" 6 12 80 3 "$SEED"
@@ -116,6 +121,8 @@ run asan-contended "$TMP/stress_asan" 4 4 8 300000 0 2 "$SEED"
 run asan-fanout "$TMP/stress_asan" 1 3 64 800000 0 2 "$SEED"
 "$CC" "${COMMON[@]}" "${ASAN_FLAGS[@]}" "${RT_SRCS[@]}" -lm -o "$TMP/stress_rt_asan"
 run asan-runtime "$TMP/stress_rt_asan" 509 30 4 4
+"$CC" "${COMMON[@]}" "${ASAN_FLAGS[@]}" "${CLOSE_SRCS[@]}" -lm -o "$TMP/stress_close_asan"
+run asan-close "$TMP/stress_close_asan" 40 64 3 "$SEED"
 "$CC" "${COMMON[@]}" "${ASAN_FLAGS[@]}" "${VEC_SRCS[@]}" -lm -o "$TMP/stress_vec_asan"
 run asan-vector "$TMP/stress_vec_asan" 6 20 120 3 "$SEED"
 "$CC" "${COMMON[@]}" "${ASAN_FLAGS[@]}" "${FLAGS_SRCS[@]}" -lm -o "$TMP/stress_flags_asan"
