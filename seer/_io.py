@@ -23,7 +23,7 @@ from typing import IO, Iterator
 from seer.errors import UntrustedPathError
 
 __all__ = ["OutputPathError", "UntrustedPathError", "atomic_write_bytes", "atomic_write_text", "atomic_writer",
-           "check_output_path", "check_trusted_dir", "ensure_private_dir"]
+           "check_output_path", "check_trusted_dir", "check_trusted_file", "ensure_private_dir"]
 
 #: Mode of the cache directories SEER creates: only their owner may plant files there.
 PRIVATE_DIR_MODE = 0o700
@@ -80,6 +80,17 @@ def _open_temp(folder: Path, name: str, file_mode: int) -> tuple[int, Path]:
     raise FileExistsError(f"could not create a temporary file next to {folder / name}")
 
 
+def _existing_mode(p: Path) -> int | None:
+    """Permission bits of the regular file at ``p`` (not followed if a link), or None."""
+    import stat
+
+    try:
+        st = os.lstat(p)
+    except OSError:
+        return None
+    return stat.S_IMODE(st.st_mode) if stat.S_ISREG(st.st_mode) else None
+
+
 @contextlib.contextmanager
 def atomic_writer(path: str | os.PathLike, mode: str = "w", *, what: str = "output file",
                   file_mode: int = 0o666, encoding: str = "utf-8") -> Iterator[IO]:
@@ -94,7 +105,8 @@ def atomic_writer(path: str | os.PathLike, mode: str = "w", *, what: str = "outp
         path: The target file (see :func:`check_output_path` for what is refused).
         mode: ``"w"`` (text) or ``"wb"`` (bytes).
         what: How error messages name the file.
-        file_mode: Permission bits of the new file, before the umask.
+        file_mode: Permission bits of a new file, before the umask; a file
+            that exists at ``path`` keeps its own mode instead.
         encoding: Text encoding for ``mode="w"``.
 
     Raises:
@@ -103,9 +115,14 @@ def atomic_writer(path: str | os.PathLike, mode: str = "w", *, what: str = "outp
     if mode not in ("w", "wb"):
         raise ValueError(f"mode={mode!r} is invalid: expected 'w' or 'wb'")
     p = check_output_path(path, what=what)
-    fd, tmp = _open_temp(p.parent, p.name, file_mode)
+    existing = _existing_mode(p)
+    fd, tmp = _open_temp(p.parent, p.name, file_mode if existing is None else 0o600)
     try:
         with os.fdopen(fd, mode, **({} if mode == "wb" else {"encoding": encoding})) as f:
+            if existing is not None and hasattr(os, "fchmod"):
+                # The replacement keeps the mode the user gave the file (a 0600 trace stays private);
+                # the temp file is created 0600 so it is never more open than that in between.
+                os.fchmod(f.fileno(), existing)
             yield f
             f.flush()
             os.fsync(f.fileno())
@@ -208,6 +225,46 @@ def check_trusted_dir(path: str | os.PathLike, *, what: str = "cache directory")
             raise UntrustedPathError(
                 f"{what} {p}: its parent {parent} has mode {pmode:#o}, writable by others without the "
                 f"sticky bit, so another user could replace the folder; use a cache folder elsewhere")
+    return p
+
+
+def check_trusted_file(path: str | os.PathLike, *, what: str = "model file") -> Path:
+    """Refuse to load the file ``path`` unless only the current user (or root)
+    could have written it; return it as a Path.
+
+    The file must be owned by the current user (or root) and carry no group
+    or other write bit.  Its folder must pass :func:`check_trusted_dir`, or be
+    sticky (``/tmp``: others may add files there but not replace this one),
+    with no parent writable by others unless sticky.
+
+    Raises:
+        UntrustedPathError: the file or its folder fails that check.
+        FileNotFoundError: there is no file at ``path``.
+    """
+    import stat
+
+    p = Path(path)
+    st = os.stat(p)
+    uid = os.getuid() if hasattr(os, "getuid") else None
+    if uid is None:
+        return p
+    mode = stat.S_IMODE(st.st_mode)
+    if st.st_uid not in (uid, 0):
+        raise UntrustedPathError(f"{what} {p} is owned by uid {st.st_uid}, not by you (uid {uid}): SEER does not "
+                                 f"load files another user could have planted")
+    if mode & (stat.S_IWGRP | stat.S_IWOTH):
+        raise UntrustedPathError(f"{what} {p} has mode {mode:#o}, writable by group or others: SEER does not load "
+                                 f"files another user could have changed; run `chmod go-w {p}`")
+    folder = p.resolve().parent
+    if stat.S_IMODE(os.stat(folder).st_mode) & stat.S_ISVTX:
+        for parent in folder.parents:
+            pmode = stat.S_IMODE(os.stat(parent).st_mode)
+            if pmode & stat.S_IWOTH and not pmode & stat.S_ISVTX:
+                raise UntrustedPathError(
+                    f"{what} {p}: its folder's parent {parent} has mode {pmode:#o}, writable by others without "
+                    f"the sticky bit, so another user could replace the folder")
+    else:
+        check_trusted_dir(folder, what=f"folder of {what} {p}:")
     return p
 
 

@@ -7,6 +7,7 @@ import os
 import sys
 
 from seer.cli.args import OUTPUT_HELP, directory_arg, int_arg, output_path_arg, sizes_arg, write_output
+from seer.errors import UntrustedPathError
 
 HELP = "measure pool sizes on this machine and train the STPA model"
 DESCRIPTION = ("Sweep pool sizes 1..max(2 x cores, 4) over synthetic workloads and the "
@@ -97,6 +98,9 @@ def cmd_tune(args) -> int:
             extra_workloads=extra, loaded_share=args.loaded_share, conditions=args.conditions)
     except train.TooLittleDataError as exc:
         print(f"seer tune: error: {exc} (run a sweep, or drop --no-shipped-data)", file=sys.stderr)
+        return 1
+    except UntrustedPathError as exc:  # a cache another user could write to: nothing measured or written
+        print(f"seer tune: error: {exc}", file=sys.stderr)
         return 1
     tune.print_summary(result, console)
     command = "seer " + " ".join(args.argv)  # argv starts with the subcommand

@@ -22,6 +22,16 @@ FAMILIES = {
     "knn": "k nearest neighbours (k=7)",
 }
 
+#: Bounds on what a model file may describe, checked before anything is built
+#: from it: walking a tree costs a step per level for every prediction, so a
+#: planted 300,000-deep tree made each ``workers="auto"`` choice take seconds.
+#: The shipped dataset's random forest has 200 trees, 111,136 nodes, depth 28.
+MAX_TREE_DEPTH = 64
+MAX_TREE_NODES = 1_000_000
+MAX_TREES = 5_000
+MAX_KNN_POINTS = 200_000
+MAX_POLY_OUTPUTS = 10_000
+
 _TRANSFORMS = ("standard_scaler", "polynomial")
 _PREDICTORS = ("linear", "knn", "trees")
 
@@ -47,6 +57,37 @@ def _number(step: Mapping, key: str, where: str) -> float:
     return float(v)
 
 
+def _tree_depth(cl: np.ndarray, cr: np.ndarray, leaf: np.ndarray, where: str) -> int:
+    """The depth of a tree whose children follow their parent (checked by the
+    caller), level by level without recursion; refused above :data:`MAX_TREE_DEPTH`."""
+    children = np.concatenate([cl[~leaf], cr[~leaf]])
+    # One parent per node (none for the root) makes it a tree, not a graph whose
+    # levels could repeat nodes: each level below is then visited once.
+    if (children == 0).any() or len(np.unique(children)) != len(children):
+        raise ValueError(f"{where}: children_left/right do not form a tree (a node has two parents)")
+    frontier = np.zeros(1, np.int64)
+    depth = 0
+    while True:
+        inner = frontier[~leaf[frontier]]
+        if not len(inner):
+            return depth
+        depth += 1
+        if depth > MAX_TREE_DEPTH:
+            raise ValueError(f"{where}: {_exact_depth(cl, cr)} levels deep, more than a model tree may be "
+                             f"({MAX_TREE_DEPTH})")
+        frontier = np.concatenate([cl[inner], cr[inner]])
+
+
+def _exact_depth(cl: np.ndarray, cr: np.ndarray) -> int:
+    # One pass in index order (children follow their parent), only to name the depth of a refused tree.
+    depth = [0] * len(cl)
+    left, right = cl.tolist(), cr.tolist()
+    for i, (a, b) in enumerate(zip(left, right)):
+        if a != -1:
+            depth[a] = depth[b] = depth[i] + 1
+    return max(depth)
+
+
 class _Trees:
     """Regression trees packed into flat arrays (all trees walked at once)."""
 
@@ -60,13 +101,22 @@ class _Trees:
         trees = step.get("trees")
         if not isinstance(trees, list) or not trees:
             raise ValueError(f"{where}: 'trees' must be a non-empty list")
+        if len(trees) > MAX_TREES:
+            raise ValueError(f"{where}: {len(trees)} trees, more than a model may hold ({MAX_TREES})")
+        nodes = 0
+        for t, tree in enumerate(trees):  # count before converting anything: the bound is on the file
+            if not isinstance(tree, Mapping):
+                raise ValueError(f"{where} tree {t}: expected an object")
+            cl = tree.get("children_left")
+            nodes += len(cl) if isinstance(cl, list) else 0
+        if nodes > MAX_TREE_NODES:
+            raise ValueError(f"{where}: {nodes} tree nodes, more than a model may hold ({MAX_TREE_NODES})")
         self.trees = []
         left, right, feat, thr, val, mgl, roots = [], [], [], [], [], [], []
         offset = 0
+        depth = 0
         for t, tree in enumerate(trees):
             w = f"{where} tree {t}"
-            if not isinstance(tree, Mapping):
-                raise ValueError(f"{w}: expected an object")
             cl = _array(tree, "children_left", np.int64, 1, w)
             cr = _array(tree, "children_right", np.int64, 1, w)
             f = _array(tree, "feature", np.int64, 1, w)
@@ -86,6 +136,7 @@ class _Trees:
                 raise ValueError(f"{w}: children_left/right do not form a tree")
             if not ((f[~leaf] >= 0) & (f[~leaf] < n_in)).all():
                 raise ValueError(f"{w}: a split feature is outside 0..{n_in - 1}")
+            depth = max(depth, _tree_depth(cl, cr, leaf, w))
             self.trees.append({"children_left": cl, "children_right": cr, "feature": f, "threshold": th,
                                "value": v, "missing_go_to_left": m})
             left.append(np.where(leaf, -1, cl + offset))
@@ -100,7 +151,7 @@ class _Trees:
         self.feature, self.threshold = np.concatenate(feat), np.concatenate(thr)
         self.value, self.missing_left = np.concatenate(val), np.concatenate(mgl)
         self.roots = np.asarray(roots, np.int64)
-        self.max_steps = max(len(t["children_left"]) for t in self.trees)
+        self.max_steps = depth  # every walk reaches its leaf within the deepest tree's depth
 
     def leaves(self, X: np.ndarray) -> np.ndarray:
         # scikit-learn's trees compare float32 inputs with float64 thresholds.
@@ -173,6 +224,9 @@ class PortableEstimator:
                     raise ValueError(f"{where}: a scale is 0")
                 self._steps.append((kind, (mean, scale)))
             elif kind == "polynomial":
+                if isinstance(step.get("powers"), list) and len(step["powers"]) > MAX_POLY_OUTPUTS:
+                    raise ValueError(f"{where}: {len(step['powers'])} outputs, more than a model may have "
+                                     f"({MAX_POLY_OUTPUTS})")
                 powers = _array(step, "powers", np.int64, 2, where)
                 if powers.shape[1] != width or (powers < 0).any() or (powers.sum(axis=1) > 2).any():
                     raise ValueError(f"{where}: powers must be {width} non-negative exponents per output "
@@ -187,6 +241,9 @@ class PortableEstimator:
                     raise ValueError(f"{where}: {len(coef)} coefficients for {width} inputs")
                 self._steps.append((kind, (coef, _number(step, "intercept", where))))
             elif kind == "knn":
+                if isinstance(step.get("X"), list) and len(step["X"]) > MAX_KNN_POINTS:
+                    raise ValueError(f"{where}: {len(step['X'])} neighbour points, more than a model may hold "
+                                     f"({MAX_KNN_POINTS})")
                 Xf = _array(step, "X", np.float64, 2, where)
                 y = _array(step, "y", np.float64, 1, where)
                 k = step.get("k")

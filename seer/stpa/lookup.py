@@ -11,6 +11,13 @@ used (this needs scikit-learn) and cached in the cache directory; when none
 can be used the selector's documented heuristic decides, with a warning.
 Models load lazily, only when ``"auto"`` is used.  Cache directories SEER
 creates have mode 0700; model files are written atomically.
+
+Trust: nothing is read from a cache directory that another user owns or that
+group or others can write to, nor from a ``$SEER_STPA_MODEL`` file another
+user could have written (:class:`~seer.errors.UntrustedPathError`): such a
+model is skipped with one :class:`~seer.stpa.model.StpaFallbackWarning` per
+process and the next candidate (in the end the shipped model) decides, and
+the shipped model's refit is then kept in memory rather than cached there.
 """
 
 from __future__ import annotations
@@ -22,7 +29,7 @@ import warnings
 from pathlib import Path
 
 from seer._version import __version__
-from seer.errors import IncompatibleModelError
+from seer.errors import IncompatibleModelError, UntrustedPathError
 from seer.stpa.model import (
     LEGACY_MODEL_FILENAME,
     MODEL_FILENAME,
@@ -63,6 +70,38 @@ def model_search_path() -> list[tuple[str, Path]]:
 
 _lock = threading.RLock()
 _loaded: dict[tuple[str, float, int], StpaModel | str] = {}
+_warned: set[str] = set()
+
+
+def trust_problem(label: str, path: Path) -> str | None:
+    """Why the model candidate ``path`` must not be loaded (another user could
+    have written it), or None.  The shipped model is trusted as installed."""
+    from seer._io import check_trusted_dir, check_trusted_file
+
+    try:
+        if label == "tuned (cache)":
+            check_trusted_dir(path.parent, what="STPA cache directory")
+            check_trusted_file(path, what="STPA model file")
+        elif label != "shipped default":
+            check_trusted_file(path, what="STPA model file")
+    except UntrustedPathError as exc:
+        return str(exc)
+    except OSError:  # gone meanwhile: the load reports it
+        return None
+    return None
+
+
+def cache_is_trusted() -> bool:
+    """Whether the cache directory may be read (missing counts as trusted: nothing to read)."""
+    from seer._io import check_trusted_dir
+
+    try:
+        check_trusted_dir(cache_dir(), what="STPA cache directory")
+    except UntrustedPathError:
+        return False
+    except OSError:
+        return True
+    return True
 
 
 def load_cached(path: Path) -> StpaModel:
@@ -100,6 +139,15 @@ def active_model(warn: bool = True) -> tuple[StpaModel | None, list[str]]:
                     warnings.warn(f"STPA: skipping the {label} model: {msg}", StpaFallbackWarning, stacklevel=3)
             elif label != "tuned (cache)":  # no tuned model is the normal case
                 reasons.append(f"{label} model {path} is missing")
+            continue
+        untrusted = trust_problem(label, path)
+        if untrusted is not None:
+            reasons.append(f"{label} model: {untrusted}")
+            with _lock:
+                first = untrusted not in _warned
+                _warned.add(untrusted)
+            if warn and first:  # once per process: every workers="auto" build would repeat it
+                warnings.warn(f"STPA: skipping the {label} model: {untrusted}", StpaFallbackWarning, stacklevel=3)
             continue
         try:
             return load_cached(path), reasons
@@ -142,8 +190,9 @@ def _retrained_shipped() -> StpaModel | None:
 
             family = _shipped_family()
             cached = cache_dir() / f"stpa_default-seer{__version__}-sklearn{sklearn.__version__}-{family}.json"
+            trusted = cache_is_trusted()
             model = None
-            if cached.is_file() and cached.stat().st_mtime >= ds.stat().st_mtime:
+            if trusted and cached.is_file() and cached.stat().st_mtime >= ds.stat().st_mtime:
                 try:
                     model = load_model(cached)
                 except (IncompatibleModelError, OSError):
@@ -154,9 +203,11 @@ def _retrained_shipped() -> StpaModel | None:
                 model = train(load_rows(ds), families=(family,), family=family)
                 model.meta["refitted_from"] = str(ds)
                 try:
+                    if not trusted:
+                        raise UntrustedPathError(f"{cache_dir()} is not a trusted cache")
                     save_model(model, cached)
                     model.path = str(cached)
-                except (OSError, ValueError):  # a read-only cache, or a link planted at the name
+                except (OSError, ValueError):  # an untrusted or read-only cache, or a link planted at the name
                     model.path = f"{ds} (refitted in memory)"
         except Exception:  # the dataset is unusable too: the heuristic decides
             _loaded[key] = "failed"
@@ -169,3 +220,4 @@ def forget_loaded() -> None:
     """Drop every loaded model, so the next lookup reads the files again."""
     with _lock:
         _loaded.clear()
+        _warned.clear()

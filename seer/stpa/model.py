@@ -99,8 +99,11 @@ MODEL_FILENAME = "stpa_model.json"
 LEGACY_MODEL_FILENAME = "stpa_model.joblib"
 DATASET_FILENAME = "stpa_dataset.jsonl"
 SHIPPED_DATASET_FILENAME = "stpa_dataset.jsonl.gz"
-#: Largest model file load_model reads (a random forest of deep trees is a few MB).
-MAX_MODEL_BYTES = 256 << 20
+#: Largest model file load_model reads: the shipped dataset's random forest
+#: (111,136 nodes) is about 8 MB; parsing costs several times the file in memory.
+MAX_MODEL_BYTES = 64 << 20
+#: Deepest nesting of lists and objects in a model's ``meta`` (what it was trained on).
+MAX_META_DEPTH = 16
 
 HARDWARE_SCHEMA = ["usable_cores", "physical_cores", "smt", "log_l2_kb", "log_l3_kb", "log_mem_gb"]
 LOAD_SCHEMA = ["free_cores", "free_core_share"]
@@ -423,6 +426,17 @@ def _expected() -> str:
     return f"expected a JSON STPA model (format {MODEL_FORMAT!r}, version {MODEL_VERSION})"
 
 
+def _nesting(doc, stop: int = MAX_META_DEPTH + 1) -> int:
+    """How deeply lists and objects nest in ``doc`` (1 for a flat one), counted
+    without recursion and up to ``stop``."""
+    level, depth = [doc], 0
+    while level and depth < stop:
+        depth += 1
+        level = [v for x in level for v in (x.values() if isinstance(x, dict) else x)
+                 if isinstance(v, (dict, list))]
+    return depth
+
+
 def load_model(path: str | os.PathLike) -> StpaModel:
     """Load a JSON model file (see the module docstring); nothing in it is executed.
 
@@ -439,7 +453,11 @@ def load_model(path: str | os.PathLike) -> StpaModel:
     if size > MAX_MODEL_BYTES:
         raise IncompatibleModelError(f"{path} is {size} bytes, more than an STPA model can be "
                                      f"({MAX_MODEL_BYTES} bytes); {_expected()}")
-    data = path.read_bytes()
+    with open(path, "rb") as f:
+        data = f.read(MAX_MODEL_BYTES + 1)  # the file may have grown since the stat
+    if len(data) > MAX_MODEL_BYTES:
+        raise IncompatibleModelError(f"{path} is more than {MAX_MODEL_BYTES} bytes, more than an STPA model "
+                                     f"can be; {_expected()}")
     if _looks_pickled(path, data[:8]):
         raise IncompatibleModelError(
             f"{path} is a pickle/joblib file: SEER never unpickles model files (unpickling runs code); "
@@ -464,6 +482,10 @@ def load_model(path: str | os.PathLike) -> StpaModel:
     meta = doc.get("meta") or {}
     if not isinstance(meta, dict):
         raise IncompatibleModelError(f"{path}: 'meta' is {type(meta).__name__}, expected an object")
+    nesting = _nesting(meta)
+    if nesting > MAX_META_DEPTH:
+        raise IncompatibleModelError(f"{path}: 'meta' is nested {nesting} levels deep, more than a model's "
+                                     f"metadata may be ({MAX_META_DEPTH})")
     try:
         est = PortableEstimator.from_dict(doc.get("estimator"))
         if est.n_features_in != len(FEATURE_SCHEMA):

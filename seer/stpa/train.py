@@ -38,7 +38,7 @@ from typing import Iterable
 import numpy as np
 
 from seer._version import __version__
-from seer.stpa.estimator import FAMILIES, export_estimator  # noqa: F401  (export_estimator: its old home)
+from seer.stpa.estimator import FAMILIES, MAX_TREE_DEPTH, export_estimator  # noqa: F401  (export_estimator: its old home)
 from seer.stpa.model import (
     FEATURE_SCHEMA,
     ROW_SCHEMA_VERSIONS,
@@ -170,7 +170,9 @@ def make_estimator(family: str):
         return GradientBoostingRegressor(n_estimators=300, max_depth=3, learning_rate=0.05, subsample=0.8,
                                          min_samples_leaf=3, random_state=0)
     if family == "rf":
-        return RandomForestRegressor(n_estimators=200, min_samples_leaf=2, max_features=0.5, random_state=0, n_jobs=1)
+        # max_depth: a model file's trees may be at most that deep (load_model refuses deeper ones).
+        return RandomForestRegressor(n_estimators=200, min_samples_leaf=2, max_features=0.5, random_state=0, n_jobs=1,
+                                     max_depth=MAX_TREE_DEPTH)
     if family == "ridge":
         return make_pipeline(StandardScaler(), PolynomialFeatures(2, include_bias=False), StandardScaler(),
                              Ridge(alpha=30.0))

@@ -283,6 +283,20 @@ def env_held_out_models(rows: list[dict], envs, family: str, log=print) -> dict:
     return out
 
 
+def _check_trusted_folders(*paths: Path) -> None:
+    """Refuse to read a dataset from, or write a model into, a folder another
+    user could write to (the model written there is what ``workers="auto"`` loads).
+
+    Raises:
+        seer.errors.UntrustedPathError: naming the folder, its owner or mode, and the fix.
+    """
+    from seer._io import check_trusted_dir
+
+    for folder in dict.fromkeys(Path(p).parent for p in paths):
+        if folder.exists():  # a missing one is created with mode 0700
+            check_trusted_dir(folder, what="STPA cache directory")
+
+
 def run_tune(*, quick: bool = False, cache: Path | None = None, do_sweep: bool = True, do_train: bool = True,
              do_evaluate: bool = False, n_train: int | None = None, n_eval: int | None = None,
              reps: int | None = None, target_s: float | None = None, seed: int = 1, envs: bool = True,
@@ -315,6 +329,8 @@ def run_tune(*, quick: bool = False, cache: Path | None = None, do_sweep: bool =
     cache = Path(cache) if cache is not None else cache_dir()
     dataset_path = Path(dataset_path) if dataset_path is not None else cache / DATASET_FILENAME
     model_path = Path(model_path) if model_path is not None else cache / MODEL_FILENAME
+    if do_sweep or do_train:
+        _check_trusted_folders(dataset_path, model_path)
     hw = machine_features()
     sizes = list(sizes) if sizes is not None else candidate_sizes(hw["usable_cores"])
     out: dict = {"machine": machine_description(), "sizes": sizes, "config": cfg, "quick": quick,

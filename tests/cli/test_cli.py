@@ -300,6 +300,24 @@ def test_atomic_write_honours_the_umask(tmp_path):
     assert stat.S_IMODE((tmp_path / "a.txt").stat().st_mode) == 0o640
 
 
+def test_seer_trace_onto_a_private_file_keeps_it_private(tmp_path, capsys):
+    out = tmp_path / "t.json"
+    out.write_text("old")
+    os.chmod(out, 0o600)
+    old = os.umask(0o022)
+    try:
+        assert cli.main(["trace", "-n", "1", "-w", "1", "--entities", "8", "-o", str(out)]) == 0
+        _io.atomic_write_text(tmp_path / "new.txt", "x")  # a new file: the umask decides, as before
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE(out.stat().st_mode) == 0o600 and json.loads(out.read_text())["traceEvents"]
+    assert stat.S_IMODE((tmp_path / "new.txt").stat().st_mode) == 0o644
+    os.chmod(out, 0o640)
+    _io.atomic_write_text(out, "y")
+    assert stat.S_IMODE(out.stat().st_mode) == 0o640 and out.read_text() == "y"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["new.txt", "t.json"]
+
+
 def test_ensure_private_dir(tmp_path):
     old = os.umask(0o022)
     try:
