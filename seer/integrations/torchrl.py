@@ -36,8 +36,8 @@ then waits for TorchRL's partial reset (``"_reset"``), as collectors do
 **State.**  With ``return_state`` (default: when the env has a
 ``state_space``) the root holds ``state`` ``[num_copies, *state_space]``,
 each copy's ``env.state()``, for centralised critics.  SEER's built-in envs
-define their state as their agents' observations concatenated (lost agents
-zero), so it is built from the vector's rows without a call per copy;
+define their state as their agents' observations concatenated (terminated
+agents zero), so it is built from the vector's rows without a call per copy;
 other envs' ``state()`` is called on each copy after every step.
 
 **Speed.**  Whole arrays become tensors with ``torch.from_numpy`` (no copy,
@@ -301,7 +301,8 @@ class SeerTorchRLEnv(EnvBase):
     def _state(self, obs: np.ndarray) -> np.ndarray:
         C, root = self.num_copies, self._root
         if self._state_rows:
-            st = obs.reshape(C, self.agents_per_copy, -1) * self._alive.reshape(C, -1, 1)
+            # zero the rows of terminated (lost) agents; truncated ones keep their last observation
+            st = obs.reshape(C, self.agents_per_copy, -1) * ~self._term.reshape(C, -1, 1)
             return st.reshape(*root, -1).astype(self._state_space.dtype, copy=False)
         st = np.stack([np.asarray(s, self._state_space.dtype) for s in self.envs.call("state")])
         return st.reshape(*root, *self._state_space.shape)

@@ -64,7 +64,7 @@ def test_task_specs_are_per_copy_with_state_and_mask():
         # SEER's episodes: 20 steps whatever is lost on the way, the state is the rows
         td = env.rollout(20, break_when_any_done=False)
         assert td["next", "done"][:, -1].all() and not td["next", "done"][:, :-1].any()
-        obs_rows = td["next", "agents", "observation"] * td["next", "agents", "mask"].unsqueeze(-1)
+        obs_rows = td["next", "agents", "observation"] * td["next", "agents", "terminated"].logical_not()
         torch.testing.assert_close(td["next", "state"], obs_rows.flatten(-2))
     finally:
         env.close()
