@@ -16,6 +16,7 @@ _LOCK = threading.Lock()
 #: key (runtime or copy state address) -> failures, oldest first
 _FAILED: dict[int, list[tuple[int, int, float, int, BaseException | None]]] = {}
 _PER_KEY = 16  # the first failure of a step is the one reported; a few more are plenty
+_KEYS = 1024  # failures nobody asked for (a copy step that handled its runtime's code) age out
 
 #: SEER_E_* codes (csrc/include/seer/seer_types.h) by value
 CODE_NAMES = {-1: "SEER_E_ENTITY", -2: "SEER_E_KIND", -3: "SEER_E_TIME", -4: "SEER_E_PAST", -5: "SEER_E_FULL",
@@ -30,6 +31,8 @@ def code_name(code: int | None) -> str | None:
 
 def record(key: int, entity: int, kind: int, time: float, code: int, exc: BaseException | None) -> None:
     with _LOCK:
+        if int(key) not in _FAILED and len(_FAILED) >= _KEYS:
+            del _FAILED[next(iter(_FAILED))]
         rows = _FAILED.setdefault(int(key), [])
         if len(rows) < _PER_KEY:
             rows.append((int(entity), int(kind), float(time), int(code), exc))

@@ -247,6 +247,9 @@ class State:
             raise InvalidArgumentError(
                 f"State.bind(arrays) takes a mapping of field name -> numpy array (such as model.state), got "
                 f"{type(arrays).__name__}")
+        unknown = sorted(set(params) - set(self.names))
+        if unknown:
+            raise InvalidArgumentError(f"State.bind: {', '.join(map(repr, unknown))} is no field of {self!r}")
         given = {**arrays, **params}
         words = np.zeros(self.words, np.int64)
         words[0] = self.layout

@@ -15,6 +15,7 @@ memory, with one warning naming the folder and the fix.
 
 from __future__ import annotations
 
+import dis
 import enum
 import hashlib
 import os
@@ -96,6 +97,18 @@ def _codes(code):
             yield from _codes(c)
 
 
+def _names(fn) -> tuple[set, set]:
+    """(globals read, attribute names read) by ``fn``'s code, nested code included."""
+    globs, attrs = set(), set()
+    for code in _codes(fn.__code__):
+        for ins in dis.get_instructions(code):
+            if ins.opname in ("LOAD_GLOBAL", "LOAD_NAME"):
+                globs.add(ins.argval)
+            elif ins.opname in ("LOAD_ATTR", "LOAD_METHOD"):
+                attrs.add(ins.argval)
+    return globs, attrs
+
+
 def function_key(fn, seen: set | None = None, depth: int = 0) -> str:
     """A digest of ``fn``'s code and of every global and closure value it
     reads (recursively through the jitted functions it calls)."""
@@ -105,11 +118,10 @@ def function_key(fn, seen: set | None = None, depth: int = 0) -> str:
         return f"{fn.__module__}.{fn.__qualname__}"
     seen.add(ident)
     parts = [fn.__module__, fn.__qualname__]
-    names = set()
     for code in _codes(fn.__code__):
         parts.append(_sha(code.co_code))
-        parts.append(repr([c for c in code.co_consts if not isinstance(c, types.CodeType)]))
-        names.update(code.co_names)
+        parts.append([_const_repr(c) for c in code.co_consts if not isinstance(c, types.CodeType)])
+    names, attrs = _names(fn)
     g = fn.__globals__
     for name in sorted(names):
         if name not in g:
@@ -120,7 +132,7 @@ def function_key(fn, seen: set | None = None, depth: int = 0) -> str:
         except Unkeyable as exc:
             raise Unkeyable(f"global {name!r} of {fn.__qualname__} is a {exc}") from None
         if isinstance(v, types.ModuleType) and v.__name__.split(".")[0] not in _OPAQUE_MODULES:
-            for attr in sorted(names):  # mod.K is frozen like a global
+            for attr in sorted(attrs):  # mod.K is frozen like a global
                 if hasattr(v, attr):
                     try:
                         parts.append((name, attr, value_key(getattr(v, attr), seen, depth + 1)))
@@ -135,6 +147,15 @@ def function_key(fn, seen: set | None = None, depth: int = 0) -> str:
             raise Unkeyable(f"closure variable {fn.__code__.co_freevars[i]!r} of {fn.__qualname__} is a "
                             f"{exc}") from None
     return _sha(repr(parts).encode())
+
+
+def _const_repr(c) -> str:
+    # a set literal is a frozenset constant: its repr's order changes with the string hash seed
+    if isinstance(c, frozenset):
+        return "frozenset(" + repr(sorted(_const_repr(x) for x in c)) + ")"
+    if isinstance(c, tuple):
+        return "(" + ", ".join(_const_repr(x) for x in c) + ")"
+    return repr(c)
 
 
 class KeyedCache(_caching.FunctionCache):
@@ -203,9 +224,7 @@ def upgrade_helpers(fn, seen: set | None = None) -> None:
     if id(fn) in seen:
         return
     seen.add(id(fn))
-    names = set()
-    for code in _codes(fn.__code__):
-        names.update(code.co_names)
+    names, _ = _names(fn)
     values = [fn.__globals__[n] for n in names if n in fn.__globals__]
     values += [c.cell_contents for c in (fn.__closure__ or ()) if _has_contents(c)]
     for v in values:

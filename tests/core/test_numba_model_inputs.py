@@ -70,6 +70,8 @@ def test_a_parameter_that_disagrees_with_the_state_is_refused_by_name():
         P.bind(arrays, gain=1.0, steps=3, weights=np.ones((2, 1)))
     with pytest.raises(seer.InvalidArgumentError, match=r"array 'weights' is int64\[2\].*float64"):
         P.bind(arrays, gain=1.0, steps=3, weights=np.ones(2, np.int64))
+    with pytest.raises(seer.InvalidArgumentError, match=r"'gian' is no field of State\(v='f8\[:\]', gain='f8'"):
+        P.bind(arrays, gian=1.0, gain=1.0, steps=3, weights=w)
     shared = np.array(0.25)  # a 0-d array of the dtype is bound as it is: one buffer for many models
     assert P.bind(arrays, gain=shared, steps=3, weights=w)["gain"] is shared
 
