@@ -30,6 +30,7 @@ from seer.runtime import Runtime, StepStats
 from seer.pool_stats import PoolStats, WorkerTimes
 from seer.trace import Trace
 from seer.wrap import wrap
+from seer.native_env import NativeEnv
 from seer.capi import get_include
 from seer._version import __version__
 from seer import runtime as _runtime, stpa as _stpa
@@ -50,6 +51,7 @@ __all__ = [
     "EventQueue",
     "Model",
     "Native",
+    "NativeEnv",
     "Runtime",
     "StepStats",
     "PoolStats",

@@ -25,7 +25,7 @@ LAYERS = {
     "seer._io": 0, "seer._cdef": 0, "seer._checks": 0, "seer._host": 0, "seer._version": 0,
     "seer._build": 0, "seer._build_synth": 0, "seer._native_errors": 0, "seer._seer_c": 0, "seer._synth_c": 0,
     "seer.stpa": 1,
-    "seer.vector": 2, "seer.wrap": 2, "seer.envs": 2, "seer.numba": 2,
+    "seer.vector": 2, "seer.wrap": 2, "seer.envs": 2, "seer.numba": 2, "seer.native_env": 2,
     "seer.integrations": 3, "seer.cli": 3, "seer.bench": 3, "seer": 3,
 }
 LAYER_NAMES = {0: "core", 1: "policy (stpa)", 2: "envs/vector/wrap", 3: "integrations/CLI/bench"}

@@ -18,7 +18,9 @@ later.  All agents want to reach the episode's goal value.
 The events run on SEER's runtime through C handlers from this package's own
 extension module, built against ``seer.get_include()`` only; the whole step
 is one C call (``cons_copy_step``), which seer.vector's thread backend also
-runs for each copy with the GIL released.  ``engine="numba"`` runs the same
+runs for each copy with the GIL released.  The env is a ``seer.NativeEnv``:
+this module writes the reset and the step over the rows, the base class the
+runtime, the PettingZoo API, the action check and the native copy.  ``engine="numba"`` runs the same
 handlers and step written in Python syntax and compiled by Numba
 (``_numba.py``), ``engine="python"`` the same model as a plain Python event
 loop (a heap); all three give bit for bit the same numbers.
@@ -32,25 +34,21 @@ Example:
 
 from __future__ import annotations
 
-import copy
 import numbers
 
 import gymnasium
 import numpy as np
-from pettingzoo import ParallelEnv
 from pettingzoo.utils import wrappers
 from pettingzoo.utils.conversions import parallel_to_aec_wrapper
 
 import seer
 import seer.capi
-import seer.stpa
-from seer.actions import validate_actions
-from seer.vector.native import NativeCopy, NativeSpec
+from seer.vector.native import NativeSpec
 
 from seer_consensus import _consensus_c
 from seer_consensus._reference import ReferenceSim
 
-__all__ = ["parallel_env", "env", "raw_env", "ConsensusEnv", "SCENARIOS"]
+__all__ = ["parallel_env", "env", "raw_env", "ConsensusEnv", "SCENARIOS", "make_traced"]
 
 #: scenario -> number of agents
 SCENARIOS = {"small": 8, "default": 64, "large": 1024}
@@ -66,12 +64,6 @@ def plugin() -> seer.capi.Plugin:
     if _plugin is None:
         _plugin = seer.capi.Plugin(_consensus_c)
     return _plugin
-
-
-def make_spec(n: int) -> NativeSpec:
-    return NativeSpec(agents=[f"agent_{i}" for i in range(n)],
-                      observation=gymnasium.spaces.Box(-10.0, 10.0, (4,), np.float32),
-                      action=gymnasium.spaces.Box(-1.0, 1.0, (1,), np.float32))
 
 
 class ConsensusModel(seer.Model):
@@ -91,9 +83,8 @@ class ConsensusModel(seer.Model):
         self.period = np.array([PERIODS[i % 3] for i in range(n)])
         c = ffi.new("cons_model *")
         c.n, c.delay, c.gain, c.speed = n, DELAY, GAIN, SPEED
-        c.value = ffi.cast("double *", ffi.from_buffer(self.state["value"]))
-        c.heard = ffi.cast("double *", ffi.from_buffer(self.state["heard"]))
-        c.action = ffi.cast("double *", ffi.from_buffer(self.state["action"]))
+        for k in ("value", "heard", "action"):
+            setattr(c, k, ffi.cast("double *", ffi.from_buffer(self.state[k])))
         c.period = ffi.cast("double *", ffi.from_buffer(self.period))
         self.native_model = c
 
@@ -106,79 +97,13 @@ class ConsensusModel(seer.Model):
         runtime.schedule(np.arange(n, dtype=np.int32), np.zeros(n), np.zeros(n, np.int32))
 
 
-class SeerSim:
-    """The env's C side: a runtime over the model and a ``cons_env``; one
-    call per step (``cons_copy_step`` into this env's own rows)."""
-
-    def __init__(self, n: int, max_cycles: int, workers):
-        p = plugin()
-        ffi, lib = p.ffi, p.lib
-        self.model = ConsensusModel(n)
-        capacity = max(4096, 16 * n)
-        # "auto": STPA's choice, then checked against the neighbouring pool
-        # sizes on the real steps (each reported by native_step below)
-        self.runtime = seer.stpa.make_runtime(self.model, workers, capacity=capacity)
-        e = ffi.new("cons_env *")
-        e.m = self.model.native_model
-        e.rt = ffi.cast("seer_runtime *", self.runtime.native_address)
-        e.dt, e.max_cycles = DT, max_cycles
-        self.env = e
-        self.obs = np.zeros((n, 4), np.float32)
-        self.act = np.zeros((n, 1), np.float32)
-        self.rew = np.zeros(n)
-        self.flags = {k: np.zeros(n, np.uint8) for k in ("term", "trunc", "mask", "alive")}
-        self.ended = np.zeros(1, np.uint8)
-        r = ffi.new("seer_copy_rows *")
-        r.act = ffi.from_buffer(self.act)
-        r.obs = ffi.from_buffer(self.obs)
-        r.rew = ffi.cast("double *", ffi.from_buffer(self.rew))
-        for k, arr in self.flags.items():
-            setattr(r, k, ffi.cast("uint8_t *", ffi.from_buffer(arr)))
-        r.ended = ffi.cast("uint8_t *", ffi.from_buffer(self.ended))
-        self.rows = r
-        self._lib, self._ffi = lib, ffi
-
-    @property
-    def workers(self) -> int:
-        return self.runtime.workers
-
-    @property
-    def goal(self) -> float:
-        return float(self.env.goal)
-
-    def next_seed(self) -> int:
-        return int(self._lib.cons_next_seed(self.env))
-
-    def reset(self, seed: int) -> np.ndarray:
-        rt = self.runtime
-        with rt.exclusive("reset()"):
-            rc = self._lib.cons_reset(self.env, seed)
-            rt.mark_reset(seed)
-            if rc != self._lib.SEER_OK:
-                rt.fail(rc)
-            self._lib.cons_observe_all(self.env, self._ffi.cast("float *", self._ffi.from_buffer(self.obs)))
-        return self.obs.copy()
-
-    def step(self, actions: np.ndarray) -> None:
-        rt = self.runtime
-        self.act[:, 0] = actions
-        with rt.native_step():  # timed for the tuner, which may resize the pool for the next step
-            rc = self._lib.cons_copy_step(self.env, self.rows, self._lib.SEER_COPY_STEP)
-            if rc != self._lib.SEER_OK:
-                rt.fail(rc)
-
-    def error(self, rc: int) -> BaseException:
-        try:
-            self.runtime.fail(rc)
-        except BaseException as exc:
-            return exc
-        return RuntimeError(f"cons_copy_step failed with status {rc}")
-
-    def close(self) -> None:
-        self.runtime.close()
+def _check_int(name, value, lo):
+    if not isinstance(value, numbers.Integral) or isinstance(value, bool) or value < lo:
+        raise ValueError(f"{name}={value!r} is invalid: expected an integer >= {lo}")
+    return int(value)
 
 
-class ConsensusEnv(ParallelEnv):
+class ConsensusEnv(seer.NativeEnv):
     """The PettingZoo ParallelEnv (see the module docstring).
 
     Args:
@@ -190,121 +115,74 @@ class ConsensusEnv(ParallelEnv):
             same handlers and copy step in Python syntax, compiled by Numba:
             ``pip install 'seer-marl[numba]'``) or ``"python"`` (the same model as
             a plain Python event loop).
+        trace: Record the runtime's trace (``seer trace consensus_v0``).
     """
 
     metadata = {"name": "consensus_v0", "render_modes": [], "is_parallelizable": True}
 
     def __init__(self, scenario: str = "small", num_agents: int | None = None, max_cycles: int = 100,
-                 workers=1, engine: str = "seer"):
+                 workers=1, engine: str = "seer", trace: bool = False):
         if scenario not in SCENARIOS:
             raise ValueError(f"scenario={scenario!r} is unknown: expected one of {sorted(SCENARIOS)}")
-        n = SCENARIOS[scenario] if num_agents is None else num_agents
-        if not isinstance(n, numbers.Integral) or isinstance(n, bool) or n < 3:
-            raise ValueError(f"num_agents={num_agents!r} is invalid: expected an integer >= 3")
-        if not isinstance(max_cycles, numbers.Integral) or isinstance(max_cycles, bool) or max_cycles < 1:
-            raise ValueError(f"max_cycles={max_cycles!r} is invalid: expected an integer >= 1")
+        n = _check_int("num_agents", SCENARIOS[scenario] if num_agents is None else num_agents, 3)
+        self.max_cycles = _check_int("max_cycles", max_cycles, 1)
         if engine not in ENGINES:
             raise ValueError(f"engine={engine!r} is unknown: expected one of {list(ENGINES)}")
-        self.render_mode = None
-        self.scenario, self.engine, self.max_cycles = scenario, engine, int(max_cycles)
-        self.spec = make_spec(int(n))
-        self.possible_agents = list(self.spec.agents)
-        self.agents: list[str] = []
-        self._index = {a: i for i, a in enumerate(self.possible_agents)}
-        self._obs_spaces = {a: copy.deepcopy(self.spec.observation) for a in self.possible_agents}
-        self._act_spaces = {a: copy.deepcopy(self.spec.action) for a in self.possible_agents}
+        self.scenario, self.engine = scenario, engine
+        spec = NativeSpec(agents=[f"agent_{i}" for i in range(n)],
+                          observation=gymnasium.spaces.Box(-10.0, 10.0, (4,), np.float32),
+                          action=gymnasium.spaces.Box(-1.0, 1.0, (1,), np.float32))
         if engine == "seer":
-            self._sim = SeerSim(int(n), self.max_cycles, workers)
+            super().__init__(spec, ConsensusModel(n), workers=workers, trace=trace)
+            ffi = plugin().ffi
+            self.c_env = e = ffi.new("cons_env *")
+            e.m, e.rt = self.runtime.model.native_model, ffi.cast("seer_runtime *", self.runtime.native_address)
+            e.dt, e.max_cycles = DT, self.max_cycles
+            self._obs_ptr = ffi.cast("float *", ffi.from_buffer(self.rows.obs))
         elif engine == "numba":
-            from seer_consensus._numba import NumbaSim  # needs seer-marl[numba]
+            from seer_consensus import _numba as nb  # needs seer-marl[numba]
 
-            self._sim = NumbaSim(int(n), self.max_cycles, workers, periods=PERIODS, delay=DELAY, gain=GAIN,
-                                 speed=SPEED, dt=DT, spec=self.spec)
+            self._nb = nb
+            arrays = {"value": np.zeros(n), "heard": np.zeros((n, 2)), "action": np.zeros(n),
+                      "period": np.array([PERIODS[i % 3] for i in range(n)]),
+                      "P": np.array([DELAY, GAIN, SPEED, DT, 0.0]),
+                      "I": np.array([n, 0, self.max_cycles, 0, 0], np.int64)}
+            super().__init__(spec, nb.NumbaModel(arrays), workers=workers, trace=trace)
+            arrays["I"][nb.I_RT] = self.runtime.native_address
+            self._s = nb.STATE.tuple_type(*(arrays[k] for k in nb.STATE.names))
         else:
-            self._sim = ReferenceSim(int(n), self.max_cycles, PERIODS, DELAY, GAIN, SPEED, DT)
-        self._closed = False
+            super().__init__(spec, None)
+            self._sim = ReferenceSim(n, self.max_cycles, PERIODS, DELAY, GAIN, SPEED, DT)
 
-    @property
-    def workers(self) -> int:
-        """SEER's pool size now (``workers="auto"`` tunes it between steps); 1 for the reference engine."""
-        return getattr(self._sim, "workers", 1)
-
-    def observation_space(self, agent):
-        return self._obs_spaces[self._agent(agent)]
-
-    def action_space(self, agent):
-        return self._act_spaces[self._agent(agent)]
-
-    def _agent(self, agent):
-        if agent not in self._index:
-            raise ValueError(f"agent {agent!r} is unknown: expected one of {self.possible_agents[:3]}...")
-        return agent
-
-    def reset(self, seed=None, options=None):
-        self._check_open()
-        if seed is None:
-            seed = self._sim.next_seed()
-        elif not isinstance(seed, numbers.Integral) or isinstance(seed, bool) or not 0 <= seed < 2**64:
-            raise ValueError(f"seed={seed!r} is invalid: expected None or an integer in [0, 2**64)")
-        obs = self._sim.reset(int(seed))
-        self.agents = self.possible_agents[:]
-        return dict(zip(self.agents, obs)), {a: {} for a in self.agents}
-
-    def step(self, actions):
-        self._check_open()
-        agents = self.agents
-        if not agents:
-            raise RuntimeError("step() with no live agents: call reset() first")
-        act = self._fast_actions(actions, agents)
-        if act is None:  # something is off: the slow check names the agent and the value
-            validate_actions(actions, agents, self.action_space, possible_agents=self._index)
-            act = np.array([np.asarray(actions[a]).reshape(-1)[0] for a in agents], np.float32)
-        sim = self._sim
-        sim.step(act)
-        obs, rew, trunc = sim.obs.copy(), sim.rew.tolist(), bool(sim.flags["trunc"][0])
-        result = (dict(zip(agents, obs)), dict(zip(agents, rew)), dict.fromkeys(agents, False),
-                  dict.fromkeys(agents, trunc), {a: {} for a in agents})
-        if trunc:
-            self.agents = []
-        return result
-
-    @staticmethod
-    def _fast_actions(actions, agents):
-        """Every live agent's action as one float32 array, when all are
-        well formed (one numpy pass instead of a check per agent)."""
-        if type(actions) is not dict or len(actions) != len(agents):
-            return None
-        try:
-            arr = np.array([actions[a] for a in agents])
-        except (KeyError, ValueError, TypeError):
-            return None
-        if arr.dtype.kind not in "fiu" or arr.shape != (len(agents), 1):
-            return None
-        if not (np.isfinite(arr).all() and arr.min() >= -1.0 and arr.max() <= 1.0):
-            return None
-        return arr[:, 0].astype(np.float32)
-
-    def seer_native_copy(self) -> NativeCopy | None:
-        """seer.vector's native path: this env's step and autoreset in C."""
-        if self.engine == "python" or self._closed:
-            return None
+    def reset_rows(self, seed):
+        if self.engine == "seer":
+            rc = plugin().lib.cons_reset(self.c_env, seed)
+            plugin().lib.cons_observe_all(self.c_env, self._obs_ptr)
+            return rc
         if self.engine == "numba":
-            return self._sim.native_copy(self)
-        return NativeCopy(self.spec, step=plugin().function("cons_copy_step"), state=self._sim.env,
-                          error=self._sim.error, owner=self)
+            rc = self._nb.reset(seer.capi.api_address(), self._s, np.uint64(seed))
+            self._nb.observe(self._s, self.rows.obs)
+            return rc
+        self.rows.obs[:] = self._sim.reset(seed)
 
-    def _check_open(self):
-        if self._closed:
-            raise seer.ClosedError("this consensus_v0 env is closed")
+    def copy_step(self):
+        if self.engine == "seer":
+            return plugin().function("cons_copy_step"), self.c_env
+        if self.engine == "numba":
+            return self._nb.copy_step(self.spec), self.runtime.model.native_model
 
-    def close(self):
-        if not self._closed:
-            self._closed = True
-            if self.engine != "python":
-                self._sim.close()
+    def step_rows(self):  # engine="python": the plain event loop
+        sim, rows = self._sim, self.rows
+        sim.step(rows.act[:, 0])
+        rows.obs[:], rows.rew[:], rows.trunc[:] = sim.obs, sim.rew, sim.flags["trunc"]
 
-    def __repr__(self):
-        return f"consensus_v0(n={len(self.possible_agents)}, engine={self.engine!r})"
+    def next_seed(self) -> int:
+        if self.engine == "seer":
+            return int(plugin().lib.cons_next_seed(self.c_env))
+        return int(self._nb.next_seed(self._s) if self.engine == "numba" else self._sim.next_seed())
+
+
+make_traced = ConsensusEnv.make_traced  # seer trace consensus_v0
 
 
 def parallel_env(**kwargs) -> ConsensusEnv:

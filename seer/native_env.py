@@ -1,0 +1,436 @@
+"""`NativeEnv`: the base class of a PettingZoo env whose reset and step write rows (C, Numba or Python).
+
+The author declares the env's rows once, in a :class:`seer.vector.NativeSpec`
+(agents, one observation Box, one action space: the spaces derive from it),
+and writes two things over :attr:`NativeEnv.rows`:
+
+- ``reset_rows(seed)``: a new episode from ``seed``; write the observation
+  rows (and clear ``alive`` of an agent that does not start).  Return 0 or
+  a ``SEER_E_*`` status.
+- the step: either ``copy_step()`` returning ``(function, state)`` -- a C or
+  Numba function ``int step(void *state, const seer_copy_rows *rows, int32_t
+  op)`` (a cffi function, an address or ``@STATE.copy_step(spec)``) that
+  reads ``act`` and writes ``obs``, ``rew``, ``term``, ``trunc``, ``mask``,
+  ``alive``, ``ended`` -- or, in Python, ``step_rows()`` writing the same
+  arrays.
+
+The base does the rest: the runtime (``seer.stpa.make_runtime``, so
+``workers="auto"`` is STPA's choice, tuned on the real steps), holding it
+for native resets and steps (``Runtime.exclusive``/``native_step``), errors
+(``Runtime.mark_reset``/``fail``: a failed handler is a
+:class:`seer.HandlerError`), the single-env ParallelEnv API (``agents``,
+spaces, the five dicts, ``state()``, ``close``, ``render``), the action
+check (a bad action names the agent and the value), ``seer_native_copy()``
+(seer.vector's native path runs the same step in C for every copy) and the
+``make_traced`` hook of ``seer trace``::
+
+    class MyEnv(seer.NativeEnv):
+        metadata = {"name": "my_env_v0", "render_modes": []}
+
+        def __init__(self, num_agents=8, workers=1, trace=False):
+            spec = seer.vector.NativeSpec(agents=[f"agent_{i}" for i in range(num_agents)],
+                                          observation=Box(-1, 1, (4,), np.float32), action=Discrete(3))
+            super().__init__(spec, MyModel(num_agents), workers=workers, trace=trace)
+            self.c_env = ...  # the C struct, holding self.runtime.native_address
+
+        def reset_rows(self, seed):
+            return lib.my_reset(self.c_env, seed, ffi.from_buffer(self.rows.obs))
+
+        def copy_step(self):
+            return plugin.function("my_copy_step"), self.c_env
+
+        def next_seed(self):  # the stream SEER_COPY_AUTORESET draws from
+            return lib.my_next_seed(self.c_env)
+
+    make_traced = MyEnv.make_traced  # seer trace my_env_v0
+
+A native reset must reset the runtime itself (``seer_rt_reset``, then the
+first events), as its ``SEER_COPY_AUTORESET`` does; a Python env's runtime
+is reset by the base (``Runtime.reset``: the model's ``reset``) before
+``reset_rows``.  ``model=None`` runs without a runtime (a reference engine).
+"""
+
+from __future__ import annotations
+
+import copy
+import numbers
+from types import SimpleNamespace
+from typing import Any
+
+import gymnasium
+import numpy as np
+from gymnasium import spaces
+from pettingzoo import ParallelEnv
+
+from seer._checks import check_seed, check_workers
+from seer.actions import validate_actions
+from seer.capi import address_of, api_address, pointer_address
+from seer.errors import ClosedError, HandlerError, InvalidArgumentError, MisuseError
+from seer.vector.native import NativeCopy, NativeSpec
+
+__all__ = ["NativeEnv"]
+
+_M64 = (1 << 64) - 1
+_FLAGS = ("term", "trunc", "mask", "alive")
+
+
+def _splitmix(state: int) -> tuple[int, int]:
+    state = (state + 0x9E3779B97F4A7C15) & _M64
+    z = state
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _M64
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _M64
+    return state, z ^ (z >> 31)
+
+
+def _rows(spec: NativeSpec) -> SimpleNamespace:
+    """The arrays of one copy's rows, laid out as seer.vector lays out a copy of ``spec``."""
+    n, act = spec.slots, spec.action
+    act_shape = (n,) if isinstance(act, spaces.Discrete) else (n, *act.shape)
+    act_dtype = np.int64 if isinstance(act, (spaces.Discrete, spaces.MultiDiscrete)) else act.dtype
+    rows = SimpleNamespace(act=np.zeros(act_shape, act_dtype),
+                           obs=np.zeros((n, *spec.observation.shape), spec.observation.dtype),
+                           rew=np.zeros(n), ended=np.zeros(1, np.uint8))
+    for k in _FLAGS:
+        setattr(rows, k, np.zeros(n, np.uint8))
+    return rows
+
+
+class NativeEnv(ParallelEnv):
+    """A PettingZoo ParallelEnv over rows that C, Numba or Python code writes (see the module docstring).
+
+    Args:
+        spec: The rows: agents, observation and action space.
+        model: The :class:`seer.Model` the runtime runs, or None (no runtime).
+        workers: The runtime's pool size, ``"auto"`` or an integer.
+        trace: Build the runtime with ``trace=True`` (then seer.vector steps
+            this env through Python, so the trace sees every step).
+        capacity: The runtime's queue capacity (default: ``max(4096, 16 * slots)``).
+        render_mode: None or one of ``metadata["render_modes"]`` (then
+            :meth:`render` returns :meth:`render_frame`).
+
+    Subclasses set ``metadata["name"]``; ``entities_arg`` names the argument
+    that ``seer trace --entities`` sets (default ``"num_agents"``, None: none).
+    """
+
+    metadata: dict = {"name": "native_env", "render_modes": [], "is_parallelizable": True}
+    entities_arg: str | None = "num_agents"
+
+    def __init__(self, spec: NativeSpec, model=None, *, workers: int | str = 1, trace: bool = False,
+                 capacity: int | None = None, render_mode: str | None = None):
+        self._closed = True  # until the runtime exists: close() and __del__ have nothing to free
+        self._runtime = None
+        if not isinstance(spec, NativeSpec):
+            raise InvalidArgumentError(f"spec={spec!r} is invalid: expected a seer.vector.NativeSpec")
+        modes = list(self.metadata.get("render_modes", []))
+        if render_mode is not None and render_mode not in modes:
+            raise InvalidArgumentError(f"render_mode={render_mode!r} is invalid: expected None or one of {modes}")
+        workers = check_workers(workers)
+        self.spec, self.render_mode, self.traced = spec, render_mode, bool(trace)
+        self.possible_agents = list(spec.agents)
+        self._index = {a: i for i, a in enumerate(self.possible_agents)}
+        self._obs_spaces = {a: copy.deepcopy(spec.observation) for a in self.possible_agents}
+        self._act_spaces = {a: copy.deepcopy(spec.action) for a in self.possible_agents}
+        obs = spec.observation
+        self.state_space = spaces.Box(np.tile(obs.low.ravel(), spec.slots), np.tile(obs.high.ravel(), spec.slots),
+                                      dtype=obs.dtype)
+        self.rows = _rows(spec)
+        self._live = np.zeros(0, np.int64)
+        self.agents: list[str] = []
+        self._episode = None  # None: never reset; "over": ended; "failed: why": a step failed
+        self._seed_stream = 0
+        self._copy: NativeCopy | None = None
+        if model is not None:
+            import seer.stpa
+
+            cap = max(4096, 16 * spec.slots) if capacity is None else capacity
+            self._runtime = seer.stpa.make_runtime(model, workers, capacity=cap, trace=trace)
+        self._closed = False
+
+    # ---- what the author writes ----------------------------------------------------------------
+
+    def reset_rows(self, seed: int) -> int | None:
+        """A new episode from ``seed``: write ``rows.obs`` (0 or a status)."""
+        raise NotImplementedError(f"{type(self).__name__} must define reset_rows(seed)")
+
+    def copy_step(self) -> tuple[Any, Any] | None:
+        """``(function, state)`` of the native step, or None (then :meth:`step_rows` steps)."""
+        return None
+
+    def step_rows(self) -> int | None:
+        """One step in Python: read ``rows.act``, write the other rows (0 or a status)."""
+        raise NotImplementedError(f"{type(self).__name__} must define copy_step() or step_rows()")
+
+    def next_seed(self) -> int:
+        """The seed of a ``reset()`` without one: SplitMix64 from 0, as the
+        examples' C does.  Override it when the native step autoresets (it
+        must draw from the stream ``SEER_COPY_AUTORESET`` draws from)."""
+        self._seed_stream, z = _splitmix(self._seed_stream)
+        return z >> 33
+
+    def render_frame(self):
+        """The picture :meth:`render` returns for ``render_mode``."""
+        raise NotImplementedError(f"{type(self).__name__} declares render modes but no render_frame()")
+
+    # ---- runtime -------------------------------------------------------------------------------
+
+    @property
+    def runtime(self):
+        """The :class:`seer.Runtime` this env steps (None without a model): for
+        its ``pool_stats()``, ``trace`` and pool size.  Stepping or resetting
+        it yourself desynchronizes it from the env."""
+        return self._runtime
+
+    @property
+    def workers(self) -> int:
+        """The runtime's pool size now (``"auto"`` tunes it between steps); 1 without a runtime."""
+        return 1 if self._runtime is None else self._runtime.workers
+
+    def _native(self) -> NativeCopy | None:
+        if self._copy is None and self._runtime is not None:
+            got = self.copy_step()
+            if got is not None:
+                fn, state = got
+                self._copy = NativeCopy(self.spec, step=fn, state=state, error=self._native_error, owner=self)
+                self._call = self._caller(self._copy)
+        return self._copy
+
+    def _caller(self, native: NativeCopy):
+        """The copy step called on this env's own rows (cffi releases the GIL for the call)."""
+        from seer._seer_c import ffi
+
+        fn = ffi.cast("seer_copy_step_fn", address_of(native.step_address))
+        state = ffi.cast("void *", pointer_address(native.state_address))
+        r = self.rows
+        c = ffi.new("seer_copy_rows *")
+        c.api = ffi.cast("seer_api *", api_address())
+        c.act, c.obs = ffi.from_buffer(r.act), ffi.from_buffer(r.obs)
+        c.rew = ffi.cast("double *", ffi.from_buffer(r.rew))
+        for k in (*_FLAGS, "ended"):
+            setattr(c, k, ffi.cast("uint8_t *", ffi.from_buffer(getattr(r, k))))
+        self._c_rows = c  # the struct points into the arrays: both live as long as the env
+        return lambda op: fn(state, c, op)
+
+    def _native_error(self, rc: int) -> BaseException:
+        try:
+            self._runtime.fail(rc)
+        except BaseException as exc:  # noqa: BLE001 - the error is the value here
+            return exc
+        return HandlerError(f"{self.metadata.get('name')}: the native step failed with status {rc}", code=rc)
+
+    def seer_native_copy(self) -> NativeCopy | None:
+        """seer.vector's native path: the env's copy step for every copy (None
+        for a Python step, a traced runtime or a closed env)."""
+        if self._closed or self.traced:
+            return None
+        return self._native()
+
+    # ---- spaces --------------------------------------------------------------------------------
+
+    def observation_space(self, agent):
+        return self._obs_spaces[self._agent(agent)]
+
+    def action_space(self, agent):
+        return self._act_spaces[self._agent(agent)]
+
+    @property
+    def observation_spaces(self) -> dict:
+        return dict(self._obs_spaces)
+
+    @property
+    def action_spaces(self) -> dict:
+        return dict(self._act_spaces)
+
+    def _agent(self, agent):
+        if agent not in self._index:
+            names = self.possible_agents
+            raise InvalidArgumentError(f"agent {agent!r} is unknown: expected one of {names[0]} ... {names[-1]}")
+        return agent
+
+    def state(self) -> np.ndarray:
+        """The global state: every agent's observation row (zeros for agents not live), concatenated."""
+        self._check_open()
+        obs = self.rows.obs.copy()
+        dead = np.ones(len(obs), bool)
+        dead[self._live] = False
+        obs[dead] = 0
+        return obs.reshape(-1)
+
+    # ---- episode -------------------------------------------------------------------------------
+
+    def reset(self, seed=None, options=None):
+        self._check_open()
+        seed = int(self.next_seed()) if seed is None else check_seed(seed)
+        r = self.rows
+        for a in (r.obs, r.rew, r.term, r.trunc, r.mask, r.ended):
+            a[...] = 0
+        r.alive[:] = 1
+        rt, native = self._runtime, self._native()
+        if native is not None:  # the native reset resets the runtime itself, as its autoreset does
+            with rt.exclusive("reset()"):
+                rc = self.reset_rows(seed) or 0
+                rt.mark_reset(seed)
+                if rc != 0:
+                    self._episode = None
+                    rt.fail(rc)
+        else:
+            if rt is not None:
+                rt.reset(seed)
+            rc = self.reset_rows(seed) or 0
+            if rc != 0:
+                raise HandlerError(f"{type(self).__name__}.reset_rows({seed}) failed with status {rc}", code=rc)
+        self._episode = "running"
+        self._set_live(r.alive.astype(bool))
+        obs = r.obs[self._live].copy()
+        return dict(zip(self.agents, obs)), {a: {} for a in self.agents}
+
+    def step(self, actions):
+        self._check_open()
+        if self._episode is None:
+            raise MisuseError("step() called before reset(): call reset() first")
+        if self._episode.startswith("failed"):
+            raise ClosedError(f"the last step {self._episode[7:]}; call reset() before stepping again")
+        agents, live = self.agents, self._live
+        if not agents:
+            return {}, {}, {}, {}, {}  # the episode has ended (PettingZoo's own envs answer so too)
+        r = self.rows
+        arr = self._fast_actions(actions, agents)
+        if arr is None:  # something is off: the slow check names the agent and the value
+            validate_actions(actions, agents, self.action_space, possible_agents=self._index)
+            arr = np.array([np.asarray(actions[a]) for a in agents]).astype(r.act.dtype)
+        r.act[...] = 0
+        r.act[live] = arr.reshape(r.act[live].shape)
+        r.rew[:] = 0
+        r.term[:] = r.trunc[:] = r.mask[:] = 0
+        r.mask[live] = 1
+        self._run_step()
+        # live after the step: live before it (nobody is revived), alive, neither terminated nor truncated
+        alive = np.zeros(len(r.alive), bool)
+        alive[live] = True
+        alive &= r.alive.astype(bool) & ~r.term.astype(bool) & ~r.trunc.astype(bool) & (r.ended[0] == 0)
+        # an agent that left without saying how: truncated when the episode ended, else terminated
+        quiet = live[~alive[live] & (r.term[live] == 0) & (r.trunc[live] == 0)]
+        (r.trunc if r.ended[0] else r.term)[quiet] = 1
+        r.alive[:] = alive
+        result = (dict(zip(agents, r.obs[live].copy())), dict(zip(agents, r.rew[live].tolist())),
+                  dict(zip(agents, r.term[live].astype(bool).tolist())),
+                  dict(zip(agents, r.trunc[live].astype(bool).tolist())), {a: {} for a in agents})
+        self._set_live(alive)
+        return result
+
+    def _run_step(self) -> None:
+        native = self._native()
+        if native is None:
+            rc = self.step_rows() or 0
+            if rc != 0:
+                self._episode = f"failed (status {rc})"
+                raise HandlerError(f"{type(self).__name__}.step_rows() failed with status {rc}", code=rc)
+            return
+        try:
+            with self._runtime.native_step():  # timed for the tuner, which may resize the pool for the next step
+                rc = self._call(1)  # SEER_COPY_STEP
+                if rc != 0:
+                    err = native.error_for(rc)
+                    self._episode = f"failed ({str(err).partition(chr(10))[0]})"
+                    raise err
+        finally:
+            if self.traced:  # the workers recorded into their buffers: move it into runtime.trace, as step() does
+                self._runtime.collect_trace()
+
+    def _set_live(self, alive: np.ndarray) -> None:
+        self._live = np.flatnonzero(alive)
+        names = self.possible_agents
+        self.agents = [names[i] for i in self._live.tolist()]
+
+    def _fast_actions(self, actions, agents):
+        """Every live agent's action as one array when all are well formed
+        (one numpy pass instead of a check per agent), else None."""
+        if type(actions) is not dict or len(actions) != len(agents):
+            return None
+        try:
+            arr = np.array([actions[a] for a in agents])  # no dtype=: a cast would hide complex or float ids
+        except (KeyError, ValueError, TypeError):
+            return None
+        space = self.spec.action
+        if isinstance(space, spaces.Box):
+            if arr.dtype.kind not in "fiu" or arr.shape != (len(agents), *space.shape):
+                return None
+            if not (np.isfinite(arr).all() and (arr >= space.low).all() and (arr <= space.high).all()):
+                return None
+            return arr
+        if isinstance(space, spaces.Discrete) and arr.dtype.kind in "iu" and arr.shape == (len(agents),):
+            if arr.size and (arr.min() < space.start or arr.max() >= space.start + space.n):
+                return None
+            return arr
+        return None
+
+    # ---- rendering, lifecycle ------------------------------------------------------------------
+
+    def render(self):
+        self._check_open()
+        if self.render_mode is None:
+            gymnasium.logger.warn(f"render() called without render_mode; pass one of "
+                                  f"{self.metadata.get('render_modes', [])}")
+            return None
+        return self.render_frame()
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise ClosedError(f"this {self.metadata.get('name')} env is closed")
+
+    def close(self) -> None:
+        if not self._closed:
+            self._closed = True
+            if self._runtime is not None:
+                self._runtime.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:  # noqa: BLE001 - nothing to report to at collection
+            pass
+
+    def __repr__(self) -> str:
+        engine = "python" if self._runtime is None else "native" if self._copy is not None else "runtime"
+        return f"{self.metadata.get('name')}(agents={len(self.possible_agents)}, step={engine})"
+
+    # ---- seer trace ----------------------------------------------------------------------------
+
+    @classmethod
+    def make_traced(cls, scenario=None, entities=None, workers=2):
+        """The ``make_traced`` hook of ``seer trace NAME`` (see :mod:`seer.registry`):
+        ``cls(scenario=..., <entities_arg>=..., workers=..., trace=True)``,
+        reset with seed 0, stepped with seeded random actions (a new episode
+        when one ends).  Returns ``(runtime, step, close)``; ``step()``
+        returns the events the step ran.  Put ``make_traced =
+        MyEnv.make_traced`` in the env's module."""
+        kwargs: dict = {} if scenario is None else {"scenario": scenario}
+        if entities is not None:
+            if cls.entities_arg is None:
+                raise InvalidArgumentError(f"{cls.__name__} takes no entity count (entities={entities!r})")
+            if not isinstance(entities, numbers.Integral) or isinstance(entities, bool):
+                raise InvalidArgumentError(f"entities={entities!r} is invalid: expected an integer")
+            kwargs[cls.entities_arg] = int(entities)
+        env = cls(**kwargs, workers=workers, trace=True)
+        if env.runtime is None:
+            env.close()
+            raise InvalidArgumentError(f"{cls.__name__}({kwargs}) has no runtime to trace")
+        episode = [0]
+        env.reset(seed=0)
+        for i, agent in enumerate(env.possible_agents):
+            env.action_space(agent).seed(i)
+
+        def step() -> int:
+            if not env.agents:
+                episode[0] += 1
+                env.reset(seed=episode[0])
+            before = env.runtime.events_total()
+            env.step({a: env.action_space(a).sample() for a in env.agents})
+            return env.runtime.events_total() - before
+
+        return env.runtime, step, env.close
