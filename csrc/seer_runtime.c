@@ -775,7 +775,8 @@ static int run_native(seer_runtime *rt, seer_worker *w, const seer_event *ev, wi
     }
     w->held = -1;
     st->events++;
-    if (rc != SEER_OK) fail(rt, rc == SEER_E_CAUSALITY ? rc : SEER_E_HANDLER, ctx->worker, ev, -1, -1, NAN);
+    /* target: the handler's own code, for HandlerError.code (42 and SEER_E_ARG read differently) */
+    if (rc != SEER_OK) fail(rt, rc == SEER_E_CAUSALITY ? rc : SEER_E_HANDLER, ctx->worker, ev, rc, -1, NAN);
     return rc;
 }
 
@@ -942,7 +943,7 @@ static void window_batched(seer_runtime *rt, seer_worker *w, double t1, window_s
                     /* The dispatcher says which event failed through rc >= 0
                      * offsets; a negative rc blames the first. */
                     int32_t at = rc > 0 && rc <= j - i ? rc - 1 : 0;
-                    fail(rt, SEER_E_HANDLER, w->ctx.worker, &w->sorted[i + at], -1, -1, NAN);
+                    fail(rt, SEER_E_HANDLER, w->ctx.worker, &w->sorted[i + at], 0, -1, NAN);
                 }
             } else {
                 for (int32_t m = i; m < j; m++)

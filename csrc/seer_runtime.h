@@ -42,7 +42,7 @@ typedef struct seer_error_info {
     int32_t entity;
     int32_t kind;
     double time;
-    int32_t target;       /* emit errors: destination entity        */
+    int32_t target;       /* emit errors: destination entity; SEER_E_HANDLER: the handler's code (0: unknown) */
     int32_t target_kind;
     double target_time;
 } seer_error_info;

@@ -809,7 +809,7 @@ class Runtime:
         # what a compiled handler raised or returned (seer.numba records it)
         said = _native_errors.take(int(ffi.cast("uintptr_t", core.rt)), info.entity, info.kind, info.time)
         if info.code == lib.SEER_E_HANDLER:
-            code, cause = said or (None, None)
+            code, cause = said or (info.target or None, None)  # a C handler's code: the core keeps it
             why = (f": {type(cause).__name__}: {cause}" if cause is not None else
                    "" if code is None else f": returned {code}" + (
                        f" ({_native_errors.code_name(code)})" if _native_errors.code_name(code) else ""))

@@ -249,6 +249,7 @@ def test_native_handler_failure_is_reported_and_recoverable(workers):
         with pytest.raises(seer.HandlerError, match=r"entity 7, kind 0") as info:
             rt.step(2.0)
         assert info.value.entity == 7 and info.value.time >= 0.3
+        assert info.value.code == 1 and str(info.value).endswith("returned 1")  # the C handler's own code
         model._c.fail_entity = -1
         rt.reset(1)
         assert rt.step(2.0).events > 0
