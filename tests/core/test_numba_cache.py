@@ -123,3 +123,37 @@ def test_a_world_writable_cache_folder_is_not_loaded_from(tmp_path):
     assert "SeerNumbaCacheWarning" in err and str(folder) in err and "chmod 700" in err
     assert sorted(p.name for p in folder.iterdir()) == ["planted.txt"]  # nothing written or imported there
     assert stat.S_IMODE(folder.stat().st_mode) == 0o777  # and its mode is the owner's business
+
+
+def test_handlers_made_by_one_factory_keep_their_own_closure_values():
+    import numpy as np
+
+    import seer
+
+    state = snb.State(x="f8[:]")
+
+    def make(k):
+        @state.handler
+        def set_k(ctx, ev, s):
+            s.x[ev.entity] = k  # a closure variable: frozen like a global
+            return 0
+        return set_k
+
+    class M(seer.Model):
+        num_entities, lookahead, shared_state = 2, 1.0, ()
+
+        def __init__(self, handler):
+            self.state = {"x": np.zeros(2)}
+            self.kinds = [seer.EventKind("set", seer.Native(handler))]
+            self.native_model = state.bind(self.state)
+
+        def reset(self, rt, seed):
+            rt.schedule(np.arange(2), np.zeros(2), np.zeros(2, np.int32))
+
+    got = []
+    for k in (1.5, 2.5, 1.5):
+        model = M(make(k))
+        with seer.Runtime(model, workers=1) as rt:
+            rt.step(1.0)
+        got.append(model.state["x"].tolist())
+    assert got == [[1.5, 1.5], [2.5, 2.5], [1.5, 1.5]]
