@@ -188,8 +188,9 @@ def trusted_folder(path: pathlib.Path) -> pathlib.Path | None:
     return got
 
 
-def numba_cache_ok(origin: str) -> bool:
-    """Whether Numba's own cache folder for code from ``origin`` (NUMBA_CACHE_DIR when set) may be used."""
+def numba_cache_ok() -> bool:
+    """Whether Numba's own cache folder (``NUMBA_CACHE_DIR``, where set; else
+    ``__pycache__`` beside each source file, its owner's) may be used."""
     env = os.environ.get("NUMBA_CACHE_DIR")
     if not env:
         return True
@@ -210,7 +211,7 @@ def enable_keyed_cache(disp: Dispatcher, what: str) -> bool:
                   f"State as parameters)")
         disp._cache = _caching.NullCache()
         return False
-    if not numba_cache_ok(disp.py_func.__module__):
+    if not numba_cache_ok():
         disp._cache = _caching.NullCache()
         return False
     disp._cache = KeyedCache(disp.py_func)

@@ -22,7 +22,7 @@ import types
 import numba
 import numpy as np
 
-from seer.numba._cache import Unkeyable, function_key, trusted_folder, upgrade_helpers, warn_once
+from seer.numba._cache import Unkeyable, function_key, numba_cache_ok, trusted_folder, upgrade_helpers, warn_once
 
 
 def _arrays_source(state, table: str) -> tuple[list[str], list[str]]:
@@ -97,7 +97,7 @@ def compile_handler(h, compile_error: type):
                                         f"and numpy arrays can; pass other values as State parameters)")
         cache = False
     folder = trusted_folder(_cache_dir()) if cache else None
-    cache = cache and folder is not None
+    cache = cache and folder is not None and numba_cache_ok()
     try:
         src = inspect.getsource(fn)
     except (OSError, TypeError):

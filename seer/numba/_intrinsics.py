@@ -213,3 +213,17 @@ def model_table(ctx, n):
     """The model's table (what :meth:`State.bind` built) as ``n`` int64 words."""
     words = numba.carray(ctx, (3,), np.int64)
     return numba.carray(_as_ptr(words[CTX_MODEL]), (n,), np.int64)
+
+
+def _distrust_untrusted_cache() -> None:
+    # These are cached too (cache=True above): not from a folder others can write to.
+    from numba.core.caching import NullCache
+
+    from seer.numba._cache import numba_cache_ok
+
+    if not numba_cache_ok():
+        for disp in (_api_entry, emit, uniform, random_u64, _table_entry, rt_push, rt_step, rt_reset, model_table):
+            disp._cache = NullCache()
+
+
+_distrust_untrusted_cache()

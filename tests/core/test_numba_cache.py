@@ -54,11 +54,11 @@ SCRIPT = textwrap.dedent("""
 """)
 
 
-def run(tmp_path, k, cache="cache"):
+def run(tmp_path, k, cache="cache", numba_cache="numba"):
     script = tmp_path / "model.py"
     script.write_text(SCRIPT)
     env = {**os.environ, "K": str(k), "SEER_CACHE_DIR": str(tmp_path / cache),
-           "NUMBA_CACHE_DIR": str(tmp_path / "numba")}
+           "NUMBA_CACHE_DIR": str(tmp_path / numba_cache)}
     out = subprocess.run([sys.executable, "-W", "always", str(script)], capture_output=True, text=True, env=env,
                          timeout=240)
     assert out.returncode == 0, out.stderr
@@ -157,3 +157,14 @@ def test_handlers_made_by_one_factory_keep_their_own_closure_values():
             rt.step(1.0)
         got.append(model.state["x"].tolist())
     assert got == [[1.5, 1.5], [2.5, 2.5], [1.5, 1.5]]
+
+
+@pytest.mark.timeout(600)
+def test_a_world_writable_numba_cache_dir_is_not_loaded_from(tmp_path):
+    folder = tmp_path / "open_numba"
+    folder.mkdir()
+    os.chmod(folder, 0o777)
+    x, direct, hits, err = run(tmp_path, 3, numba_cache="open_numba")
+    assert (x, direct, hits) == (12.0, 6.0, 0)
+    assert "SeerNumbaCacheWarning" in err and str(folder) in err
+    assert not any(folder.rglob("*.nbi"))  # no index written (or read) there
