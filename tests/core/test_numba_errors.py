@@ -210,8 +210,9 @@ class CountEnv(ParallelEnv):
 
 
 @pytest.mark.timeout(120)
-def test_an_exception_in_a_copy_step_fails_the_vector_step_with_its_message():
-    envs = seer.vector.make(CountEnv, 2, backend="thread", workers=1)
+@pytest.mark.parametrize("backend", ["thread", "process"])
+def test_an_exception_in_a_copy_step_fails_the_vector_step_with_its_message(backend):
+    envs = seer.vector.make(CountEnv, 2, backend=backend, workers=1)
     try:
         envs.reset(seed=1)
         obs = envs.step(np.full(4, 3))[0]
