@@ -84,8 +84,12 @@ class Model:
     def snapshot_targets(self) -> dict[str, np.ndarray]:
         """Arrays the runtime copies the shared state into (created lazily).
 
-        Native models that read snapshots in C call this to get the buffers
-        to point their C struct at before the runtime is built.
+        Native models that read snapshots call this to get the buffers to
+        point their C struct at before the runtime is built; a
+        :mod:`seer.numba` model binds ``snapshot_targets()[name]`` into its
+        State under a field of its own and reads other entities' rows
+        there (the values at the window's start, identical for every pool
+        size).
         """
         snaps = getattr(self, "_seer_snapshots", None)
         if snaps is None:

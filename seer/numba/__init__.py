@@ -1,4 +1,4 @@
-"""Numba-compiled native handlers: Python syntax, run by SEER's workers with the GIL released (extra ``seer-marl[numba]``).
+"""Numba-compiled native handlers: Python syntax, run by SEER's workers without the GIL (extra ``seer-marl[numba]``).
 
 A handler is written in Python, compiled by Numba in nopython mode into a C
 function ``int f(seer_ctx *, const seer_event *)``, and runs exactly where a
@@ -98,7 +98,7 @@ except ImportError:  # the decorators say how to get it
 
 if numba is not None:
     from seer.numba._cache import SeerNumbaCacheWarning
-    from seer.numba._compile import REGISTRY as _REGISTRY
+    from seer.numba._compile import REGISTRY as _REGISTRY  # noqa: F401  (read by the generated modules)
     from seer.numba._intrinsics import (  # noqa: F401  (the generated entry points use the private ones)
         _as_ptr, _guard_copy, _guard_event, emit, model_table, random_u64, rt_push, rt_reset, rt_step, uniform)
 else:  # pragma: no cover - exercised where numba is missing
