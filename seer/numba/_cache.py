@@ -214,7 +214,13 @@ def enable_keyed_cache(disp: Dispatcher, what: str) -> bool:
     if not numba_cache_ok():
         disp._cache = _caching.NullCache()
         return False
-    disp._cache = KeyedCache(disp.py_func)
+    try:
+        disp._cache = KeyedCache(disp.py_func)
+    except RuntimeError as exc:  # code without a file Numba can locate (python -c, exec)
+        warn_once(("locator", disp.py_func.__module__, disp.py_func.__qualname__),
+                  f"seer.numba compiles {what} without the on-disk cache: {exc}")
+        disp._cache = _caching.NullCache()
+        return False
     return True
 
 
