@@ -32,6 +32,7 @@ class HandlerContext:
         self.state = core.model.state
         self.snapshot = core.snapshots
         self.events = None
+        self._held_mask: np.ndarray | None = None  # scratch of _check_held, one per worker
 
     @property
     def window_end(self) -> float:
@@ -95,13 +96,23 @@ class HandlerContext:
         if batch is None:  # another worker's context, or one kept from an earlier call
             raise MisuseError(f"{what}: this HandlerContext is not handling a batch now; use the ctx your "
                               f"handler was passed")
+        n = self._core.num_entities
+        if not entities.size or entities.min() < 0 or entities.max() >= n:
+            return  # nothing, or out of range: the caller's range check names it
         held = batch["entity"]
         if held.size == 1:
             bad = entities != held[0]
         elif entities.size == held.size and np.array_equal(entities, held):
             return
         else:
-            bad = ~np.isin(entities, held)
+            mask = self._held_mask
+            if mask is None:
+                mask = self._held_mask = np.zeros(n, bool)
+            mask[held] = True  # a mask, not np.isin: several times faster on a batch
+            try:
+                bad = ~mask[entities]
+            finally:
+                mask[held] = False
         if bad.any():
             i = int(np.flatnonzero(bad)[0])
             shown = held[:8].tolist()
