@@ -95,20 +95,27 @@ def address_of(fn: Any, what: str = "fn") -> int:
 _MAPS = pathlib.Path("/proc/self/maps")
 
 
-def _is_code(address: int) -> bool:
-    """Whether ``address`` lies in an executable mapping of this process
-    (Linux: /proc/self/maps; elsewhere there is no cheap way to tell, and
-    every non-NULL address is taken)."""
+def _perms(address: int) -> str | None:
+    """The permissions ("r-xp") of the mapping of this process that holds
+    ``address``, "" if none does, None where that cannot be told cheaply
+    (no /proc/self/maps: not Linux)."""
     try:
         maps = _MAPS.read_text()
     except OSError:
-        return True
+        return None
     for line in maps.splitlines():
         span, perms = line.split(None, 2)[:2]
         lo, _, hi = span.partition("-")
         if int(lo, 16) <= address < int(hi, 16):
-            return "x" in perms
-    return False
+            return perms
+    return ""
+
+
+def _is_code(address: int) -> bool:
+    """Whether ``address`` lies in an executable mapping (elsewhere than on
+    Linux every non-NULL address is taken)."""
+    perms = _perms(address)
+    return perms is None or "x" in perms
 
 
 def _is_cdata(obj: Any) -> bool:
@@ -120,15 +127,21 @@ def _is_cdata(obj: Any) -> bool:
 def pointer_address(ptr: Any, what: str = "pointer") -> int:
     """The address a cffi pointer (of any ``ffi``) or an integer holds."""
     if isinstance(ptr, numbers.Integral) and not isinstance(ptr, bool):
-        return int(ptr)
-    if _is_cdata(ptr):
+        address = int(ptr)
+    elif _is_cdata(ptr):
         from seer._seer_c import ffi
 
-        return int(ffi.cast("uintptr_t", ptr))
-    if isinstance(getattr(ptr, "address", None), numbers.Integral):  # e.g. seer.numba's BoundState
-        return int(ptr.address)
-    raise InvalidArgumentError(f"{what}={ptr!r} is invalid: expected a cffi pointer, an integer address or an "
-                               f"object with an integer .address")
+        address = int(ffi.cast("uintptr_t", ptr))
+    elif isinstance(getattr(ptr, "address", None), numbers.Integral):  # e.g. seer.numba's BoundState
+        address = int(ptr.address)
+    else:
+        raise InvalidArgumentError(f"{what}={ptr!r} is invalid: expected a cffi pointer, an integer address or an "
+                                   f"object with an integer .address")
+    if address and (not 0 < address < 2**64 or _perms(address) == ""):
+        # NULL stays allowed (a model whose C code needs no struct); a made-up number is not
+        raise InvalidArgumentError(f"{what}={address:#x} points at no memory of this process: expected a pointer "
+                                   f"to the struct its C code reads (a cffi pointer kept alive by the model)")
+    return address
 
 
 def api_address() -> int:

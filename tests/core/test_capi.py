@@ -188,3 +188,10 @@ def test_native_refuses_an_address_that_is_not_code(plugin_module):
     assert seer.Native(int(plugin_module.ffi.cast("uintptr_t", fn))).address == seer.Native(fn).address
     libc = ctypes.CDLL(None)
     assert seer.Native(libc.abs).address > 0
+
+
+def test_a_native_model_pointer_to_no_memory_is_refused(plugin_module):
+    model = CounterModel(_refs(plugin_module)["cffi pointer"], plugin_module.ffi)
+    model.native_model = 8  # what the handlers would read as ctx->model
+    with pytest.raises(seer.InvalidArgumentError, match="model.native_model=0x8 points at no memory"):
+        seer.Runtime(model)
