@@ -48,7 +48,14 @@ def check_output_path(path: str | os.PathLike, *, what: str = "output file") -> 
     text = os.fspath(path)
     if not str(text).strip():
         raise OutputPathError(f"{what} path {text!r} is empty: expected a file name")
-    p = Path(text)
+    try:
+        return _check_output_path(Path(text), what)
+    except OSError as exc:  # ENAMETOOLONG, ELOOP, EACCES on a parent: the path itself is unusable
+        shown = str(text) if len(str(text)) <= 80 else f"{str(text)[:60]}... ({len(str(text))} characters)"
+        raise OutputPathError(f"{what} {shown!r} cannot be used: {exc.strerror or exc}") from None
+
+
+def _check_output_path(p: Path, what: str) -> Path:
     if p.is_symlink():
         raise OutputPathError(f"{what} {p} is a symbolic link: refusing to write through it "
                               f"(remove the link or choose another path)")

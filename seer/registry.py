@@ -20,6 +20,14 @@ factory).  Optional module-level attributes that SEER's tools use:
   it, ``seer trace`` runs ``parallel_env()`` through
   ``seer.wrap(..., trace=True)`` (one event per step).
 
+SEER's own env ids (those its own distribution registers, ``uav_swarm_v0``
+and ``wireless_v0``) cannot be taken over: an outside distribution that
+registers one of them is ignored with a warning naming it (and listed by
+``seer info``); register an outside env under a name of its own.  A module
+that fails to import in any way (an exception, ``SystemExit``), or whose
+``SCENARIOS`` is malformed, is reported as :class:`~seer.errors.EnvLoadError`
+for that env alone.
+
 The CLI, STPA and the benchmarks find envs only through this module.
 Nothing is imported until an env is loaded, so listing the registry is cheap
 and a broken outside package cannot break ``import seer``.
@@ -39,18 +47,19 @@ import importlib.metadata
 import threading
 import warnings
 from types import ModuleType
-from typing import Any
+from typing import Any, Mapping
 
 from seer._version import DISTRIBUTION, installed_distribution
 from seer.errors import EnvLoadError, UnknownEnvError
 
-__all__ = ["GROUP", "EnvEntry", "available", "load", "scenarios"]
+__all__ = ["GROUP", "EnvEntry", "available", "ignored", "load", "scenarios"]
 
 #: The entry point group envs register under.
 GROUP = "seer.envs"
 
 _lock = threading.Lock()
 _cache: dict[str, "EnvEntry"] | None = None
+_ignored: list[tuple["EnvEntry", str]] = []
 
 
 @dataclasses.dataclass(frozen=True)
@@ -95,30 +104,100 @@ class EnvEntry:
         """
         try:
             mod = self.entry_point.load()
-        except Exception as exc:  # any failure of a plug-in's import is reported the same way
-            raise EnvLoadError(f"{self.origin} failed to import: {type(exc).__name__}: {exc}",
+            ok = callable(getattr(mod, "parallel_env", None))
+        except KeyboardInterrupt:
+            raise
+        except BaseException as exc:  # noqa: B036  a plug-in's SystemExit must not end the caller's process
+            raise EnvLoadError(f"{self.origin} failed to import: {type(exc).__name__}: {_short(exc)}",
                                env=self.name, name=self.module) from exc
-        if not callable(getattr(mod, "parallel_env", None)):
+        if not ok:
             raise EnvLoadError(f"{self.origin} is not an env module: {self.module!r} has no callable "
                                f"parallel_env(**kwargs) (expected a PettingZoo ParallelEnv factory)",
                                env=self.name, name=self.module)
+        try:
+            _scenario_names(mod)
+        except ValueError as exc:
+            raise EnvLoadError(f"{self.origin} is not a usable env module: {exc}", env=self.name,
+                               name=self.module) from None
         return mod
 
 
-def _scan() -> dict[str, EnvEntry]:
-    found: dict[str, EnvEntry] = {}
+def _short(exc: BaseException, limit: int = 500) -> str:
+    try:
+        text = str(exc)
+    except Exception:  # a plug-in's exception whose __str__ itself fails
+        text = f"<{type(exc).__name__} whose message cannot be read>"
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
+def _scenario_names(module: Any) -> list[str] | None:
+    """``module.SCENARIOS``'s names, checked: a mapping (or list) of non-empty strings.
+
+    Raises:
+        ValueError: it is of another type, its keys are not strings, or reading it fails.
+    """
+    try:
+        table = getattr(module, "SCENARIOS", None)
+        if table is None:
+            return None
+        name = getattr(module, "__name__", "?")
+        if isinstance(table, (str, bytes)) or not isinstance(table, (Mapping, list, tuple)):
+            raise ValueError(f"{name}.SCENARIOS is {type(table).__name__}: expected a mapping whose keys are "
+                             f"the scenario names")
+        names = list(table)
+    except ValueError:
+        raise
+    except KeyboardInterrupt:
+        raise
+    except BaseException as exc:  # noqa: B036  e.g. a mapping whose iteration raises
+        raise ValueError(f"reading {getattr(module, '__name__', '?')}.SCENARIOS failed: "
+                         f"{type(exc).__name__}: {_short(exc)}") from None
+    bad = [k for k in names if not isinstance(k, str) or not k]
+    if bad:
+        raise ValueError(f"{name}.SCENARIOS has keys {bad[:5]!r}: expected non-empty strings (scenario names)")
+    return names
+
+
+def _own_distribution():
+    own = installed_distribution()
+    return None if own is None else (own.metadata["Name"], str(own.locate_file("")))
+
+
+def _is_own(entry: "EnvEntry", own) -> bool:
+    dist = getattr(entry.entry_point, "dist", None)
+    if dist is None or own is None:
+        return False
+    return (dist.metadata["Name"], str(dist.locate_file(""))) == own
+
+
+def _scan() -> tuple[dict[str, EnvEntry], list[tuple[EnvEntry, str]]]:
+    entries = []
     for ep in importlib.metadata.entry_points(group=GROUP):
         dist = getattr(ep, "dist", None)
         name = dist.metadata["Name"] if dist is not None else None
-        entry = EnvEntry(ep.name, ep.value, name, dist.version if dist is not None else None, ep)
-        if ep.name in found:
+        entries.append(EnvEntry(ep.name, ep.value, name, dist.version if dist is not None else None, ep))
+    own = _own_distribution()
+    ours = {e.name: e for e in entries if _is_own(e, own)}
+    found: dict[str, EnvEntry] = dict(ours)
+    ignored = []
+    for entry in entries:
+        if found.get(entry.name) is entry:
+            continue
+        if entry.name in ours:
+            # SEER's own env ids are not for outside packages to replace, whatever the order on sys.path.
+            why = (f"env {entry.name!r} is SEER's own: {entry.origin} registers it too and is ignored "
+                   f"(SEER's {ours[entry.name].module!r} is used); register the outside env under another name")
+        elif entry.name in found:
             # The first on sys.path wins, as importlib.metadata's own lookup by name does;
             # saying so beats silently running another package's env.
-            warnings.warn(f"env {ep.name!r} is registered twice: {found[ep.name].origin} is used, "
-                          f"{entry.origin} is ignored", RuntimeWarning, stacklevel=3)
+            why = (f"env {entry.name!r} is registered twice: {found[entry.name].origin} is used, "
+                   f"{entry.origin} is ignored")
+        else:
+            found[entry.name] = entry
             continue
-        found[ep.name] = entry
-    return dict(sorted(found.items()))
+        warnings.warn(why, RuntimeWarning, stacklevel=4)
+        ignored.append((entry, why))
+    return dict(sorted(found.items())), ignored
 
 
 def available(refresh: bool = False) -> dict[str, EnvEntry]:
@@ -132,11 +211,19 @@ def available(refresh: bool = False) -> dict[str, EnvEntry]:
         >>> {name: e.module for name, e in registry.available().items()}
         {'uav_swarm_v0': 'seer.envs.uav_swarm_v0', 'wireless_v0': 'seer.envs.wireless_v0'}
     """
-    global _cache
+    global _cache, _ignored
     with _lock:
         if _cache is None or refresh:
-            _cache = _scan()
+            _cache, _ignored = _scan()
         return dict(_cache)
+
+
+def ignored() -> list[tuple[EnvEntry, str]]:
+    """The entry points the last scan left out, each with why: outside ones
+    registering one of SEER's own env ids, and later duplicates of a name."""
+    available()
+    with _lock:
+        return list(_ignored)
 
 
 def load(name: str) -> ModuleType:
@@ -182,7 +269,8 @@ def scenarios(module: Any) -> list[str] | None:
         >>> registry.scenarios(registry.load("uav_swarm_v0"))
         ['small', 'default', 'large', 'xlarge']
     """
-    table = getattr(module, "SCENARIOS", None)
-    if table is None:
-        return None
-    return [str(s) for s in table]
+    try:
+        return _scenario_names(module)
+    except ValueError as exc:
+        raise EnvLoadError(f"env module {getattr(module, '__name__', '?')!r} is not usable: {exc}",
+                           name=getattr(module, "__name__", None)) from None

@@ -22,7 +22,7 @@ LAYERS = {
     "seer.errors": 0, "seer.guard": 0, "seer.queue": 0, "seer.model": 0, "seer.capi": 0, "seer.runtime": 0,
     "seer.trace": 0, "seer.pool_stats": 0, "seer.context": 0, "seer.actions": 0, "seer.registry": 0,
     "seer.synthetic": 0, "seer.rng": 0,
-    "seer._io": 0, "seer._cdef": 0, "seer._checks": 0, "seer._host": 0, "seer._version": 0,
+    "seer._io": 0, "seer._text": 0, "seer._cdef": 0, "seer._checks": 0, "seer._host": 0, "seer._version": 0,
     "seer._build": 0, "seer._build_synth": 0, "seer._native_errors": 0, "seer._seer_c": 0, "seer._synth_c": 0,
     "seer.stpa": 1,
     "seer.vector": 2, "seer.wrap": 2, "seer.envs": 2, "seer.numba": 2, "seer.native_env": 2,

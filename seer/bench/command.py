@@ -10,6 +10,7 @@ import json
 import sys
 
 from seer._io import atomic_write_text
+from seer._text import for_terminal, markup_safe
 from seer.bench.harness import plan, run
 from seer.bench.report import document, plot, table, warnings_lines
 from seer.errors import EnvLoadError, UnknownEnvError
@@ -27,19 +28,19 @@ def main(args) -> int:
             doc = run(args.quick, lambda label: bar.update(task, advance=1,
                                                            description=f"seer bench: done {label}"))
     except (UnknownEnvError, EnvLoadError) as exc:  # an env the comparison needs is missing here
-        print(f"seer bench: error: {exc}", file=sys.stderr)
+        print(f"seer bench: error: {for_terminal(exc)}", file=sys.stderr)
         return 1
     for t in table(doc):
         console.print(t)
     for line in warnings_lines(doc):
-        console.print(f"[bold yellow]{line}[/]", highlight=False)
+        console.print(f"[bold yellow]{markup_safe(line)}[/]", highlight=False)
     if args.json:
         atomic_write_text(args.json, json.dumps(doc, indent=2), what="--json file")
-        console.print(f"wrote {args.json}")
+        console.print(f"wrote {markup_safe(args.json)}")
     if getattr(args, "md", None):
         atomic_write_text(args.md, document(doc), what="--md file")
-        console.print(f"wrote {args.md}")
+        console.print(f"wrote {markup_safe(args.md)}")
     if args.plot:
         plot(doc, args.plot)
-        console.print(f"wrote {args.plot}")
+        console.print(f"wrote {markup_safe(args.plot)}")
     return 0

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 
 from seer._io import atomic_writer
+from seer._text import markup_safe
 
 
 def plot(doc: dict, path: str) -> None:
@@ -97,13 +98,16 @@ def table(doc: dict):
         t.add_column(col)
     for r in doc["rows"]:
         num = (lambda v: f"{v:.3f}") if r["steps"] else (lambda v: "-")
-        t.add_row(r["domain"], r["scenario"], str(r["entities"]), r["system"], r["kind"], str(r["workers"] or "-"),
-                  num(r["mean_ms"]), num(r["p50_ms"]), num(r["p99_ms"]), str(r["steps"]), r["note"])
+        # The note may hold an exception's message: shown as text, never as markup.
+        t.add_row(*map(markup_safe, (r["domain"], r["scenario"], str(r["entities"]), r["system"], r["kind"],
+                                     str(r["workers"] or "-"), num(r["mean_ms"]), num(r["p50_ms"]), num(r["p99_ms"]),
+                                     str(r["steps"]), r["note"])))
     red = Table(title="latency reduction of SEER (auto), as the paper reports it")
     for col in ("domain", "scenario", "against", "reduction", "speedup", "paper"):
         red.add_column(col)
     for d in doc["reductions"]:
-        red.add_row(d["domain"], d["scenario"], d["against"], f"{d['reduction_pct']:.1f}%", f"{d['speedup']:.2f}x",
+        red.add_row(*map(markup_safe, (d["domain"], d["scenario"], d["against"])), f"{d['reduction_pct']:.1f}%",
+                    f"{d['speedup']:.2f}x",
                     f"{d['paper_reduction_pct']}%" + (" (up to)" if d["domain"] == "wireless" else ""))
     auto = Table(title="workers=\"auto\" against the best fixed pool size measured in the same run")
     for col in ("domain", "scenario", "auto chose", "best fixed", "auto mean ms", "best fixed mean ms",
@@ -111,7 +115,7 @@ def table(doc: dict):
         auto.add_column(col)
     for d in doc.get("auto_vs_fixed") or []:
         frac = f"{d['auto_frac_of_best']:.3f}"
-        auto.add_row(d["domain"], d["scenario"], str(d["auto_workers"]), str(d["best_fixed_workers"]),
+        auto.add_row(markup_safe(d["domain"]), markup_safe(d["scenario"]), str(d["auto_workers"]), str(d["best_fixed_workers"]),
                      f"{d['auto_mean_ms']:.3f}", f"{d['best_fixed_mean_ms']:.3f}",
                      f"[bold red]{frac}[/]" if d["warning"] else frac)
     return t, red, auto

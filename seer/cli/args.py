@@ -10,9 +10,18 @@ from pathlib import Path
 
 from seer._checks import MAX_WORKERS
 from seer._io import OutputPathError, atomic_write_text, check_output_path
+from seer._text import markup_safe
 
-__all__ = ["MAX_WORKERS", "OUTPUT_HELP", "PLOT_FORMATS", "directory_arg", "existing_dir_arg", "int_arg",
+__all__ = ["MAX_ENTITIES", "MAX_SEED", "MAX_STEP_LENGTH", "MAX_WORKERS", "OUTPUT_HELP", "PLOT_FORMATS", "bounded_float_arg", "directory_arg", "existing_dir_arg", "int_arg",
            "json_target_arg", "output_path_arg", "plot_path_arg", "positive_float_arg", "sizes_arg", "write_output"]
+
+#: Most entities ``seer trace --entities`` accepts: uav_swarm_v0's largest scenario (xxlarge).
+MAX_ENTITIES = 65_536
+#: Longest ``seer trace --step-length`` (simulated time per step): a synthetic entity ticks ten
+#: times per unit, so a step of 1e300 would never end.
+MAX_STEP_LENGTH = 1000.0
+#: Largest seed ``seer tune --seed`` accepts (the workload sampler's seeds stay within 64 bits).
+MAX_SEED = 2**32 - 1
 
 #: Figure formats --plot accepts (matplotlib picks the writer from the suffix).
 PLOT_FORMATS = ("png", "pdf", "svg", "jpg", "jpeg", "webp", "tif", "tiff", "eps", "ps")
@@ -28,7 +37,7 @@ def int_arg(lo: int, hi: int | None = None):
         try:
             v = int(text, 10)
         except ValueError:
-            raise argparse.ArgumentTypeError(f"{text!r} is not an integer: expected {expected}") from None
+            raise argparse.ArgumentTypeError(f"{_shown(text)} is not an integer: expected {expected}") from None
         if v < lo or (hi is not None and v > hi):
             raise argparse.ArgumentTypeError(f"{v} is out of range: expected {expected}")
         return v
@@ -36,15 +45,36 @@ def int_arg(lo: int, hi: int | None = None):
     return parse
 
 
+def _shown(text: str) -> str:
+    # A value as an error message quotes it: repr (control characters escaped), long ones cut.
+    return repr(text) if len(text) <= 60 else f"{text[:40]!r}... ({len(text)} characters)"
+
+
 def positive_float_arg(text: str) -> float:
     """An argparse type: a finite number > 0."""
     try:
         v = float(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number: expected a finite number > 0") from None
+        raise argparse.ArgumentTypeError(f"{_shown(text)} is not a number: expected a finite number > 0") from None
     if not (math.isfinite(v) and v > 0):
-        raise argparse.ArgumentTypeError(f"{text!r} is out of range: expected a finite number > 0")
+        raise argparse.ArgumentTypeError(f"{_shown(text)} is out of range: expected a finite number > 0")
     return v
+
+
+def bounded_float_arg(hi: float):
+    """An argparse type: a finite number in ``(0, hi]``."""
+    expected = f"a finite number in (0, {hi:g}]"
+
+    def parse(text: str) -> float:
+        try:
+            v = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{_shown(text)} is not a number: expected {expected}") from None
+        if not (math.isfinite(v) and 0 < v <= hi):
+            raise argparse.ArgumentTypeError(f"{_shown(text)} is out of range: expected {expected}")
+        return v
+
+    return parse
 
 
 def output_path_arg(text: str) -> Path:
@@ -107,4 +137,4 @@ def json_target_arg(text: str):
 def write_output(console, path, text: str, what: str) -> None:
     """Write ``text`` to an output file the command was asked for (atomically) and say where it went."""
     atomic_write_text(path, text, what=what)
-    console.print(f"wrote {path}")
+    console.print(f"wrote {markup_safe(path)}")

@@ -8,6 +8,7 @@ import sys
 import warnings
 
 from seer import registry, stpa
+from seer._text import markup_safe
 from seer._version import __version__
 from seer.cli.args import OUTPUT_HELP, existing_dir_arg, json_target_arg, write_output
 from seer.errors import EnvLoadError, SeerError
@@ -83,6 +84,12 @@ def env_registry_rows() -> list[dict]:
     return rows
 
 
+def ignored_env_rows() -> list[dict]:
+    """The entry points the registry left out (one of SEER's own env ids taken, or a name registered twice)."""
+    return [{"name": e.name, "module": e.module, "distribution": e.distribution, "version": e.version,
+             "error": why} for e, why in registry.ignored()]
+
+
 def info_doc(sys_root=None, workloads: bool = True) -> dict:
     """Everything ``seer info`` shows, as JSON-ready data."""
     hw = stpa.hardware_features(sys_root or "/sys")
@@ -97,7 +104,8 @@ def info_doc(sys_root=None, workloads: bool = True) -> dict:
            "model_search_path": [{"label": label, "path": str(path), "exists": path.is_file()}
                                  for label, path in stpa.model_search_path()],
            "model": None, "model_unusable": list(reasons), "warnings": [str(w.message) for w in caught],
-           "envs": env_registry_rows(), "auto": _auto_choices() if workloads else None}
+           "envs": env_registry_rows(), "envs_ignored": ignored_env_rows(),
+           "auto": _auto_choices() if workloads else None}
     if model is not None:
         meta = model.meta
         doc["model"] = {"path": str(model.path), "family": model.family, "trained": meta.get("trained"),
@@ -108,47 +116,54 @@ def info_doc(sys_root=None, workloads: bool = True) -> dict:
 
 
 def _print_info(doc: dict, console) -> None:
+    """The tables of ``seer info``: every value that comes from a file, a path or a plug-in is shown
+    through :func:`~seer._text.markup_safe` (as text, control characters escaped), never as markup."""
     from rich.table import Table
 
+    t = markup_safe
     hw = doc["hardware"]
-    console.print(f"[bold]SEER {doc['seer']}[/bold]  Python {doc['python']}  os.cpu_count()={doc['cpu_count']}")
+    console.print(f"[bold]SEER {t(doc['seer'])}[/bold]  Python {t(doc['python'])}  "
+                  f"os.cpu_count()={t(doc['cpu_count'])}")
     tab = Table(title="hardware features")
     tab.add_column("feature")
     tab.add_column("value")
     for k, v in hw.items():
-        tab.add_row(k, f"{v:.3g}" if isinstance(v, float) else str(v))
+        tab.add_row(t(k), f"{v:.3g}" if isinstance(v, float) else t(v))
     console.print(tab)
     ld = doc.get("load") or {}
     pressure = ld.get("cpu_pressure")
     console.print(f"[bold]load now[/bold]: free cores {ld.get('free_cores', float('nan')):.2f} of "
-                  f"{hw['usable_cores']} usable (what threads get, measured); load average {ld.get('loadavg')}"
+                  f"{t(hw['usable_cores'])} usable (what threads get, measured); load average {t(ld.get('loadavg'))}"
                   + (f"; CPU pressure {pressure:.0%} (10 s)" if pressure is not None else ""))
 
     console.print("[bold]STPA model search path[/bold] (first usable wins):")
     for p in doc["model_search_path"]:
-        console.print(f"  {p['label']}: {p['path']} {'(exists)' if p['exists'] else '(missing)'}")
+        console.print(f"  {t(p['label'])}: {t(p['path'])} {'(exists)' if p['exists'] else '(missing)'}")
     for w in doc["warnings"]:
-        console.print(f"  [yellow]warning:[/yellow] {w}")
+        console.print(f"  [yellow]warning:[/yellow] {t(w)}")
     m = doc["model"]
     if m is None:
-        console.print(f"[yellow]no usable STPA model[/yellow] ({'; '.join(doc['model_unusable'])}): "
+        console.print(f"[yellow]no usable STPA model[/yellow] ({t('; '.join(doc['model_unusable']))}): "
                       "workers=\"auto\" uses the heuristic; run `seer tune`")
     else:
-        console.print(f"loaded: [bold]{m['path']}[/bold] family={m['family']} trained {m['trained']} on "
-                      f"{m['rows']} measurements of {m['workloads']} workloads, cores seen "
-                      f"{m['cores_seen']}, machines {m['machines']}, scikit-learn {m['sklearn']}")
+        console.print(f"loaded: [bold]{t(m['path'])}[/bold] family={t(m['family'])} trained {t(m['trained'])} on "
+                      f"{t(m['rows'])} measurements of {t(m['workloads'])} workloads, cores seen "
+                      f"{t(m['cores_seen'])}, machines {t(m['machines'])}, scikit-learn {t(m['sklearn'])}")
         if m["cores_seen"] and hw["usable_cores"] not in m["cores_seen"]:
-            console.print(f"[yellow]note:[/yellow] the model saw {m['cores_seen']} usable cores, this machine "
-                          f"has {hw['usable_cores']}: run `seer tune` to learn this machine")
+            console.print(f"[yellow]note:[/yellow] the model saw {t(m['cores_seen'])} usable cores, this machine "
+                          f"has {t(hw['usable_cores'])}: run `seer tune` to learn this machine")
 
     tab = Table(title="registered envs (entry point group seer.envs)")
     for col in ("env", "module", "distribution", "scenarios"):
         tab.add_column(col)
     for e in doc["envs"]:
         dist = f"{e['distribution']} {e['version']}" if e["distribution"] else "-"
-        scen = (f"[red]unavailable:[/red] {e['error']}" if e["error"]
-                else ", ".join(e["scenarios"]) if e["scenarios"] is not None else "-")
-        tab.add_row(e["name"], e["module"], dist, scen)
+        scen = (f"[red]unavailable:[/red] {t(e['error'])}" if e["error"]
+                else t(", ".join(e["scenarios"])) if e["scenarios"] is not None else "-")
+        tab.add_row(t(e["name"]), t(e["module"]), t(dist), scen)
+    for e in doc.get("envs_ignored") or []:
+        dist = f"{e['distribution']} {e['version']}" if e["distribution"] else "-"
+        tab.add_row(t(e["name"]), t(e["module"]), t(dist), f"[red]ignored:[/red] {t(e['error'])}")
     console.print(tab)
     if not doc["envs"]:
         console.print("[yellow]no env is registered[/yellow]: seer's own envs come from its package metadata; "
@@ -161,10 +176,10 @@ def _print_info(doc: dict, console) -> None:
         tab.add_column(col)
     for r in doc["auto"]:
         if r["workers"] is None:
-            tab.add_row(r["workload"], "-", f"unavailable ({r['reason']})", "", "")
+            tab.add_row(t(r["workload"]), "-", f"unavailable ({t(r['reason'])})", "", "")
             continue
         sc = ", ".join(f"{w}: {x:.2f}x" for w, x in r["speedup"].items()) or r["reason"]
-        tab.add_row(r["workload"], str(r["workers"]), r["source"], f"{r['probe_ms']:.0f}", sc)
+        tab.add_row(t(r["workload"]), t(r["workers"]), t(r["source"]), f"{r['probe_ms']:.0f}", t(sc))
     console.print(tab)
 
 

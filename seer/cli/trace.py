@@ -7,7 +7,9 @@ import time
 
 from seer import registry
 from seer._io import OutputPathError
-from seer.cli.args import MAX_WORKERS, OUTPUT_HELP, int_arg, output_path_arg, positive_float_arg
+from seer._text import for_terminal
+from seer.cli.args import (MAX_ENTITIES, MAX_STEP_LENGTH, MAX_WORKERS, OUTPUT_HELP, bounded_float_arg, int_arg,
+                           output_path_arg)
 from seer.errors import EnvLoadError, UnknownEnvError
 
 #: The workloads of `seer trace` besides the registered envs.
@@ -80,9 +82,9 @@ def _load_env_workload(args):
         return registry.load(args.workload)
     except UnknownEnvError as exc:
         args.parser.error(f"workload {args.workload!r} is neither a synthetic workload "
-                          f"({', '.join(SYNTHETIC_WORKLOADS)}) nor a registered env: {exc}")
+                          f"({', '.join(SYNTHETIC_WORKLOADS)}) nor a registered env: {for_terminal(exc)}")
     except EnvLoadError as exc:
-        args.parser.error(f"workload {args.workload!r} is not available here: {exc}")
+        args.parser.error(f"workload {args.workload!r} is not available here: {for_terminal(exc)}")
 
 
 def _check_trace_args(args) -> None:
@@ -115,6 +117,12 @@ def _check_trace_args(args) -> None:
     args.step_length = 1.0 if args.step_length is None else args.step_length
 
 
+def _too_big(args) -> str:
+    size = f"--entities {args.entities}" if args.entities_given else "its default size"
+    return (f"{args.workload} with {size} needs more memory than is available here: run it with fewer "
+            f"entities (--entities) or a smaller --scenario")
+
+
 def cmd_trace(args) -> int:
     _check_trace_args(args)
     args.entities_given = args.entities is not None
@@ -124,29 +132,35 @@ def cmd_trace(args) -> int:
     try:
         rt, step, close = _traced_runner(args)
     except ImportError as exc:
-        args.parser.error(f"workload {args.workload!r} is not available here: {exc}")
+        args.parser.error(f"workload {args.workload!r} is not available here: {for_terminal(exc)}")
     except ValueError as exc:  # the workload's own check of a value (e.g. too many UEs)
-        args.parser.error(str(exc))
+        args.parser.error(for_terminal(exc))
+    except MemoryError:  # e.g. an env's per-pair tables at 100,000 entities
+        args.parser.error(_too_big(args))
     try:
         t0 = time.perf_counter()
-        events = sum(step() for _ in range(args.steps))
+        try:
+            events = sum(step() for _ in range(args.steps))
+        except MemoryError:  # the finally below closes the runtime
+            args.parser.error(_too_big(args))
         el = time.perf_counter() - t0
         trace = rt.trace
         try:
             trace.to_chrome(out)
         except OutputPathError as exc:  # the path changed while the workload ran
-            args.parser.error(str(exc))
+            args.parser.error(for_terminal(exc))
         except OSError as exc:
-            print(f"seer trace: error: cannot write {out}: {exc.strerror or exc}", file=sys.stderr)
+            print(f"seer trace: error: cannot write {for_terminal(out)}: {for_terminal(exc.strerror or exc)}",
+                  file=sys.stderr)
             return 1
         summ = trace.summary()
     finally:
         close()
-    print(f"{args.workload}: {args.steps} steps, {events} events, {summ['windows']} windows on {rt.workers} "
+    print(f"{for_terminal(args.workload)}: {args.steps} steps, {events} events, {summ['windows']} windows on {rt.workers} "
           f"workers in {el * 1e3:.1f} ms (traced)")
     print(f"busy {summ['busy_ns'] / 1e6:.2f} ms, idle {summ['idle_ns'] / 1e6:.2f} ms, in Python "
           f"{summ['python_ns'] / 1e6:.2f} ms, empty polls {summ['empty_polls']}, dropped records {summ['dropped']}")
-    print(f"wrote Chrome trace JSON: {out} ({out.stat().st_size / 1024:.0f} KiB)")
+    print(f"wrote Chrome trace JSON: {for_terminal(out)} ({out.stat().st_size / 1024:.0f} KiB)")
     print("open it in Perfetto: https://ui.perfetto.dev -> 'Open trace file' (or chrome://tracing -> Load)")
     return 0
 
@@ -163,10 +177,10 @@ def add_trace_parser(sub) -> None:
     p.add_argument("-n", "--steps", type=int_arg(1, 1_000_000), default=10, help="steps to run (default 10)")
     p.add_argument("-w", "--workers", type=int_arg(1, MAX_WORKERS), default=2,
                    help=f"pool size, 1..{MAX_WORKERS} (default 2)")
-    p.add_argument("--entities", type=int_arg(1, 1 << 20), default=None,
-                   help="entities of a synthetic workload (default 256), UAVs of uav_swarm_v0, or UEs of "
-                        "wireless_v0 (default: the scenario's); for an env, only if its module offers "
-                        "make_traced()")
+    p.add_argument("--entities", type=int_arg(1, MAX_ENTITIES), default=None,
+                   help=f"entities of a synthetic workload (default 256), UAVs of uav_swarm_v0, or UEs of "
+                        f"wireless_v0 (default: the scenario's), 1..{MAX_ENTITIES}; for an env, only if its module "
+                        f"offers make_traced()")
     p.add_argument("--scenario", default=None,
                    help="scenario of an env (one of its module's SCENARIOS, listed by `seer info`; "
                         "uav_swarm_v0: small, default, large, xlarge; wireless_v0: small, medium, large, "
@@ -174,6 +188,6 @@ def add_trace_parser(sub) -> None:
     p.add_argument("--fanout", type=int_arg(0, 1024), default=None, help="synthetic: messages per tick (default 1)")
     p.add_argument("--work", type=int_arg(0, 10**9), default=None,
                    help="synthetic: work iterations per event (default 1000)")
-    p.add_argument("--step-length", type=positive_float_arg, default=None,
-                   help="synthetic: simulated time per step (default 1.0)")
+    p.add_argument("--step-length", type=bounded_float_arg(MAX_STEP_LENGTH), default=None,
+                   help=f"synthetic: simulated time per step, at most {MAX_STEP_LENGTH:g} (default 1.0)")
     p.set_defaults(func=cmd_trace, parser=p)

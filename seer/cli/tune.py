@@ -6,7 +6,8 @@ import argparse
 import os
 import sys
 
-from seer.cli.args import OUTPUT_HELP, directory_arg, int_arg, output_path_arg, sizes_arg, write_output
+from seer.cli.args import MAX_SEED, OUTPUT_HELP, directory_arg, int_arg, output_path_arg, sizes_arg, write_output
+from seer._text import for_terminal, markup_safe
 from seer.errors import UntrustedPathError
 
 HELP = "measure pool sizes on this machine and train the STPA model"
@@ -94,19 +95,20 @@ def cmd_tune(args) -> int:
             do_train=not evaluate_only and not args.no_train, do_evaluate=args.evaluate or evaluate_only,
             n_train=args.workloads, n_eval=args.eval_workloads, reps=args.reps, seed=args.seed,
             envs=not args.no_envs, include_shipped=not args.no_shipped_data, sizes=args.sizes,
-            progress=not args.no_progress, console=console, eval_repeats=args.eval_repeats, log=console.print,
+            progress=not args.no_progress, console=console, eval_repeats=args.eval_repeats,
+            log=lambda msg: console.print(markup_safe(msg)),  # names and exception messages: text, not markup
             extra_workloads=extra, loaded_share=args.loaded_share, conditions=args.conditions)
     except train.TooLittleDataError as exc:
-        print(f"seer tune: error: {exc} (run a sweep, or drop --no-shipped-data)", file=sys.stderr)
+        print(f"seer tune: error: {for_terminal(exc)} (run a sweep, or drop --no-shipped-data)", file=sys.stderr)
         return 1
     except UntrustedPathError as exc:  # a cache another user could write to: nothing measured or written
-        print(f"seer tune: error: {exc}", file=sys.stderr)
+        print(f"seer tune: error: {for_terminal(exc)}", file=sys.stderr)
         return 1
     tune.print_summary(result, console)
     command = "seer " + " ".join(args.argv)  # argv starts with the subcommand
     if args.json:
         tune.write_json({**result, "command": command}, args.json, what="--json file")
-        console.print(f"wrote {args.json}")
+        console.print(f"wrote {markup_safe(args.json)}")
     if args.md:
         write_output(console, args.md, tune.render_markdown(result, command), "--md file")
     return 0
@@ -132,7 +134,7 @@ def add_tune_parser(sub) -> None:
                    help="evaluation runs (each re-measures the oracle; results are also pooled)")
     p.add_argument("--sizes", type=sizes_arg, default=None,
                    help="pool sizes to sweep, including 1, e.g. 1,2,4 (default 1..max(2 x cores, 4))")
-    p.add_argument("--seed", type=int_arg(0), default=1, help="seed of the workload sampler (>= 0)")
+    p.add_argument("--seed", type=int_arg(0, MAX_SEED), default=1, help=f"seed of the workload sampler (0..{MAX_SEED})")
     p.add_argument("--no-envs", action="store_true", help="leave the registered envs out (single and vector)")
     p.add_argument("--no-vector", action="store_true", help="leave the seer.vector workloads out")
     p.add_argument("--loaded-share", type=share_arg, default=None,

@@ -554,12 +554,14 @@ def print_summary(result: dict, console=None) -> None:
     from rich.console import Console
     from rich.table import Table
 
+    from seer._text import markup_safe
+
     console = console or Console()
     if "sweep" in result:
         s = result["sweep"]
         console.print(f"sweep {s['id']}: {s['rows']} measurements of {s['workloads']} workloads"
                       + (f" (+{s['loaded_workloads']} under load)" if s.get("loaded_workloads") else "")
-                      + f" in {s['seconds']:.0f} s -> {result['dataset']}")
+                      + f" in {s['seconds']:.0f} s -> {markup_safe(result['dataset'])}")
     if "model" in result:
         meta = result["model"]["meta"]
         tab = Table(title=f"model families (grouped CV over {meta.get('workloads')} workload groups)")
@@ -569,7 +571,7 @@ def print_summary(result: dict, console=None) -> None:
             tab.add_row(fam + (" *" if fam == meta.get("chosen") else ""), f"{r['mean_frac']:.3f}",
                         f"{r['min_frac']:.3f}", f"{r['rmse']:.3f}", f"{r['r2']:.3f}")
         console.print(tab)
-        console.print(f"saved {result['model']['family']} model -> {result['model_path']}")
+        console.print(f"saved {result['model']['family']} model -> {markup_safe(result['model_path'])}")
     evs = result.get("evaluations") or {}
     if evs:
         tab = Table(title="held-out workloads: fraction of the best measured pool size, per machine state")

@@ -161,6 +161,27 @@ def test_trace_into_a_directory_is_a_usage_error(tmp_path):
     assert_usage_error(out, "-o/--output", str(tmp_path), "is a directory")
 
 
+def test_trace_to_a_name_too_long_for_the_filesystem_is_a_usage_error(tmp_path):
+    target = tmp_path / ("x" * 300 + ".json")
+    out = run_seer("trace", "-n", "1", "--entities", "8", "-o", target)
+    assert_usage_error(out, "-o/--output", "characters)' cannot be used: File name too long")
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="the memory limit is set with resource.setrlimit (POSIX)")
+def test_trace_of_an_env_too_large_for_the_memory_is_a_usage_error(tmp_path):
+    import resource
+
+    def limit_memory():  # 3 GiB of address space: the 65,536-UE wireless tables need more
+        resource.setrlimit(resource.RLIMIT_AS, (3 << 30, 3 << 30))
+
+    out = subprocess.run([sys.executable, "-m", "seer.cli", "trace", "wireless_v0", "--entities", "65536", "-n", "1",
+                          "-o", str(tmp_path / "w.json")], capture_output=True, text=True, timeout=300,
+                         preexec_fn=limit_memory)
+    assert_usage_error(out, "wireless_v0 with --entities 65536 needs more memory than is available here")
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_trace_into_a_missing_directory_is_refused_not_created(tmp_path):
     target = tmp_path / "no" / "such" / "t.json"
     out = run_seer("trace", "-n", "1", "-o", target)
@@ -173,16 +194,20 @@ def test_trace_into_a_missing_directory_is_refused_not_created(tmp_path):
     (["trace", "uav_swarm_v0", "--work", "5"], ["--work applies only to the synthetic workloads"]),
     (["trace", "--entities", "0"], ["--entities", "0 is out of range"]),
     (["trace", "--fanout", "-2"], ["--fanout", "-2 is out of range"]),
-    (["trace", "--step-length", "nan"], ["--step-length", "'nan' is out of range", "finite number > 0"]),
+    (["trace", "--step-length", "nan"], ["--step-length", "'nan' is out of range", "a finite number in (0, 1000]"]),
+    (["trace", "--step-length", "1e300"], ["--step-length", "'1e300' is out of range", "(0, 1000]"]),
     (["trace", "--step-length", "0"], ["--step-length", "'0' is out of range"]),
-    (["trace", "wireless_v0", "--entities", "500000"], ["num_ue=500000 is invalid"]),
+    (["trace", "wireless_v0", "--entities", "500000"], ["--entities", "500000 is out of range", "[1, 65536]"]),
+    (["trace", "--entities", "100000"], ["--entities", "100000 is out of range", "[1, 65536]"]),
+    (["trace", "-n", "1" + "0" * 5000], ["-n/--steps", "(5001 characters) is not an integer", "[1, 1000000]"]),
+    (["tune", "--seed", str(2**64)], ["--seed", f"{2**64} is out of range", "[0, 4294967295]"]),
     (["tune", "--sizes", "1,x"], ["--sizes", "'x' is not an integer"]),
     (["tune", "--sizes", "1,2048"], ["--sizes", "2048 is out of range"]),
     (["tune", "--workloads", "0"], ["--workloads", "0 is out of range"]),
     (["tune", "--eval-workloads", "-1"], ["--eval-workloads", "-1 is out of range"]),
     (["tune", "--reps", "0"], ["--reps", "0 is out of range"]),
     (["tune", "--eval-repeats", "0"], ["--eval-repeats", "0 is out of range"]),
-    (["tune", "--seed", "-1"], ["--seed", "-1 is out of range", ">= 0"]),
+    (["tune", "--seed", "-1"], ["--seed", "-1 is out of range", "[0, 4294967295]"]),
     (["tune", "--loaded-share", "1.5"], ["--loaded-share", "'1.5' is out of range", "[0, 1]"]),
     (["tune", "--conditions", "quiet,busy"], ["--conditions", "'quiet,busy' is invalid", "quiet, loaded, 1core"]),
     (["bench", "--md", "/no/such/dir/b.md"], ["--md", "does not exist"]),
@@ -337,3 +362,45 @@ def test_console_script_runs():
         pytest.skip("the seer console script is not installed")
     out = subprocess.run([exe, "--help"], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0 and "trace" in out.stdout and "tune" in out.stdout
+
+
+# ---- what SEER did not write is printed as text -------------------------------------------------------
+
+def test_seer_info_shows_markup_and_escapes_in_paths_and_model_metadata_as_text(tmp_path):
+    from seer.stpa import lookup
+
+    cache = tmp_path / "[/bold]cache[red]"  # a folder "[" holding "bold]cache[red]"
+    cache.mkdir(parents=True)
+    doc = json.loads(lookup.shipped_model_path().read_text())
+    doc["meta"]["trained"] = "\x1b]0;owned\x07\x1b[2J[/bold]"
+    doc["meta"]["machines"] = ["\x1b[31mred\x1b[0m\u202e"]
+    model = tmp_path / "[/]model.json"
+    model.write_text(json.dumps(doc))
+    env = dict(os.environ, SEER_CACHE_DIR=str(cache), SEER_STPA_MODEL=str(model), COLUMNS="400")
+    out = subprocess.run([sys.executable, "-m", "seer.cli", "info", "--no-workloads"], capture_output=True,
+                         text=True, timeout=120, env=env)
+    assert out.returncode == 0 and "Traceback" not in out.stderr, out.stderr
+    text = out.stdout
+    for ch in ("\x1b", "\x07", "\u202e"):
+        assert ch not in text, repr(ch)
+    assert str(cache) in text and str(model) in text
+    assert "trained \\x1b]0;owned\\x07\\x1b[2J[/bold]" in text and "\\x1b[31mred\\x1b[0m\\u202e" in text
+
+
+def test_bench_tables_show_a_note_as_text():
+    import io
+
+    from rich.console import Console
+
+    from seer.bench.report import table
+
+    note = "skipped: [/bold] \x1b[2J ImportError"
+    doc = {"rows": [{"domain": "uav", "scenario": "[red]", "entities": 8, "system": "x", "kind": "y", "workers": 1,
+                     "mean_ms": 0, "p50_ms": 0, "p99_ms": 0, "steps": 0, "note": note}],
+           "reductions": [], "auto_vs_fixed": []}
+    buf = io.StringIO()
+    console = Console(file=buf, width=300)
+    for t in table(doc):
+        console.print(t)
+    assert "[/bold] \\x1b[2J ImportError" in buf.getvalue() and "[red]" in buf.getvalue()
+    assert "\x1b" not in buf.getvalue()

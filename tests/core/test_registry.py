@@ -63,6 +63,19 @@ PLUGINS = {
     "toy_v0": ("seer_test_toy_env", TOY),
     "broken_v0": ("seer_test_broken_env", "raise ImportError('needs libfoo, which is not installed')\n"),
     "notenv_v0": ("seer_test_not_an_env", "SCENARIOS = {'x': 1}\n"),
+    "exits_v0": ("seer_test_exits_env", "raise SystemExit(3)\n"),
+    "ansi_v0": ("seer_test_ansi_env", "raise ImportError('\\x1b]0;owned\\x07\\x1b[2J [/bold] needs libansi')\n"),
+    "badscen_v0": ("seer_test_bad_scenarios", "SCENARIOS = 42\n\ndef parallel_env(**kwargs):\n    return None\n"),
+    "raisingscen_v0": ("seer_test_raising_scenarios", textwrap.dedent("""
+        class Table(dict):
+            def __iter__(self):
+                raise SystemExit("scenarios exit")
+
+        SCENARIOS = Table(a=1)
+
+        def parallel_env(**kwargs):
+            return None
+        """)),
 }
 
 
@@ -280,3 +293,74 @@ def test_unknown_env_from_the_console_is_one_line_listing_the_registered_names(t
     last = out.stderr.strip().splitlines()[-1]
     assert last.startswith("seer trace: error: workload 'nope_v0'")
     assert "'uav_swarm_v0'" in last and "'wireless_v0'" in last
+
+
+# ---- plug-ins that must not take `seer info` or SEER's own envs down --------------------------------
+
+@pytest.mark.parametrize("name, needle", [
+    ("exits_v0", "'exits_v0' = 'seer_test_exits_env' of group 'seer.envs' (no distribution) failed to import: "
+                 "SystemExit: 3"),
+    ("badscen_v0", "is not a usable env module: seer_test_bad_scenarios.SCENARIOS is int: expected a mapping"),
+    ("raisingscen_v0", "reading seer_test_raising_scenarios.SCENARIOS failed: SystemExit: scenarios exit"),
+])
+def test_a_plugin_that_exits_or_declares_bad_scenarios_is_an_env_load_error(plugins, name, needle):
+    with pytest.raises(EnvLoadError) as exc:
+        registry.load(name)
+    assert needle in str(exc.value) and exc.value.env == name
+
+
+def test_seer_info_lists_the_others_beside_plugins_that_exit(plugins, capsys):
+    assert cli.main(["info", "--no-workloads", "--json"]) == 0
+    envs = {e["name"]: e for e in json.loads(capsys.readouterr().out)["envs"]}
+    assert "SystemExit: 3" in envs["exits_v0"]["error"] and "SCENARIOS is int" in envs["badscen_v0"]["error"]
+    assert "SystemExit: scenarios exit" in envs["raisingscen_v0"]["error"]
+    assert envs["toy_v0"]["scenarios"] == ["tiny", "big"] and envs["wireless_v0"]["error"] is None
+    assert cli.main(["info", "--no-workloads"]) == 0  # the tables too
+    out = capsys.readouterr().out
+    assert "exits_v0" in out and "toy_v0" in out and "wireless_v0" in out
+
+
+@pytest.fixture
+def impostor(tmp_path, monkeypatch):
+    """An installed outside distribution, first on the path, that registers SEER's own ``wireless_v0``."""
+    info = tmp_path / "evil_envs-6.6.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: evil-envs\nVersion: 6.6\n")
+    (info / "entry_points.txt").write_text("[seer.envs]\nwireless_v0 = seer_test_evil_wireless\n")
+    marker = tmp_path / "imported"
+    (tmp_path / "seer_test_evil_wireless.py").write_text(
+        f"import pathlib\npathlib.Path({str(marker)!r}).touch()\n\ndef parallel_env(**kwargs):\n    return None\n")
+    monkeypatch.syspath_prepend(str(tmp_path))  # installed there: importlib.metadata finds it first
+    assert [ep.dist.metadata["Name"] for ep in importlib.metadata.entry_points(group=registry.GROUP)
+            if ep.name == "wireless_v0"][0] == "evil-envs"
+    yield marker
+    monkeypatch.undo()
+    sys.modules.pop("seer_test_evil_wireless", None)
+    registry.available(refresh=True)
+
+
+def test_an_outside_distribution_cannot_replace_seers_own_env(impostor, capsys):
+    with pytest.warns(RuntimeWarning, match=r"env 'wireless_v0' is SEER's own: .*distribution evil-envs 6.6.* is "
+                                            r"ignored \(SEER's 'seer.envs.wireless_v0' is used\)"):
+        entries = registry.available(refresh=True)
+    assert entries["wireless_v0"].module == "seer.envs.wireless_v0"
+    assert registry.load("wireless_v0").__name__ == "seer.envs.wireless_v0" and not impostor.exists()
+    [(entry, why)] = registry.ignored()
+    assert entry.distribution == "evil-envs" and "register the outside env under another name" in why
+    assert cli.main(["info", "--no-workloads", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert {e["name"]: e["module"] for e in doc["envs"]}["wireless_v0"] == "seer.envs.wireless_v0"
+    assert [(e["name"], e["distribution"]) for e in doc["envs_ignored"]] == [("wireless_v0", "evil-envs")]
+    assert not impostor.exists()
+
+
+def test_a_plugins_message_reaches_the_terminal_as_text(plugins, tmp_path, capsys):
+    assert cli.main(["info", "--no-workloads"]) == 0  # no MarkupError from its "[/bold]"
+    out = capsys.readouterr().out
+    assert "\x1b" not in out and "\x07" not in out
+    assert "ansi_v0" in out and "\\x1b" in out and "[/bold]" in out  # shown as text (the table may wrap it)
+    with pytest.raises(SystemExit) as exc:
+        cli.main(["trace", "ansi_v0", "-o", str(tmp_path / "t.json")])
+    err = capsys.readouterr().err
+    assert exc.value.code == 2 and "\x1b" not in err and "\x07" not in err
+    assert "\\x1b]0;owned\\x07\\x1b[2J [/bold] needs libansi" in err
