@@ -1,4 +1,4 @@
-"""The ``seer`` command: ``seer info``, ``seer trace``, ``seer tune`` and ``seer bench``.
+"""The ``seer`` command: ``seer info``, ``seer trace``, ``seer tune``, ``seer bench`` and ``seer new-env``.
 
 Each subcommand lives in a module of this package with an
 ``add_<name>_parser(sub)`` function that registers its argparse subparser
@@ -29,6 +29,7 @@ from seer.cli.args import (  # noqa: F401  (the argument types' old home)
 )
 from seer.cli.bench import add_bench_parser
 from seer.cli.info import add_info_parser, env_registry_rows, info_doc  # noqa: F401
+from seer.cli.new_env import add_new_env_parser
 from seer.cli.trace import SYNTHETIC_WORKLOADS, add_trace_parser  # noqa: F401
 from seer.cli.tune import add_tune_parser
 
@@ -41,6 +42,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_trace_parser(sub)
     add_tune_parser(sub)
     add_bench_parser(sub)
+    add_new_env_parser(sub)
     return ap
 
 
