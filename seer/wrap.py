@@ -9,8 +9,11 @@ What "through SEER" means depends on the env:
   unchanged.
 - A foreign env (any other ParallelEnv, or an AECEnv, converted with
   ``aec_to_parallel`` when it is parallelizable, else run one turn per step
-  by :class:`seer.vector.turns.TurnBasedEnv`, whose one live agent is the
-  player to act) is a black box whose ``step`` does all agents' work in
+  by :class:`seer.vector.turns.TurnBasedEnv`: a board game's ``agents`` are
+  the players still in the game, every dict reports each of them, the
+  actions of players not to move are ignored (``env.to_act`` names who
+  moves), and a move that the mover's ``action_mask`` rules out is refused
+  unless ``check_action_masks=False``) is a black box whose ``step`` does all agents' work in
   one Python call, so SEER cannot split it into per-agent events.  ``wrap``
   makes it the single entity of a SEER model: each ``step`` validates the
   actions the way SEER's envs do (every live agent, no unknown or dead agent,
@@ -90,11 +93,11 @@ class SeerParallelEnv(BaseParallelWrapper):
     """
 
     def __init__(self, env, workers="auto", *, validate: bool = True, trace: bool = False,
-                 black_death: bool = False):
+                 black_death: bool = False, check_action_masks: bool = True):
         if isinstance(env, AECEnv):
             from seer.vector.turns import as_parallel
 
-            env = as_parallel(env)
+            env = as_parallel(env, live="players", check_masks=check_action_masks)
         if not isinstance(env, ParallelEnv) and not all(
                 hasattr(env, a) for a in ("possible_agents", "reset", "step", "action_space")):
             raise InvalidArgumentError(
@@ -182,8 +185,18 @@ class SeerParallelEnv(BaseParallelWrapper):
         if self.builtin:
             return self.env.step(actions)
         if self.validate:
-            validate_actions(actions, self.env.agents, self.env.action_space,
-                             possible_agents=self.env.possible_agents)
+            mover = getattr(self.env, "to_act", None)
+            if mover is not None and isinstance(actions, dict):  # a turn-based game: only the mover's move counts
+                if mover not in actions:
+                    raise ValueError(f"it is {mover!r}'s turn, but the actions name {sorted(map(str, actions))}: "
+                                     f"expected an action for {mover!r}")
+                validate_actions({mover: actions[mover]}, [mover], self.env.action_space,
+                                 possible_agents=self.env.possible_agents)
+                validate_actions(dict.fromkeys(actions, None), [], self.env.action_space,
+                                 possible_agents=self.env.possible_agents)
+            else:
+                validate_actions(actions, self.env.agents, self.env.action_space,
+                                 possible_agents=self.env.possible_agents)
         rt = self.runtime
         if rt._needs_reset:  # the last step failed; the runtime's own state is clean
             rt.reset(rt.seed)
@@ -290,7 +303,7 @@ class _BlackDeath:
 
 
 def wrap(env, workers="auto", *, validate: bool = True, trace: bool = False,
-         black_death: bool = False) -> SeerParallelEnv:
+         black_death: bool = False, check_action_masks: bool = True) -> SeerParallelEnv:
     """A PettingZoo ParallelEnv that runs ``env`` through SEER.
 
     Args:
@@ -304,6 +317,9 @@ def wrap(env, workers="auto", *, validate: bool = True, trace: bool = False,
         trace: Record the runtime's trace (foreign envs).
         black_death: Fix the agent set: every possible agent stays until the
             episode ends (see the module docstring).
+        check_action_masks: A turn-based AEC game: refuse a move that the
+            mover's ``action_mask`` rules out (an error naming the agent,
+            the move and the legal moves); False hands it to the game.
 
     Returns:
         A :class:`SeerParallelEnv`.
@@ -313,4 +329,5 @@ def wrap(env, workers="auto", *, validate: bool = True, trace: bool = False,
             is not ``"auto"`` or an integer in [1, 1024] (or differs from a
             built-in env's own pool).
     """
-    return SeerParallelEnv(env, workers, validate=validate, trace=trace, black_death=black_death)
+    return SeerParallelEnv(env, workers, validate=validate, trace=trace, black_death=black_death,
+                           check_action_masks=check_action_masks)

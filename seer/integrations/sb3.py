@@ -223,8 +223,30 @@ class SeerVecEnv(VecEnv):
         """Set ``attr_name`` on the copies of the rows in ``indices`` (a copy is set once for all its rows)."""
         self.envs.set_attr(attr_name, value, copies=self._copies(indices)[1])
 
+    def has_attr(self, attr_name: str) -> bool:
+        """Whether the copies have ``attr_name``; ``action_masks`` is the vector
+        env's own (sb3-contrib's ``MaskablePPO`` looks for it)."""
+        if attr_name == "action_masks":
+            return self._masks_supported()
+        return super().has_attr(attr_name)
+
+    def _masks_supported(self) -> bool:
+        from gymnasium import spaces
+
+        return isinstance(self.envs.single_action_space, spaces.Discrete)
+
+    def action_masks(self) -> np.ndarray:
+        """Each row's legal actions, bool ``(num_envs, n)``: see
+        :meth:`seer.vector.SeerVectorEnv.action_masks`."""
+        return self.envs.action_masks()
+
     def env_method(self, method_name: str, *method_args, indices=None, **method_kwargs) -> list[Any]:
-        """Call ``method_name`` once on each copy of the rows in ``indices``; each row gets its copy's result."""
+        """Call ``method_name`` once on each copy of the rows in ``indices``; each row gets its copy's result.
+
+        ``"action_masks"`` (what sb3-contrib's ``MaskablePPO`` calls) answers
+        one mask per row from the vector env's own masks, without calling the copies."""
+        if method_name == "action_masks" and self._masks_supported():
+            return list(self.envs.action_masks()[self._rows(indices)])
         rows, copies = self._copies(indices)
         results = self.envs.call(method_name, *method_args, copies=copies, **method_kwargs)
         return self._per_row(rows, copies, results)

@@ -29,7 +29,7 @@ counts and backends.  ``"ray"``: the copies are split into shards, each a
 Ray actor running its copies on its own local thread or process pool, on
 any node of a Ray cluster (see :class:`RayVectorEnv`: also env-pool
 stepping with ``send``/``recv`` and batched ``rollout``).  Ray is an
-optional extra: ``pip install "seer[ray]"``.
+optional extra: ``pip install "seer-marl[ray]"``.
 """
 
 from __future__ import annotations
@@ -39,11 +39,12 @@ import types
 import warnings
 from typing import Any, Callable
 
+import numpy as np
 from gymnasium.vector import AutoresetMode
 
 from seer._checks import check_workers
 from seer._host import usable_cores
-from seer.errors import ActorRestartedError, EnvCopyError, SpaceMismatchError
+from seer.errors import ActorRestartedError, EnvCopyError, InvalidArgumentError, SpaceMismatchError
 from seer.vector._env import SeerVectorEnv
 from seer.vector.backend import LOCAL_BACKENDS, build_local
 
@@ -104,7 +105,8 @@ def make(env_fn: Callable[[], Any], num_copies: int | None = None, backend: str 
          workers: int | str = "auto",
          autoreset_mode: AutoresetMode | str = AutoresetMode.NEXT_STEP, *, pad: bool = False,
          restart_failed: bool = False, copy: bool = True, validate_actions: bool = True,
-         context: str | None = None, inline: bool | str = "auto", num_shards: int | None = None,
+         check_action_masks: bool = True, context: str | None = None, inline: bool | str = "auto",
+         num_shards: int | None = None,
          ray_address: str | None = None, shard_backend: str = "thread", num_envs: int | None = None,
          **options) -> SeerVectorEnv:
     """A :class:`SeerVectorEnv` over ``num_copies`` copies of ``env_fn()``.
@@ -155,6 +157,10 @@ def make(env_fn: Callable[[], Any], num_copies: int | None = None, backend: str 
             buffer, overwritten by the next step).
         validate_actions: Check the live rows' actions against their spaces
             (an error names the row, copy, agent and value).
+        check_action_masks: With ``validate_actions``, also refuse a live
+            row's action that its ``infos["action_mask"]`` rules out (envs
+            whose observations carry an action mask, e.g. board games);
+            False hands such moves to the env.
         context: Process backend: ``"forkserver"`` (default where available)
             or ``"spawn"``; never ``fork`` (unsafe next to threads).
         inline: Process backend: the calling process steps a share of the
@@ -215,6 +221,8 @@ def make(env_fn: Callable[[], Any], num_copies: int | None = None, backend: str 
     if not isinstance(num_copies, numbers.Integral) or isinstance(num_copies, bool) or num_copies < 1:
         raise ValueError(f"num_copies={num_copies!r} is invalid: expected an integer >= 1 (the number of env copies)")
     num_envs = int(num_copies)
+    if not isinstance(check_action_masks, (bool, np.bool_)):
+        raise InvalidArgumentError(f"check_action_masks={check_action_masks!r} is invalid: expected True or False")
     if backend not in ("auto", *BACKENDS):
         raise ValueError(f"backend={backend!r} is unknown: expected \"auto\" or one of {list(BACKENDS)}")
     workers = check_workers(workers)
@@ -249,10 +257,12 @@ def make(env_fn: Callable[[], Any], num_copies: int | None = None, backend: str 
         import_ray()  # without Ray: an ImportError that names the extra to install
         from seer.vector.ray import make_ray
 
-        return make_ray(env_fn, num_envs, workers, autoreset_mode, **common, copy=copy,
+        envs = make_ray(env_fn, num_envs, workers, autoreset_mode, **common, copy=copy,
                         validate_actions=validate_actions, env_name=getattr(env_fn, "__module__", None),
                         num_shards=num_shards, ray_address=ray_address, shard_backend=shard_backend,
                         context=context, inline=inline, **options)
+        envs.check_action_masks = bool(check_action_masks)
+        return envs
     else:
         raise ValueError(f"backend={backend!r} is unknown: expected \"auto\" or one of {list(BACKENDS)}")
     if backend == "process":
@@ -260,8 +270,10 @@ def make(env_fn: Callable[[], Any], num_copies: int | None = None, backend: str 
     else:
         from seer.vector._thread import ThreadVectorEnv as cls
     try:
-        return cls(impl, autoreset_mode, copy=copy, validate_actions=validate_actions,
+        envs = cls(impl, autoreset_mode, copy=copy, validate_actions=validate_actions,
                    env_name=impl.specs[0].metadata.get("name") or getattr(env_fn, "__module__", None))
+        envs.check_action_masks = bool(check_action_masks)
+        return envs
     except BaseException:
         impl.close()
         raise

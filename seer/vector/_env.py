@@ -105,6 +105,9 @@ class SeerVectorEnv(VectorEnv):
         self.row_copy = np.repeat(np.arange(self.num_copies), self.agents_per_copy)
         self.copy = copy
         self.validate_actions = validate_actions
+        #: Refuse a live row's move that its ``infos["action_mask"]`` rules out
+        #: (``seer.vector.make(check_action_masks=False)`` hands it to the env).
+        self.check_action_masks = True
         self._actions = ActionCheck(L, specs)
         # the thread backend's native path can check the values in C, inside
         # the step's one call (the error still comes from _check_actions)
@@ -422,8 +425,54 @@ class SeerVectorEnv(VectorEnv):
         """``actions`` as an array of the right shape and dtype kind, and
         (``values``) every live row's value (``alive``; default: the rows
         live now) in its space; errors name the row."""
-        return self._actions.check(actions, self._alive if alive is None else alive,
-                                   values and self.validate_actions)
+        alive = self._alive if alive is None else alive
+        a = self._actions.check(actions, alive, values and self.validate_actions)
+        if self.validate_actions and self.check_action_masks and self._layout.mask_n:
+            self._check_masks(a, alive)
+        return a
+
+    def _check_masks(self, a: np.ndarray, alive: np.ndarray) -> None:
+        """Refuse a live row's move that its action mask rules out, naming
+        the row, its copy and agent, the move and the legal moves."""
+        space = self.single_action_space
+        if not isinstance(space, spaces.Discrete) or not alive.any():
+            return
+        masks = self._b["action_mask"]
+        move = a.astype(np.int64, copy=False) - space.start
+        inside = np.clip(move, 0, masks.shape[1] - 1)
+        legal = masks[np.arange(len(move)), inside] & (inside == move)
+        if legal[alive].all():
+            return
+        rows = np.flatnonzero(alive)
+        legal = legal[rows]
+        i = int(np.flatnonzero(~legal)[0])
+        r = int(rows[i])
+        raise ValueError(
+            f"action of row {r} (copy {r // self.agents_per_copy}, agent {self.row_agents[r]!r}) is "
+            f"{int(a[r])}: its infos['action_mask'] rules it out, legal actions are "
+            f"{(np.flatnonzero(masks[r]) + space.start).tolist()} ({int((~legal).sum())} live rows chose a masked-out "
+            f"action; seer.vector.make(..., check_action_masks=False) hands such moves to the env)")
+
+    def action_masks(self) -> np.ndarray:
+        """Each row's legal actions for the next step, bool ``(num_envs, n)``,
+        as sb3-contrib's ``MaskablePPO`` asks for them.
+
+        The same as the last ``infos["action_mask"]`` for the rows that will
+        act; a row that will not act (its action is ignored) allows every
+        action, so a masked distribution over it stays defined.  Envs
+        without action masks allow every action on every row.
+
+        Raises:
+            TypeError: the action space is not Discrete.
+        """
+        space = self.single_action_space
+        if not isinstance(space, spaces.Discrete):
+            raise TypeError(f"action_masks() needs a Discrete action space, not {space}")
+        out = np.ones((self.num_envs, int(space.n)), bool)
+        if self._layout.mask_n:
+            m = self._b["action_mask"]
+            out[:, :m.shape[1]] = np.where(self._alive[:, None], m, True)
+        return out
 
     # ---- copies ------------------------------------------------------------------------------
 

@@ -36,7 +36,9 @@ def make_parallel(env_fn: Callable[[], Any]):
     from seer.stpa import default_pool_limit
 
     with default_pool_limit(1):
-        env = as_parallel(env_fn())
+        # the vector env checks moves against the rows' action masks itself (naming the row), and
+        # check_action_masks=False there must reach the game
+        env = as_parallel(env_fn(), check_masks=False)
     for attr in ("possible_agents", "reset", "step", "observation_space", "action_space"):
         if not hasattr(env, attr):
             raise TypeError(

@@ -1,15 +1,22 @@
-"""Turn-based AEC envs as ParallelEnvs whose one live agent is the one to act (`TurnBasedEnv`, `as_parallel`).
+"""Turn-based AEC envs as ParallelEnvs, one turn per step (`TurnBasedEnv`, `as_parallel`).
 
 PettingZoo's ``aec_to_parallel`` refuses AEC envs that are not
 ``is_parallelizable`` (board games such as ``pettingzoo.classic``'s
 ``connect_four_v3`` and ``tictactoe_v3``: one player moves at a time, and
 what the next player may do depends on that move).  :class:`TurnBasedEnv`
-runs such an env one turn per ``step`` instead:
+runs such an env one turn per ``step`` instead, in one of two ways:
 
-- ``agents`` holds only the agent to act (``agent_selection``), so a vector
-  env's ``infos["alive"]`` has one live row per copy and the other rows'
-  actions are ignored; ``step`` takes ``{agent_to_act: action}`` (other keys
-  are ignored).
+- ``live="actor"`` (what :func:`seer.vector.make` uses): ``agents`` holds
+  only the agent to act (``agent_selection``), so a vector env's
+  ``infos["alive"]`` has one live row per copy and the other rows' actions
+  are ignored; ``step`` takes ``{agent_to_act: action}`` (other keys are
+  ignored).
+- ``live="players"`` (what :func:`seer.wrap` uses, PettingZoo's ParallelEnv
+  contract as ``parallel_api_test`` checks it): ``agents`` holds every
+  player still in the game, each step reports every one of them (the
+  waiting players with reward 0 unless the move changed theirs), and the
+  actions of players who are not to move are ignored;
+  :attr:`TurnBasedEnv.to_act` names the one who is.
 - A step reports the agent that acted and every agent whose episode ended
   in it (the loser of a game learns of its loss in the winner's turn): their
   observation (``observe``), termination, truncation and info, and as reward
@@ -18,13 +25,24 @@ runs such an env one turn per ``step`` instead:
   The observation dict also holds the next player's observation, which it
   acts on.  Agents that are done are stepped out with ``None`` as AEC
   requires, so ``agents`` is empty once the game is over.
+
+A move that the mover's action mask rules out (``observe(agent)
+["action_mask"]`` or ``infos[agent]["action_mask"]``) is refused with an
+:class:`~seer.errors.InvalidArgumentError` naming the agent, the move and
+the legal moves, before the game sees it (PettingZoo's classic games would
+end the game with a penalty instead); ``check_masks=False`` hands it on.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 from pettingzoo import AECEnv, ParallelEnv
+
+from seer.errors import InvalidArgumentError
+
+LIVE_MODES = ("actor", "players")
 
 
 class TurnBasedEnv(ParallelEnv):
@@ -32,6 +50,9 @@ class TurnBasedEnv(ParallelEnv):
 
     Args:
         aec: The AEC env (any PettingZoo ``AECEnv``, wrapped or not).
+        live: ``"actor"``: ``agents`` is the player to move; ``"players"``:
+            every player still in the game (see the module docstring).
+        check_masks: Refuse a move its action mask rules out.
 
     Attributes:
         aec: The AEC env.
@@ -39,11 +60,16 @@ class TurnBasedEnv(ParallelEnv):
             (the rows a vector env marks as real in ``infos["mask"]``).
     """
 
-    def __init__(self, aec: AECEnv):
+    def __init__(self, aec: AECEnv, live: str = "actor", check_masks: bool = True):
+        if live not in LIVE_MODES:
+            raise InvalidArgumentError(f"live={live!r} is invalid: expected one of {LIVE_MODES}")
         self.aec = aec
+        self.live = live
+        self.check_masks = bool(check_masks)
         self.possible_agents = list(aec.possible_agents)
         self.metadata = dict(getattr(aec, "metadata", {}) or {})
         self.render_mode = getattr(aec, "render_mode", None)
+        self._data = _data_holder(aec)
         self.agents: list = []
         self.reported: list = []
         self._earned: dict[Any, float] = {}
@@ -58,37 +84,74 @@ class TurnBasedEnv(ParallelEnv):
     def unwrapped(self):
         return self.aec.unwrapped
 
+    @property
+    def to_act(self):
+        """The agent whose move the next ``step`` takes (None once the game is over)."""
+        return self._data.agent_selection if self.agents else None
+
     def _skip_done(self) -> None:
         """Step out the agents that are done (AEC takes a ``None`` action from
         each), until one is to act or none is left."""
-        env = self.aec
+        env = self._data
         while env.agents and (env.terminations.get(env.agent_selection) or env.truncations.get(env.agent_selection)):
-            env.step(None)
-        self.agents = [env.agent_selection] if env.agents else []
+            self.aec.step(None)
+        if not env.agents:
+            self.agents = []
+        elif self.live == "actor":
+            self.agents = [env.agent_selection]
+        else:
+            self.agents = [a for a in env.agents if not (env.terminations.get(a) or env.truncations.get(a))]
+
+    def _check_move(self, actor, action) -> None:
+        """Refuse ``action`` if ``actor``'s action mask rules it out."""
+        obs = self.aec.observe(actor)
+        mask = obs.get("action_mask") if isinstance(obs, dict) else None
+        if mask is None:
+            mask = (self._data.infos.get(actor) or {}).get("action_mask")
+        if mask is None:
+            return
+        mask = np.asarray(mask).reshape(-1)
+        try:
+            move = int(action)
+        except (TypeError, ValueError):
+            return  # not a discrete move: the env's own checks name it
+        if isinstance(action, (bool, np.bool_)) or move != action:
+            return
+        if not 0 <= move < len(mask) or not mask[move]:
+            legal = np.flatnonzero(mask).tolist()
+            raise InvalidArgumentError(
+                f"action {action!r} of agent {actor!r} is masked out by its action_mask: legal moves are {legal} "
+                f"(check_masks=False hands illegal moves to the game)")
 
     def reset(self, seed=None, options=None):
-        env = self.aec
-        env.reset(seed=seed, options=options)
+        aec, env = self.aec, self._data
+        aec.reset(seed=seed, options=options)
         self._earned = dict.fromkeys(self.possible_agents, 0.0)
         self._skip_done()
         self.reported = list(self.agents)
-        return ({a: env.observe(a) for a in self.agents},
+        return ({a: aec.observe(a) for a in self.agents},
                 {a: dict(env.infos.get(a, {})) for a in self.agents})
 
     def step(self, actions: dict):
-        env = self.aec
+        aec, env = self.aec, self._data
         if not self.agents:
             raise ValueError("step() after the game ended: call reset() first")
-        actor = self.agents[0]
+        actor = env.agent_selection
         if actor not in actions:
             raise ValueError(f"it is {actor!r}'s turn, but the actions name {sorted(map(str, actions))}: expected an "
-                             f"action for {actor!r} (the only live agent of this turn-based env)")
-        env.step(actions[actor])
+                             f"action for {actor!r} (the player to move in this turn-based env)")
+        if self.check_masks:
+            self._check_move(actor, actions[actor])
+        before = list(self.agents)
+        aec.step(actions[actor])
         for a, r in env.rewards.items():
             self._earned[a] = self._earned.get(a, 0.0) + float(r)
-        ended = [a for a in env.agents if a != actor and (env.terminations.get(a) or env.truncations.get(a))]
-        reported = [actor] + ended
-        obs = {a: env.observe(a) for a in reported}
+        if self.live == "players":  # everyone who was in the game hears of this turn
+            reported = [actor] + [a for a in before if a != actor]
+        else:
+            reported = [actor] + [a for a in env.agents
+                                  if a != actor and (env.terminations.get(a) or env.truncations.get(a))]
+        obs = {a: aec.observe(a) for a in reported}
         rew = {a: self._earned.pop(a, 0.0) for a in reported}
         term = {a: bool(env.terminations.get(a, False)) for a in reported}
         trunc = {a: bool(env.truncations.get(a, False)) for a in reported}
@@ -99,7 +162,7 @@ class TurnBasedEnv(ParallelEnv):
         self.reported = reported
         for a in self.agents:  # the next player: its observation is what it acts on
             if a not in obs:
-                obs[a] = env.observe(a)
+                obs[a] = aec.observe(a)
         return obs, rew, term, trunc, infos
 
     def render(self):
@@ -115,14 +178,36 @@ class TurnBasedEnv(ParallelEnv):
         return f"TurnBasedEnv({self.aec!r})"
 
 
-def as_parallel(env):
+_GAME_STATE = ("agents", "agent_selection", "terminations", "truncations", "rewards", "infos")
+
+
+def _data_holder(aec):
+    """Where to read the game's state (``agents``, ``agent_selection``,
+    ``terminations``, ...): the raw env when every wrapper around it is a
+    PettingZoo ``BaseWrapper`` that leaves those names alone (PettingZoo's
+    wrappers write them to ``env.unwrapped``), since each wrapper layer's
+    ``__getattr__`` costs a Python call per read; else ``aec`` itself."""
+    from pettingzoo.utils.wrappers import BaseWrapper
+
+    e = aec
+    while isinstance(e, BaseWrapper):
+        for cls in type(e).__mro__:
+            if cls is BaseWrapper:
+                break
+            if any(name in vars(cls) for name in _GAME_STATE):
+                return aec
+        e = e.env
+    return e
+
+
+def as_parallel(env, live: str = "actor", check_masks: bool = True):
     """``env`` as a ParallelEnv: AEC envs through PettingZoo's ``aec_to_parallel``
     when they declare ``is_parallelizable``, through :class:`TurnBasedEnv`
-    otherwise; anything else unchanged."""
+    (with ``live`` and ``check_masks``) otherwise; anything else unchanged."""
     if not isinstance(env, AECEnv):
         return env
     if (getattr(env, "metadata", None) or {}).get("is_parallelizable", False):
         from pettingzoo.utils.conversions import aec_to_parallel
 
         return aec_to_parallel(env)
-    return TurnBasedEnv(env)
+    return TurnBasedEnv(env, live=live, check_masks=check_masks)

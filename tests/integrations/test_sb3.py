@@ -231,3 +231,26 @@ def test_missing_sb3_names_the_extra(monkeypatch):
     monkeypatch.delitem(sys.modules, "seer.integrations.sb3", raising=False)
     with pytest.raises(ImportError, match=r"pip install 'seer-marl\[sb3\]'"):
         importlib.import_module("seer.integrations.sb3")
+
+
+def test_maskable_ppo_plays_only_legal_moves():
+    """sb3-contrib's MaskablePPO finds the vector env's action masks (a move it
+    could not see masked would be refused by seer.vector, failing learn())."""
+    contrib = pytest.importorskip("sb3_contrib")
+    from sb3_contrib.common.maskable.utils import get_action_masks, is_masking_supported
+
+    pytest.importorskip("pettingzoo.classic")
+    from pettingzoo.classic import tictactoe_v3
+
+    # seer.vector splits the games' Dict observations into board rows and infos["action_mask"]
+    venv = make_vec_env(tictactoe_v3.env, 4, backend="thread", workers=1)
+    try:
+        assert is_masking_supported(venv)
+        venv.reset()
+        m = get_action_masks(venv)
+        assert m.shape == (8, 9) and m.dtype == np.bool_
+        model = contrib.MaskablePPO("MlpPolicy", venv, n_steps=32, batch_size=64, seed=0, device="cpu")
+        model.learn(512)
+        assert model.num_timesteps >= 512
+    finally:
+        venv.close()

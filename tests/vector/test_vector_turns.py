@@ -93,12 +93,14 @@ def test_turn_based_env_reports_both_players_at_the_end():
 def test_wrap_plays_a_turn_based_game():
     env = seer.wrap(GAMES["connect_four"]())
     obs, _ = env.reset(seed=0)
+    assert env.agents == ["player_0", "player_1"]  # both players are in the game until it ends
     rng = np.random.default_rng(0)
     moves = 0
     while env.agents:
-        (agent,) = env.agents
+        agent = env.to_act
         legal = np.flatnonzero(obs[agent]["action_mask"])
         obs, rew, term, trunc, _ = env.step({agent: int(rng.choice(legal))})
+        assert set(term) == {"player_0", "player_1"}  # every player in the game hears of every turn
         moves += 1
     assert 7 <= moves <= 42 and all(term.values()) and sorted(rew.values()) in ([-1.0, 1.0], [0.0, 0.0])
     env.close()
@@ -115,3 +117,102 @@ def test_mixed_masked_and_plain_observations_are_refused():
     spec = CopySpec(["a", "b"], [masked, box], [spaces.Discrete(3)] * 2, {}, None)
     with pytest.raises(SpaceMismatchError, match="action mask"):
         build_layout([spec], pad=False, same_step=False)
+
+
+def _classic_games():
+    """Every classic PettingZoo game whose dependencies are here (chess, rlcard: the test extra)."""
+    import importlib
+
+    names = {"connect_four": "connect_four_v3", "tictactoe": "tictactoe_v3", "texas_holdem": "texas_holdem_v4",
+             "texas_holdem_no_limit": "texas_holdem_no_limit_v6", "leduc_holdem": "leduc_holdem_v4",
+             "go": "go_v5", "chess": "chess_v6", "rps": "rps_v2"}
+    out = []
+    for game, mod in names.items():
+        try:
+            m = importlib.import_module(f"pettingzoo.classic.{mod}")
+        except ImportError as e:  # a game whose package is missing is reported, not hidden
+            out.append(pytest.param(game, None, marks=pytest.mark.skip(reason=f"{mod}: {e}")))
+            continue
+        fn = (lambda m=m: m.env(board_size=9)) if game == "go" else m.env
+        out.append(pytest.param(game, fn))
+    return out
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("game, env_fn", _classic_games())
+def test_wrap_passes_pettingzoo_api_tests_on_classic_games(game, env_fn):
+    from pettingzoo.test import api_test, parallel_api_test
+    from pettingzoo.utils.conversions import parallel_to_aec
+
+    env = seer.wrap(env_fn())
+    parallel_api_test(env, num_cycles=300)
+    env.close()
+    api_test(parallel_to_aec(seer.wrap(env_fn())), num_cycles=300)
+
+
+def test_wrap_refuses_a_masked_out_move_naming_it():
+    env = seer.wrap(GAMES["tictactoe"]())
+    env.reset(seed=0)
+    env.step({"player_1": 4})
+    with pytest.raises(seer.InvalidArgumentError, match=r"action 4 of agent 'player_2' is masked out.*legal moves"):
+        env.step({"player_2": 4})
+    # nothing was played: the same player is still to move, and a legal move goes through
+    assert env.to_act == "player_2"
+    obs, rew, term, trunc, _ = env.step({"player_2": 0})
+    assert not any(term.values())
+    # opt-out: the game gets the illegal move and applies its own rule (the mover loses)
+    loose = seer.wrap(GAMES["tictactoe"](), check_action_masks=False)
+    loose.reset(seed=0)
+    loose.step({"player_1": 4})
+    _, rew, term, _, _ = loose.step({"player_2": 4})
+    assert all(term.values()) and rew["player_2"] < 0
+
+
+def test_wrap_ignores_the_waiting_players_actions():
+    env = seer.wrap(GAMES["connect_four"]())
+    env.reset(seed=0)
+    assert env.to_act == "player_0"
+    env.step({"player_0": 3, "player_1": 99})  # player_1's value is never looked at
+    assert env.to_act == "player_1"
+    with pytest.raises(ValueError, match="it is 'player_1''s turn"):
+        env.step({"player_0": 3})
+
+
+def test_vector_refuses_masked_out_actions_naming_row_agent_and_action():
+    with seer.vector.make(GAMES["tictactoe"], 2, backend="thread", workers=1) as envs:
+        _, infos = envs.reset(seed=0)
+        a = envs.sample_actions()
+        envs.step(a)
+        taken = int(a[0])  # copy 0's first player took this cell: now masked out for player_2
+        *_, infos = envs.step(envs.sample_actions())  # copy 0: player_2 to move
+        rows = np.flatnonzero(infos["alive"])
+        b = envs.sample_actions()
+        r0 = int(rows[0])
+        if infos["action_mask"][r0, taken]:
+            taken = int(np.flatnonzero(~infos["action_mask"][r0])[0])
+        b[r0] = taken
+        with pytest.raises(ValueError, match=rf"row {r0} \(copy 0, agent '.*'\) is {taken}: its infos\['action_mask'\] "
+                                             r"rules it out, legal actions are \["):
+            envs.step(b)
+        # nothing was stepped: the legal actions go through afterwards
+        envs.step(envs.sample_actions())
+
+
+def test_vector_action_masks_for_maskable_ppo():
+    with seer.vector.make(GAMES["connect_four"], 3, backend="thread", workers=1) as envs:
+        _, infos = envs.reset(seed=1)
+        m = envs.action_masks()
+        assert m.shape == (6, 7) and m.dtype == np.bool_
+        alive = infos["alive"]
+        np.testing.assert_array_equal(m[alive], infos["action_mask"][alive])
+        assert m[~alive].all()  # rows that do not act allow everything: their action is ignored
+    with pytest.raises(seer.InvalidArgumentError, match="check_action_masks='no'"):
+        seer.vector.make(GAMES["connect_four"], 1, check_action_masks="no")
+
+
+def test_vector_check_action_masks_false_hands_the_move_to_the_game():
+    with seer.vector.make(GAMES["tictactoe"], 1, backend="thread", check_action_masks=False) as envs:
+        envs.reset(seed=0)
+        envs.step(np.array([4, 0]))
+        _, rew, term, _, _ = envs.step(np.array([0, 4]))  # player_2 plays the taken cell: tictactoe's penalty
+        assert term.all() and rew[1] < 0
