@@ -21,7 +21,7 @@ def main(args) -> int:
     from rich.progress import Progress
 
     # Wide enough for the table when writing to a file or a CI log.
-    console = Console() if sys.stdout.isatty() else Console(width=170)
+    console = Console(emoji=False) if sys.stdout.isatty() else Console(width=170, emoji=False)
     try:
         with Progress(console=console, transient=True) as bar:
             task = bar.add_task("seer bench", total=len(plan(args.quick)))

@@ -192,7 +192,7 @@ def cmd_info(args) -> int:
     if args.json == "-":
         print(json.dumps(doc, indent=2, default=str))
         return 0
-    console = Console()
+    console = Console(emoji=False)  # ":x:" in a path is text, not an emoji
     _print_info(doc, console)
     if args.json is not None:
         write_output(console, args.json, json.dumps(doc, indent=2, default=str) + "\n", "--json file")

@@ -84,7 +84,7 @@ def cmd_tune(args) -> int:
 
     from seer.stpa import train, tune
 
-    console = Console()
+    console = Console(emoji=False)  # ":x:" in a path is text, not an emoji
     if args.cache_dir:
         os.environ["SEER_CACHE_DIR"] = str(args.cache_dir)
     evaluate_only = args.evaluate_only

@@ -329,8 +329,7 @@ def run_tune(*, quick: bool = False, cache: Path | None = None, do_sweep: bool =
     cache = Path(cache) if cache is not None else cache_dir()
     dataset_path = Path(dataset_path) if dataset_path is not None else cache / DATASET_FILENAME
     model_path = Path(model_path) if model_path is not None else cache / MODEL_FILENAME
-    if do_sweep or do_train:
-        _check_trusted_folders(dataset_path, model_path)
+    _check_trusted_folders(dataset_path, model_path)
     hw = machine_features()
     sizes = list(sizes) if sizes is not None else candidate_sizes(hw["usable_cores"])
     out: dict = {"machine": machine_description(), "sizes": sizes, "config": cfg, "quick": quick,
