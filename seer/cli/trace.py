@@ -123,6 +123,12 @@ def _too_big(args) -> str:
             f"entities (--entities) or a smaller --scenario")
 
 
+def _failed(args, what: str, exc: BaseException) -> int:
+    print(f"seer trace: error: {for_terminal(args.workload)} {what}: {type(exc).__name__}: {for_terminal(exc)}",
+          file=sys.stderr)
+    return 1
+
+
 def cmd_trace(args) -> int:
     _check_trace_args(args)
     args.entities_given = args.entities is not None
@@ -137,12 +143,16 @@ def cmd_trace(args) -> int:
         args.parser.error(for_terminal(exc))
     except MemoryError:  # e.g. an env's per-pair tables at 100,000 entities
         args.parser.error(_too_big(args))
+    except (Exception, SystemExit) as exc:  # a plug-in env that fails to build: its error, not a traceback
+        return _failed(args, "failed to start", exc)
     try:
         t0 = time.perf_counter()
         try:
             events = sum(step() for _ in range(args.steps))
         except MemoryError:  # the finally below closes the runtime
             args.parser.error(_too_big(args))
+        except (Exception, SystemExit) as exc:
+            return _failed(args, "failed while running", exc)
         el = time.perf_counter() - t0
         trace = rt.trace
         try:

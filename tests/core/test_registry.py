@@ -64,6 +64,7 @@ PLUGINS = {
     "broken_v0": ("seer_test_broken_env", "raise ImportError('needs libfoo, which is not installed')\n"),
     "notenv_v0": ("seer_test_not_an_env", "SCENARIOS = {'x': 1}\n"),
     "exits_v0": ("seer_test_exits_env", "raise SystemExit(3)\n"),
+    "boom_v0": ("seer_test_boom_env", "def parallel_env(**kwargs):\n    raise SystemExit('boom at build')\n"),
     "ansi_v0": ("seer_test_ansi_env", "raise ImportError('\\x1b]0;owned\\x07\\x1b[2J [/bold] needs libansi')\n"),
     "badscen_v0": ("seer_test_bad_scenarios", "SCENARIOS = 42\n\ndef parallel_env(**kwargs):\n    return None\n"),
     "raisingscen_v0": ("seer_test_raising_scenarios", textwrap.dedent("""
@@ -364,3 +365,10 @@ def test_a_plugins_message_reaches_the_terminal_as_text(plugins, tmp_path, capsy
     err = capsys.readouterr().err
     assert exc.value.code == 2 and "\x1b" not in err and "\x07" not in err
     assert "\\x1b]0;owned\\x07\\x1b[2J [/bold] needs libansi" in err
+
+
+def test_seer_trace_of_a_plugin_that_fails_to_build_is_its_error_not_a_traceback(plugins, tmp_path, capsys):
+    assert cli.main(["trace", "boom_v0", "-o", str(tmp_path / "t.json")]) == 1
+    err = capsys.readouterr().err
+    assert err.strip() == "seer trace: error: boom_v0 failed to start: SystemExit: boom at build"
+    assert not (tmp_path / "t.json").exists()

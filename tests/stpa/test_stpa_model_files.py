@@ -181,3 +181,37 @@ def test_seer_tune_refuses_an_untrusted_cache_and_writes_nothing(tmp_path, capsy
     assert rc == 1 and err.startswith("seer tune: error: ") and str(cache) in err and "0o777" in err
     assert "Traceback" not in err and list(cache.iterdir()) == []
     assert stat.S_IMODE(cache.stat().st_mode) == 0o777  # left as the user set it
+
+
+@pytest.mark.timeout(300)
+def test_the_shipped_refit_is_not_cached_in_an_untrusted_folder(tmp_path, monkeypatch):
+    import gzip
+
+    bad = tmp_path / "stpa_model.json"
+    bad.write_bytes(b"{damaged")
+    ds = tmp_path / "stpa_dataset.jsonl.gz"
+    with gzip.open(LK.shipped_dataset_path(), "rt") as src, gzip.open(ds, "wt") as dst:
+        for _, line in zip(range(60), src):
+            dst.write(line)
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    os.chmod(cache, 0o777)
+    monkeypatch.setenv("SEER_CACHE_DIR", str(cache))
+    monkeypatch.setattr(LK, "model_search_path", lambda: [("shipped default", bad)])
+    monkeypatch.setattr(LK, "shipped_model_path", lambda: bad)
+    monkeypatch.setattr(LK, "shipped_dataset_path", lambda: ds)
+    m, reasons, _ = _active()
+    assert m is not None and "refitted" in reasons[0] and m.path.endswith("(refitted in memory)")
+    assert list(cache.iterdir()) == []
+    # A refit planted there beforehand is not read either.
+    os.chmod(cache, 0o700)
+    S.clear_cache()
+    m2, _ = S.active_model()
+    [cached] = cache.glob("stpa_default-*.json")
+    assert m2.path == str(cached)  # a private cache holds the refit for the next process
+    doc = json.loads(cached.read_text())
+    doc["meta"]["trained"] = "planted"
+    cached.write_text(json.dumps(doc))
+    os.chmod(cache, 0o777)
+    m3, _, _ = _active()
+    assert m3.meta.get("trained") != "planted" and m3.path.endswith("(refitted in memory)")
