@@ -119,6 +119,8 @@ class EventQueue:
         #: its steps take lanes without the push handshake, so a push, pop,
         #: release or clear from another thread during a step is refused
         self._owner = None
+        #: that runtime's clock (an object with .now): pushes before it are refused
+        self._clock = None
         self.num_entities = int(num_entities)
         self.num_kinds = int(num_kinds)
         self.capacity = int(capacity)
@@ -198,6 +200,7 @@ class EventQueue:
         sq = None if seqs is None else _as_array("seqs", seqs, np.uint32, n, integer=True)
         if n == 0:
             return
+        self._check_clock(tim, ent)
         bad = ffi.new("int64_t *")
         rc = self._call(
             "queue.push_many()",
@@ -243,10 +246,26 @@ class EventQueue:
             raise ValueError(f"n={n} is invalid: expected 0 <= n <= {len(arrays[0])}")
         if n == 0:
             return
+        self._check_clock(arrays[1][:n], arrays[0])
         rc = self._call("queue.push_prepared()", lib.seer_queue_push_many, self._q, e, t, k, p, ffi.NULL, ffi.NULL,
                         n, bad)
         if rc != lib.SEER_OK:
             raise self._push_error(rc, int(bad[0]), arrays[0], arrays[1], arrays[2], n)
+
+    def _check_clock(self, tim: np.ndarray, ent: np.ndarray) -> None:
+        """A runtime's queue takes nothing before the runtime's time: an
+        entity that had no event for a while was not handed the time, but
+        its clock (and its neighbours') passed it all the same."""
+        clock = self._clock
+        if clock is None:
+            return
+        now = clock.now
+        if not tim.min() >= now:  # NaN is for the C check to name
+            past = np.flatnonzero(tim < now)
+            if past.size:
+                i = int(past[0])
+                raise PastEventError(f"time {tim[i]} at index {i} (entity {ent[i]}) is before the runtime's current "
+                                     f"time {now}: expected times >= {now}")
 
     def _push_error(self, rc, i, ent, tim, knd, n):
         if rc == lib.SEER_E_ENTITY:

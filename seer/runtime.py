@@ -89,7 +89,10 @@ class _Core:
         self.local = self.guard.local
         #: the open Runtime.pool_stats() block's stats (None: accounting is off)
         self.pool_stats: PoolStats | None = None
+        #: Runtime.now: what every entity's clock may have reached
+        self.now = 0.0
         queue._owner = self.guard  # its pushes, pops and releases take turns with the steps
+        queue._clock = self  # and none is for a time before now (its entities' clocks are there)
 
     def bind_state(self) -> None:
         """Point the C runtime's snapshot copies at the model's state arrays,
@@ -265,7 +268,7 @@ class _Core:
         with self.free_lock:
             rt, self.rt = self.rt, ffi.NULL
             lib.seer_rt_free(rt)
-        self.queue._owner = None  # a plain queue again
+        self.queue._owner = self.queue._clock = None  # a plain queue again
 
 
 def _spin(workers: int) -> int:
@@ -853,6 +856,17 @@ class Runtime:
     def trace(self) -> Trace:
         """Everything recorded so far (empty unless built with ``trace=True``)."""
         return self._trace
+
+    @property
+    def now(self) -> float:
+        """Simulated time the runtime has stepped to (the last step's
+        horizon; 0 after a reset).  C code that steps the runtime itself
+        sets it after each step."""
+        return self._core.now
+
+    @now.setter
+    def now(self, value: float) -> None:
+        self._core.now = value
 
     def __repr__(self) -> str:
         return (f"Runtime({type(self.model).__name__}, workers={self.workers}, entities={self.model.num_entities}, "

@@ -86,3 +86,23 @@ def test_schedule_after_a_failed_step_asks_for_reset_like_step_does(workers):
         rt.schedule([1], [0.5], [PING])
         rt.step(1.0)
         assert rt.model.state["pings"].tolist() == [1, 1]
+
+
+def test_pushing_into_the_runtimes_queue_before_now_is_refused_too():
+    # rt.queue is reachable: the same hazard as schedule() if it took the past.
+    with seer.Runtime(PingModel(), workers=2) as rt:
+        rt.step(3.0)
+        pending = len(rt.queue)
+        with pytest.raises(seer.PastEventError, match=r"time 0\.5 at index 0 \(entity 1\) is before the runtime's "
+                                                       r"current time 3\.0"):
+            rt.queue.push_many([1], [0.5], [PING])
+        with pytest.raises(seer.PastEventError):
+            rt.queue.push(1, 2.0, PING)
+        arrays = (np.array([1], np.int32), np.array([1.0]), np.array([PING], np.int32), np.zeros(1, np.int64))
+        with pytest.raises(seer.PastEventError):
+            rt.queue.push_prepared(rt.queue.prepare_push(*arrays), 1)
+        assert len(rt.queue) == pending
+        rt.queue.push(1, 3.25, PING)
+        rt.step(4.0)
+        assert rt.model.state["pings"].tolist() == [1, 1]
+    rt.queue.push(1, 0.0, PING)  # closed: a plain queue again, with its own per-entity floors
