@@ -66,6 +66,7 @@ from seer._checks import check_seed, check_workers
 from seer.actions import validate_actions
 from seer.capi import address_of, api_address, pointer_address
 from seer.errors import ClosedError, HandlerError, InvalidArgumentError, MisuseError
+from seer.guard import CallGuard
 from seer.vector.native import NativeCopy, NativeSpec
 
 __all__ = ["NativeEnv"]
@@ -107,6 +108,9 @@ class NativeEnv(ParallelEnv):
         capacity: The runtime's queue capacity (default: ``max(4096, 16 * slots)``).
         render_mode: None or one of ``metadata["render_modes"]`` (then
             :meth:`render` returns :meth:`render_frame`).
+        black_death: Fix the agent set until the episode ends (SuperSuit's
+            ``black_death_v3``: a lost agent's observation and reward are
+            zero, ``infos[agent]["active"]`` False).
 
     Subclasses set ``metadata["name"]``; ``entities_arg`` names the argument
     that ``seer trace --entities`` sets (default ``"num_agents"``, None: none).
@@ -116,7 +120,7 @@ class NativeEnv(ParallelEnv):
     entities_arg: str | None = "num_agents"
 
     def __init__(self, spec: NativeSpec, model=None, *, workers: int | str = 1, trace: bool = False,
-                 capacity: int | None = None, render_mode: str | None = None):
+                 capacity: int | None = None, render_mode: str | None = None, black_death: bool = False):
         self._closed = True  # until the runtime exists: close() and __del__ have nothing to free
         self._runtime = None
         if not isinstance(spec, NativeSpec):
@@ -125,7 +129,11 @@ class NativeEnv(ParallelEnv):
         if render_mode is not None and render_mode not in modes:
             raise InvalidArgumentError(f"render_mode={render_mode!r} is invalid: expected None or one of {modes}")
         workers = check_workers(workers)
+        if not isinstance(black_death, (bool, np.bool_)):
+            raise InvalidArgumentError(f"black_death={black_death!r} is invalid: expected True or False")
+        self.black_death = bool(black_death)
         self.spec, self.render_mode, self.traced = spec, render_mode, bool(trace)
+        self._guard = CallGuard(f"this {self.metadata.get('name')} env")  # one caller at a time, as SEER's envs
         self.possible_agents = list(spec.agents)
         self._index = {a: i for i, a in enumerate(self.possible_agents)}
         self._obs_spaces = {a: copy.deepcopy(spec.observation) for a in self.possible_agents}
@@ -136,6 +144,7 @@ class NativeEnv(ParallelEnv):
         self.rows = _rows(spec)
         self._live = np.zeros(0, np.int64)
         self.agents: list[str] = []
+        self._names: list[str] = []  # the live agents (self.agents is every agent with black_death=True)
         self._episode = None  # None: never reset; "over": ended; "failed: why": a step failed
         self._seed_stream = 0
         self._copy: NativeCopy | None = None
@@ -259,6 +268,21 @@ class NativeEnv(ParallelEnv):
 
     def reset(self, seed=None, options=None):
         self._check_open()
+        self._guard.enter("reset()")
+        try:
+            return self._reset(seed)
+        finally:
+            self._guard.leave()
+
+    def step(self, actions):
+        self._check_open()
+        self._guard.enter("step()")
+        try:
+            return self._step(actions)
+        finally:
+            self._guard.leave()
+
+    def _reset(self, seed):
         seed = int(self.next_seed()) if seed is None else check_seed(seed)
         r = self.rows
         for a in (r.obs, r.rew, r.term, r.trunc, r.mask, r.ended):
@@ -280,18 +304,23 @@ class NativeEnv(ParallelEnv):
                 raise HandlerError(f"{type(self).__name__}.reset_rows({seed}) failed with status {rc}", code=rc)
         self._episode = "running"
         self._set_live(r.alive.astype(bool))
+        if self.black_death:
+            obs = r.obs.copy()
+            obs[~r.alive.astype(bool)] = 0
+            return dict(zip(self.agents, obs)), {a: {"active": bool(r.alive[i])} for i, a in enumerate(self.agents)}
         obs = r.obs[self._live].copy()
         return dict(zip(self.agents, obs)), {a: {} for a in self.agents}
 
-    def step(self, actions):
-        self._check_open()
+    def _step(self, actions):
         if self._episode is None:
             raise MisuseError("step() called before reset(): call reset() first")
         if self._episode.startswith("failed"):
             raise ClosedError(f"the last step {self._episode[7:]}; call reset() before stepping again")
-        agents, live = self.agents, self._live
-        if not agents:
+        agents, live = self._names, self._live
+        if not self.agents:
             return {}, {}, {}, {}, {}  # the episode has ended (PettingZoo's own envs answer so too)
+        if self.black_death and type(actions) is dict and actions.keys() <= self._index.keys():
+            actions = {a: actions[a] for a in agents if a in actions}  # the lost agents' are ignored, unchecked
         r = self.rows
         arr = self._fast_actions(actions, agents)
         if arr is None:  # something is off: the slow check names the agent and the value
@@ -311,11 +340,31 @@ class NativeEnv(ParallelEnv):
         quiet = live[~alive[live] & (r.term[live] == 0) & (r.trunc[live] == 0)]
         (r.trunc if r.ended[0] else r.term)[quiet] = 1
         r.alive[:] = alive
+        if self.black_death:  # lost: terminated (a quiet departure counts so, above); truncated ones stay active
+            active = np.zeros(len(alive), bool)
+            active[live] = r.term[live] == 0
+            return self._black_death_step(live, active, alive.any())
         result = (dict(zip(agents, r.obs[live].copy())), dict(zip(agents, r.rew[live].tolist())),
                   dict(zip(agents, r.term[live].astype(bool).tolist())),
                   dict(zip(agents, r.trunc[live].astype(bool).tolist())), {a: {} for a in agents})
         self._set_live(alive)
         return result
+
+    def _black_death_step(self, was_live: np.ndarray, active: np.ndarray, going_on: bool):
+        """Every agent's dicts (SuperSuit's black_death_v3): a lost agent stays, with zero observation
+        and reward from the step after its loss, until the episode ends; then the lost ones are
+        terminated and the others truncated.  ``infos[agent]["active"]`` is False from its loss on."""
+        r, names = self.rows, self.possible_agents
+        obs = np.zeros_like(r.obs)
+        obs[was_live] = r.obs[was_live]
+        rew = np.zeros(len(names))
+        rew[was_live] = r.rew[was_live]
+        over = not going_on
+        term = ~active if over else np.zeros(len(names), bool)
+        trunc = active if over else np.zeros(len(names), bool)
+        self._set_live(active, over=over)
+        return (dict(zip(names, obs)), dict(zip(names, rew.tolist())), dict(zip(names, term.tolist())),
+                dict(zip(names, trunc.tolist())), {a: {"active": v} for a, v in zip(names, active.tolist())})
 
     def _run_step(self) -> None:
         native = self._native()
@@ -336,10 +385,15 @@ class NativeEnv(ParallelEnv):
             if self.traced:  # the workers recorded into their buffers: move it into runtime.trace, as step() does
                 self._runtime.collect_trace()
 
-    def _set_live(self, alive: np.ndarray) -> None:
+    def _set_live(self, alive: np.ndarray, over: bool | None = None) -> None:
         self._live = np.flatnonzero(alive)
         names = self.possible_agents
-        self.agents = [names[i] for i in self._live.tolist()]
+        self._names = [names[i] for i in self._live.tolist()]
+        if self.black_death:  # every agent until the episode ends
+            over = not self._names if over is None else over
+            self.agents = [] if over else list(names)
+        else:
+            self.agents = self._names
 
     def _fast_actions(self, actions, agents):
         """Every live agent's action as one array when all are well formed

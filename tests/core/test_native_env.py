@@ -48,9 +48,9 @@ class PyCounterEnv(seer.NativeEnv):
 
     metadata = {"name": "py_counter_v0", "render_modes": ["ansi"]}
 
-    def __init__(self, num_agents=N, workers=1, trace=False, render_mode=None):
+    def __init__(self, num_agents=N, workers=1, trace=False, render_mode=None, black_death=False):
         super().__init__(_spec(num_agents), CounterModel(num_agents), workers=workers, trace=trace,
-                         render_mode=render_mode)
+                         render_mode=render_mode, black_death=black_death)
         self.t = 0
 
     def reset_rows(self, seed):
@@ -134,6 +134,54 @@ def test_render_hook_and_runtime():
         with env.runtime.pool_stats() as stats:
             env.step({a: 1 for a in env.agents})
         assert stats.steps == 1
+
+
+def test_black_death_keeps_every_agent_until_the_episode_ends():
+    env = PyCounterEnv(black_death=True)
+    parallel_api_test(env, num_cycles=20)
+    _, infos = env.reset(seed=0)
+    assert infos["agent_0"] == {"active": True}
+    acts = {a: 1 for a in env.possible_agents}
+    env.step(acts)
+    obs, rew, term, trunc, infos = env.step(acts)  # agent_0 is lost in this step: its real last result
+    assert env.agents == env.possible_agents and not any(term.values()) and not any(trunc.values())
+    assert infos["agent_0"] == {"active": False} and infos["agent_1"] == {"active": True} and rew["agent_0"] != 0
+    obs, rew, term, trunc, infos = env.step({**acts, "agent_0": 99})  # a lost agent's action is ignored
+    assert obs["agent_0"].tolist() == [0.0, 0.0] and rew["agent_0"] == 0.0 and rew["agent_1"] != 0
+    obs, rew, term, trunc, infos = env.step(acts)  # the last step: lost ones terminated, the others truncated
+    assert term == {a: a == "agent_0" for a in env.possible_agents}
+    assert trunc == {a: a != "agent_0" for a in env.possible_agents} and env.agents == []
+    with pytest.raises(seer.InvalidArgumentError, match="black_death='yes'"):
+        PyCounterEnv(black_death="yes")
+    env.close()
+
+
+def test_a_second_thread_is_refused_while_a_step_runs():
+    import threading
+
+    class Slow(PyCounterEnv):
+        def step_rows(self):
+            entered.set()
+            assert release.wait(30)
+            return super().step_rows()
+
+    entered, release = threading.Event(), threading.Event()
+    env = Slow()
+    env.reset(seed=0)
+    acts = {a: 1 for a in env.agents}
+    worker = threading.Thread(target=env.step, args=(acts,))
+    worker.start()
+    try:
+        assert entered.wait(30)
+        with pytest.raises(seer.MisuseError, match="another thread"):
+            env.step(acts)
+        with pytest.raises(seer.MisuseError, match="another thread"):
+            env.reset(seed=1)
+    finally:
+        release.set()
+        worker.join(30)
+    assert env.step(acts)[0]["agent_1"][1] == 2.0  # the first step ran once, this is the second
+    env.close()
 
 
 def test_python_step_is_identical_for_every_worker_count():
