@@ -105,4 +105,4 @@ def test_pushing_into_the_runtimes_queue_before_now_is_refused_too():
         rt.queue.push(1, 3.25, PING)
         rt.step(4.0)
         assert rt.model.state["pings"].tolist() == [1, 1]
-    rt.queue.push(1, 0.0, PING)  # closed: a plain queue again, with its own per-entity floors
+    rt.queue.push(0, 3.5, PING)  # closed: a plain queue again, with its own per-entity floors only
