@@ -49,6 +49,7 @@ import warnings
 from types import ModuleType
 from typing import Any, Mapping
 
+from seer._text import for_terminal
 from seer._version import DISTRIBUTION, installed_distribution
 from seer.errors import EnvLoadError, UnknownEnvError
 
@@ -195,7 +196,7 @@ def _scan() -> tuple[dict[str, EnvEntry], list[tuple[EnvEntry, str]]]:
         else:
             found[entry.name] = entry
             continue
-        warnings.warn(why, RuntimeWarning, stacklevel=4)
+        warnings.warn(for_terminal(why), RuntimeWarning, stacklevel=4)  # names from the outside package's metadata
         ignored.append((entry, why))
     return dict(sorted(found.items())), ignored
 

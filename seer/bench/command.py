@@ -26,7 +26,7 @@ def main(args) -> int:
         with Progress(console=console, transient=True) as bar:
             task = bar.add_task("seer bench", total=len(plan(args.quick)))
             doc = run(args.quick, lambda label: bar.update(task, advance=1,
-                                                           description=f"seer bench: done {label}"))
+                                                           description=f"seer bench: done {markup_safe(label)}"))
     except (UnknownEnvError, EnvLoadError) as exc:  # an env the comparison needs is missing here
         print(f"seer bench: error: {for_terminal(exc)}", file=sys.stderr)
         return 1

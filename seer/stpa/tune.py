@@ -39,6 +39,7 @@ from pathlib import Path
 import numpy as np
 
 from seer._host import usable_cpus
+from seer._text import markup_safe
 from seer._version import __version__
 from seer.stpa import train as T
 from seer.stpa import workloads as W
@@ -90,11 +91,11 @@ class _Progress:
     def task(self, description: str, total: int):
         if self._p is None:
             return None
-        return self._p.add_task(description, total=total, what="")
+        return self._p.add_task(markup_safe(description), total=total, what="")
 
     def advance(self, task, what: str = ""):
         if self._p is not None and task is not None:
-            self._p.update(task, advance=1, what=what)
+            self._p.update(task, advance=1, what=markup_safe(what))  # workload names may come from plug-ins
 
     def __exit__(self, *exc):
         if self._p is not None:
@@ -552,8 +553,6 @@ def render_markdown(result: dict, command: str, title: str = "STPA evaluation", 
 def print_summary(result: dict, console=None) -> None:
     from rich.console import Console
     from rich.table import Table
-
-    from seer._text import markup_safe
 
     console = console or Console()
     if "sweep" in result:
