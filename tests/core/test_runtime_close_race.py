@@ -129,3 +129,31 @@ def test_stress_closers_racing_a_stepping_resizing_pool_stats_thread(kind):
         print("ok" if not unexpected and not left else f"bad {{unexpected[:3]}} {{left}}")
         """)
     assert out.strip() == "ok", out
+
+
+@pytest.mark.parametrize("kind", ["native", "python"])
+def test_a_pool_stats_block_ends_cleanly_after_another_thread_closed_the_runtime(kind):
+    out = run_child(f"""
+        for trial in range(20):
+            rt = seer.Runtime(MAKE[{kind!r}](), workers=2)
+            t = threading.Timer(0.05, rt.close)
+            with rt.pool_stats() as stats:
+                for k in range(1, 4):
+                    rt.step(k * 0.01)
+                t.start()
+                try:
+                    rt.step(1e9)  # hours of events: the close interrupts it
+                except seer.ClosedError:
+                    pass
+            # the block's end neither raised nor read the freed runtime; the
+            # steps before the close are all counted
+            t.join(20)
+            assert rt.closed and stats.steps >= 3 and [w.worker for w in stats.workers] == [0, 1], stats
+            try:
+                rt.events_total()
+            except seer.ClosedError:
+                continue
+            sys.exit("events_total() after close did not raise ClosedError")
+        print("ok")
+        """)
+    assert out.strip() == "ok"
