@@ -1,6 +1,7 @@
 """``seer new-env``: the package it writes installs and passes its own tests as generated
 (both engines); bad names, existing folders and taken env ids are usage errors."""
 
+import importlib.util
 import os
 import pathlib
 import subprocess
@@ -37,7 +38,9 @@ def test_the_generated_package_installs_and_passes_its_own_tests(engine, tmp_pat
         installed = time.perf_counter()
         tests = _run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"], root, 900)
         done = time.perf_counter()
-        assert " passed" in tests and "failed" not in tests and "skipped" not in tests, tests
+        assert " passed" in tests and "failed" not in tests and "error" not in tests, tests
+        if importlib.util.find_spec("ray") is not None:  # only the Ray test may skip, and only without Ray
+            assert "skipped" not in tests, tests
         # the env is SEER's now: a fresh process finds it through the registry
         found = _run([sys.executable, "-c", "import seer.registry; print(sorted(seer.registry.available()))"],
                      tmp_path, 120)
