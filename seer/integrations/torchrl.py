@@ -255,7 +255,7 @@ class SeerTorchRLEnv(EnvBase):
         mask = infos["mask"]
         self._term |= term & mask
         self._trunc |= trunc & mask
-        self._alive = infos["alive"].copy()
+        np.copyto(self._alive, infos["alive"])
         return self._out(obs, rew)
 
     def _step_proc_data(self, next_tensordict_out):
@@ -268,28 +268,31 @@ class SeerTorchRLEnv(EnvBase):
     def _out(self, obs: np.ndarray, rew: np.ndarray | None) -> TensorDictBase:
         C, A = self.num_copies, self.agents_per_copy
         root, lead = self._root, self._lead
-        # copies: the flags are updated in place at the next step, the TensorDicts must keep this one's
-        term = self._term.reshape(*lead, 1).copy()
-        trunc = self._trunc.reshape(*lead, 1).copy()
-        alive = self._alive.reshape(C, A)
-        gone = ~alive.any(axis=1, keepdims=True)   # the copy has no agent left
-        root_trunc = gone & self._trunc.reshape(C, A).any(axis=1, keepdims=True)
+        # one fresh array for all the flags (the state's are updated in place at the next step):
+        # rows mask, terminated, truncated, done of the agents; then done, truncated, terminated of the copies
+        flags = np.empty(4 * C * A + 3 * C, bool)
+        agent_flags = flags[:4 * C * A].reshape(4, C, A)
+        agent_flags[0] = self._alive.reshape(C, A)
+        agent_flags[1] = self._term.reshape(C, A)
+        agent_flags[2] = self._trunc.reshape(C, A)
+        np.logical_or(agent_flags[1], agent_flags[2], out=agent_flags[3])
+        copy_flags = flags[4 * C * A:].reshape(3, C)
+        np.logical_not(agent_flags[0].any(axis=1), out=copy_flags[0])        # the copy has no agent left
+        np.logical_and(copy_flags[0], agent_flags[2].any(axis=1), out=copy_flags[1])
+        np.greater(copy_flags[0], copy_flags[1], out=copy_flags[2])           # gone and not truncated
         t = torch.from_numpy
+        af = t(agent_flags).view(4, *lead)
+        cf = t(copy_flags).view(3, *root, 1)
         agents = {
-            "observation": t(obs.reshape(*lead, *obs.shape[1:])),
-            "mask": t(alive.reshape(lead).copy()),
-            "terminated": t(term),
-            "truncated": t(trunc),
-            "done": t(term | trunc),
+            "observation": t(obs).view(*lead, *obs.shape[1:]),
+            "mask": af[0],
+            "terminated": af[1].unsqueeze(-1),
+            "truncated": af[2].unsqueeze(-1),
+            "done": af[3].unsqueeze(-1),
         }
         if rew is not None:
-            r = rew.reshape(*lead, 1)
-            agents["reward"] = t(r.astype(np.float32) if r.dtype != np.float32 else r.copy())
-        out = {
-            "done": t(gone.reshape(*root, 1)),
-            "truncated": t(root_trunc.reshape(*root, 1)),
-            "terminated": t((gone & ~root_trunc).reshape(*root, 1)),
-        }
+            agents["reward"] = t(rew.astype(np.float32)).view(*lead, 1)
+        out = {"done": cf[0], "truncated": cf[1], "terminated": cf[2]}
         if self._state_space is not None:
             out["state"] = t(self._state(obs))
         if not self._cpu:
