@@ -165,6 +165,9 @@ def _own_distribution():
 
 
 def _is_own(entry: "EnvEntry", own) -> bool:
+    # SEER's distribution, or (stale metadata of an earlier install) an entry that loads SEER's own module.
+    if entry.module == f"seer.envs.{entry.name}":
+        return True
     dist = getattr(entry.entry_point, "dist", None)
     if dist is None or own is None:
         return False
@@ -178,7 +181,10 @@ def _scan() -> tuple[dict[str, EnvEntry], list[tuple[EnvEntry, str]]]:
         name = dist.metadata["Name"] if dist is not None else None
         entries.append(EnvEntry(ep.name, ep.value, name, dist.version if dist is not None else None, ep))
     own = _own_distribution()
-    ours = {e.name: e for e in entries if _is_own(e, own)}
+    ours: dict[str, EnvEntry] = {}
+    for e in entries:
+        if _is_own(e, own):
+            ours.setdefault(e.name, e)  # the first on sys.path, as importlib.metadata's lookup by name
     found: dict[str, EnvEntry] = dict(ours)
     ignored = []
     for entry in entries:
