@@ -111,6 +111,8 @@ class NativeEnv(ParallelEnv):
         black_death: Fix the agent set until the episode ends (SuperSuit's
             ``black_death_v3``: a lost agent's observation and reward are
             zero, ``infos[agent]["active"]`` False).
+        strict_actions: An action for an agent that has left is an error
+            (default: ignored, as PettingZoo's converters do).
 
     Subclasses set ``metadata["name"]``; ``entities_arg`` names the argument
     that ``seer trace --entities`` sets (default ``"num_agents"``, None: none).
@@ -120,7 +122,8 @@ class NativeEnv(ParallelEnv):
     entities_arg: str | None = "num_agents"
 
     def __init__(self, spec: NativeSpec, model=None, *, workers: int | str = 1, trace: bool = False,
-                 capacity: int | None = None, render_mode: str | None = None, black_death: bool = False):
+                 capacity: int | None = None, render_mode: str | None = None, black_death: bool = False,
+                 strict_actions: bool = False):
         self._closed = True  # until the runtime exists: close() and __del__ have nothing to free
         self._runtime = None
         if not isinstance(spec, NativeSpec):
@@ -131,7 +134,7 @@ class NativeEnv(ParallelEnv):
         workers = check_workers(workers)
         if not isinstance(black_death, (bool, np.bool_)):
             raise InvalidArgumentError(f"black_death={black_death!r} is invalid: expected True or False")
-        self.black_death = bool(black_death)
+        self.black_death, self.strict_actions = bool(black_death), bool(strict_actions)
         self.spec, self.render_mode, self.traced = spec, render_mode, bool(trace)
         self._guard = CallGuard(f"this {self.metadata.get('name')} env")  # one caller at a time, as SEER's envs
         self.possible_agents = list(spec.agents)
@@ -324,7 +327,8 @@ class NativeEnv(ParallelEnv):
         r = self.rows
         arr = self._fast_actions(actions, agents)
         if arr is None:  # something is off: the slow check names the agent and the value
-            validate_actions(actions, agents, self.action_space, possible_agents=self._index)
+            validate_actions(actions, agents, self.action_space, possible_agents=self._index,
+                             strict=self.strict_actions and not self.black_death)
             arr = np.array([np.asarray(actions[a]) for a in agents]).astype(r.act.dtype)
         r.act[...] = 0
         r.act[live] = arr.reshape(r.act[live].shape)

@@ -48,9 +48,8 @@ class PyCounterEnv(seer.NativeEnv):
 
     metadata = {"name": "py_counter_v0", "render_modes": ["ansi"]}
 
-    def __init__(self, num_agents=N, workers=1, trace=False, render_mode=None, black_death=False):
-        super().__init__(_spec(num_agents), CounterModel(num_agents), workers=workers, trace=trace,
-                         render_mode=render_mode, black_death=black_death)
+    def __init__(self, num_agents=N, workers=1, trace=False, **options):  # render_mode, black_death, ...
+        super().__init__(_spec(num_agents), CounterModel(num_agents), workers=workers, trace=trace, **options)
         self.t = 0
 
     def reset_rows(self, seed):
@@ -117,7 +116,17 @@ def test_bad_actions_name_the_agent_and_misuse_says_what_to_do():
         env.step({"agent_0": 1})
     with pytest.raises(ValueError, match="'nobody' is unknown"):
         env.action_space("nobody")
+    env.step({a: 1 for a in env.agents})
+    env.step({a: 1 for a in env.agents})  # agent_0 leaves here
+    env.step({a: 1 for a in env.possible_agents})  # its action is ignored, as PettingZoo's converters do
     env.close()
+    strict = PyCounterEnv(strict_actions=True)
+    strict.reset(seed=0)
+    strict.step({a: 1 for a in strict.agents})
+    strict.step({a: 1 for a in strict.agents})
+    with pytest.raises(ValueError, match="not live.*strict_actions=True"):
+        strict.step({a: 1 for a in strict.possible_agents})
+    strict.close()
     env.close()
     for call in (lambda: env.reset(seed=0), lambda: env.step({}), env.render):
         with pytest.raises(seer.ClosedError, match="py_counter_v0"):
