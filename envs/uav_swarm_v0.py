@@ -68,7 +68,9 @@ truncated until the episode ends, when every UAV is done: the lost ones
 terminated, the others truncated.  ``infos[agent]["active"]`` is False
 from the step it is lost in on (the agent acts no more: a trainer's mask;
 TorchRL's ``mask`` and MAPPO's active masks mean the same), True
-otherwise.  Actions for lost UAVs are ignored, unchecked.
+otherwise.  Actions for lost UAVs are ignored, unchecked.  seer.vector's
+rows are fixed and masked already, so they are the same with it or without
+(its native path steps the model directly).
 
 Global state (for centralised critics): ``state()`` is every possible
 agent's observation, in ``possible_agents`` order, concatenated (zeros for

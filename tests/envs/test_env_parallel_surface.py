@@ -215,3 +215,24 @@ def test_vector_exposes_each_copys_state():
         # the copy's rows are its agents' observations: the state is them, concatenated
         np.testing.assert_array_equal(st, obs[envs.rows_of(c)].reshape(-1))
     envs.close()
+
+
+def test_vector_rows_are_the_same_with_black_death_and_stay_native():
+    # seer.vector's rows are fixed with a mask already: black_death changes the dict API only
+    made = {}
+    for bd in (False, True):
+        envs = seer.vector.make(lambda bd=bd: _uav(max_cycles=40, black_death=bd), 3, backend="thread", workers=1)
+        assert envs._backend.native_copies == [True, True, True]  # the whole step stays in C
+        obs, _ = envs.reset(seed=2)
+        out = [obs]
+        for _ in range(45):  # past the episode's end: autoreset
+            acts = np.zeros(envs.action_space.shape, np.float32)
+            acts[envs.row_agents.index("uav_1")::8, 0] = 1.0
+            obs, rew, term, trunc, infos = envs.step(acts)
+            out += [obs, rew, term, trunc, infos["mask"], infos["alive"]]
+        made[bd] = out
+        envs.close()
+    for a, b in zip(made[False], made[True]):
+        np.testing.assert_array_equal(a, b)
+    masks = np.array(made[True][5::6])
+    assert not masks.all()  # uav_1's rows were masked after its loss
