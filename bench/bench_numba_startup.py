@@ -14,6 +14,10 @@ imports, compile or cache load, the steps, exit); medians decide.  It also
 counts the Numba cache files after the cold run and after the warm ones (a
 cache that misses in every process grows by one entry per process).
 
+``--against PATH`` (a PYTHONPATH prefix holding an older checkout of
+``seer`` and the example) runs the same rounds with that code too,
+interleaved with this one, so both see the same load.
+
 Needs the example installed (``pip install --no-build-isolation
 ./examples/seer_consensus``) or on ``PYTHONPATH``.
 
@@ -57,9 +61,11 @@ SCRIPTS = {f"{name}/{engine}": f"ENGINE = {engine!r}\n" + text
            for name, text in _SCRIPTS.items() for engine in ("numba", "seer")}
 
 
-def _process(script: str, env: dict) -> float:
+def _process(script: str, env: dict, cwd: str) -> float:
     t0 = time.perf_counter()
-    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=600)
+    # cwd: not the checkout, whose seer/ would shadow the code on PYTHONPATH (python -c puts "" first)
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=600,
+                         cwd=cwd)
     seconds = time.perf_counter() - t0
     if out.returncode != 0:
         raise RuntimeError(f"the start-up process failed:\n{out.stderr}")
@@ -70,21 +76,38 @@ def _cache_entries(folder: str) -> int:
     return sum(name.endswith(".nbc") for _, _, files in os.walk(folder) for name in files)
 
 
+AGAINST: str | None = None  # --against: a PYTHONPATH prefix with the code to compare with
+AGAINST_LABEL = ""  # --against-label: what that code is (a commit)
+
+
+def _round(script: str, warm: int, pythonpath: str | None) -> tuple[float, list[float], tuple[int, int]]:
+    with tempfile.TemporaryDirectory() as tmp:
+        env = {**os.environ, "SEER_CACHE_DIR": os.path.join(tmp, "seer_cache"),
+               "NUMBA_CACHE_DIR": os.path.join(tmp, "numba_cache")}
+        if pythonpath:
+            env["PYTHONPATH"] = os.pathsep.join(p for p in (pythonpath, env.get("PYTHONPATH")) if p)
+        cold = _process(script, env, tmp)
+        after_cold = _cache_entries(tmp)
+        hot = [_process(script, env, tmp) for _ in range(warm)]
+        return cold, hot, (after_cold, _cache_entries(tmp))
+
+
 def run(rounds: int, warm: int = 3) -> dict:
     res = {"machine": machine_info(["numba"]), "load_before": os.getloadavg(), "warm_per_round": warm,
-           "workloads": {}}
+           "against": AGAINST, "against_label": AGAINST_LABEL, "workloads": {}}
     for name, script in SCRIPTS.items():
-        cold, hot, entries = [], [], []
+        versions = {"": None} if AGAINST is None or name.endswith("/seer") else {"": None, " (before)": AGAINST}
+        got = {v: ([], [], []) for v in versions}
         for _ in range(rounds):
-            with tempfile.TemporaryDirectory() as tmp:
-                env = {**os.environ, "SEER_CACHE_DIR": os.path.join(tmp, "seer_cache"),
-                       "NUMBA_CACHE_DIR": os.path.join(tmp, "numba_cache")}
-                cold.append(_process(script, env))
-                after_cold = _cache_entries(tmp)
-                hot += [_process(script, env) for _ in range(warm)]
-                entries.append((after_cold, _cache_entries(tmp)))
-        res["workloads"][name] = {"cold_s": cold, "warm_s": hot, "cache_entries": entries,
-                                  "cold_median_s": statistics.median(cold), "warm_median_s": statistics.median(hot)}
+            for v, path in versions.items():  # interleaved: both versions see the same load
+                cold, hot, entries = _round(script, warm, path)
+                got[v][0].append(cold)
+                got[v][1].extend(hot)
+                got[v][2].append(entries)
+        for v, (cold, hot, entries) in got.items():
+            res["workloads"][name + v] = {"cold_s": cold, "warm_s": hot, "cache_entries": entries,
+                                          "cold_median_s": statistics.median(cold),
+                                          "warm_median_s": statistics.median(hot)}
     res["load_after"] = os.getloadavg()
     return res
 
@@ -102,15 +125,24 @@ def markdown(res: dict) -> str:
         f"{tuple(round(x, 2) for x in res['load_before'])}, after {tuple(round(x, 2) for x in res['load_after'])} "
         f"(a shared host: other jobs ran meanwhile).",
         "Command: `python bench/bench_numba_startup.py --json bench/results/numba_startup.json "
-        "--md bench/results/numba_startup.md`",
+        "--md bench/results/numba_startup.md" + (" --against PATH" if res.get("against") else "") + "`",
         markdown_table(("workload", "cold: median s", "warm: median s", "warm: worst s", "cache entries after cold",
                         "entries added by warm runs"), rows),
         "Whole-process wall time (interpreter start, imports, compile or cache load, the steps, exit). `env`: "
         "consensus_v0 `small`, reset and 3 steps; `vector`: seer.vector's process backend "
         "over 2 copies (2 worker processes), reset and one step. `/numba`: the Numba engine; `/seer`: the same env "
-        "with C handlers, for comparison.",
+        "with C handlers, for comparison." + (f" `(before)`: {res.get('against_label') or res['against']}, in the "
+                                              f"same rounds." if res.get("against") else ""),
     ])
 
 
 if __name__ == "__main__":
+    if "--against" in sys.argv:
+        i = sys.argv.index("--against")
+        AGAINST = sys.argv[i + 1]
+        del sys.argv[i:i + 2]
+    if "--against-label" in sys.argv:
+        i = sys.argv.index("--against-label")
+        AGAINST_LABEL = sys.argv[i + 1]
+        del sys.argv[i:i + 2]
     rounds_main(__doc__.splitlines()[0], run, markdown, rounds=3)
