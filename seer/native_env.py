@@ -55,7 +55,7 @@ from __future__ import annotations
 import copy
 import numbers
 from types import SimpleNamespace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import gymnasium
 import numpy as np
@@ -67,7 +67,9 @@ from seer.actions import validate_actions
 from seer.capi import address_of, api_address, pointer_address
 from seer.errors import ClosedError, HandlerError, InvalidArgumentError, MisuseError
 from seer.guard import CallGuard
-from seer.vector.native import NativeCopy, NativeSpec
+
+if TYPE_CHECKING:  # seer.vector loads when the first env is built, not with `import seer`
+    from seer.vector.native import NativeCopy, NativeSpec
 
 __all__ = ["NativeEnv"]
 
@@ -124,6 +126,8 @@ class NativeEnv(ParallelEnv):
     def __init__(self, spec: NativeSpec, model=None, *, workers: int | str = 1, trace: bool = False,
                  capacity: int | None = None, render_mode: str | None = None, black_death: bool = False,
                  strict_actions: bool = False):
+        from seer.vector.native import NativeSpec
+
         self._closed = True  # until the runtime exists: close() and __del__ have nothing to free
         self._runtime = None
         if not isinstance(spec, NativeSpec):
@@ -201,6 +205,8 @@ class NativeEnv(ParallelEnv):
         if self._copy is None and self._runtime is not None:
             got = self.copy_step()
             if got is not None:
+                from seer.vector.native import NativeCopy
+
                 fn, state = got
                 self._copy = NativeCopy(self.spec, step=fn, state=state, error=self._native_error, owner=self)
                 self._call = self._caller(self._copy)
