@@ -172,6 +172,21 @@ def test_a_model_file_others_can_write_is_not_read(tmp_path, monkeypatch, shippe
     assert _active()[0].path == str(p)
 
 
+def test_a_model_file_in_a_sticky_shared_folder_loads_but_not_in_an_open_one(tmp_path, monkeypatch, shipped_doc):
+    sticky, open_ = tmp_path / "tmp-like", tmp_path / "open"
+    for d, mode in ((sticky, 0o1777), (open_, 0o777)):
+        d.mkdir()
+        os.chmod(d, mode)
+    # /tmp-style: others may add files but not replace this one, which only its owner can write.
+    monkeypatch.setenv("SEER_STPA_MODEL", str(_write(sticky / "m.json", shipped_doc)))
+    m, _, warned = _active()
+    assert m.path == str(sticky / "m.json") and not warned
+    monkeypatch.setenv("SEER_STPA_MODEL", str(_write(open_ / "m.json", shipped_doc)))
+    m, _, warned = _active()
+    assert m.path == str(LK.shipped_model_path())
+    assert any(str(open_) in w and "0o777" in w for w in warned), warned
+
+
 def test_seer_tune_refuses_an_untrusted_cache_and_writes_nothing(tmp_path, capsys):
     cache = tmp_path / "shared"
     cache.mkdir()
