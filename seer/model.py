@@ -124,6 +124,9 @@ def validate_model(model: Model) -> None:
         if spec.native:
             if model.native_model is None:
                 raise ValueError(f"model.kinds[{k}] is native but model.native_model is None")
+            check = getattr(getattr(spec.handler, "owner", None), "check_native_model", None)
+            if check is not None:  # a seer.numba handler: the table must be its State's
+                check(model.native_model, f"model.kinds[{k}]")
         elif not callable(spec.handler):
             raise TypeError(f"model.kinds[{k}].handler must be callable or seer.Native, got {spec.handler!r}")
     state = getattr(model, "state", None)

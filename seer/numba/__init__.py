@@ -302,6 +302,10 @@ def _spec(dtype, ndim) -> str:
     return short if ndim == 0 else f"{short}[{', '.join(':' * ndim)}]"
 
 
+def _field_specs(state):
+    return [(n, repr(_spec(d, nd))) for n, d, nd in state.fields]
+
+
 def _expect(dtype, ndim) -> str:
     if ndim == 0:
         return f"a number (or a 0-d {dtype} array)"
@@ -388,6 +392,18 @@ class Handler:
 
                 self._cfunc = compile_handler(self, NumbaCompileError)
         return self._cfunc
+
+    def check_native_model(self, bound, where: str) -> None:
+        """Refuse a table bound by a State of another layout than this handler's."""
+        other = getattr(bound, "state", None)
+        if isinstance(bound, BoundState) and other is not None and other.layout != self.state.layout:
+            mine, theirs = dict(_field_specs(self.state)), dict(_field_specs(other))
+            diff = [f"{n!r}: expected {mine.get(n, 'no such field')}, got {theirs.get(n, 'missing')}"
+                    for n in dict.fromkeys([*mine, *theirs]) if mine.get(n) != theirs.get(n)]
+            raise InvalidArgumentError(
+                f"{where} ({self.__qualname__}) was compiled for {self.state!r}, but the table it gets was bound by "
+                f"{other!r} ({'; '.join(diff) or 'fields in another order'}): bind the arrays with the "
+                f"handler's State")
 
     def __call__(self, *args):
         raise TypeError(f"{self.__qualname__} is a SEER native handler: SEER's workers call it; use it as "

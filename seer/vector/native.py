@@ -164,6 +164,9 @@ class NativeCopy:
         self.state_address = pointer_address(self.state, "NativeCopy.state")
         if self.state_address == 0:
             raise InvalidArgumentError("NativeCopy.state is NULL: expected the env's C struct")
+        check = getattr(self.step, "check_native_model", None)
+        if check is not None:  # a seer.numba copy step: the state must be bound by its State
+            check(self.state, "NativeCopy.step")
 
     def error_for(self, status: int) -> BaseException:
         from seer import _native_errors

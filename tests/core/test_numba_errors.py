@@ -119,10 +119,22 @@ def test_an_out_of_bounds_index_under_numba_boundscheck_is_a_handler_error(tmp_p
 OTHER = snb.State(v="i8[:]", cfg="i8[:]")  # same names, another dtype
 
 
-def test_a_table_bound_by_another_state_is_refused_not_written():
+def test_a_table_bound_by_another_state_is_refused_when_the_runtime_is_built():
     model = Model(CODE, numerator=0)
     ints = np.zeros(4, np.int64)
     model.native_model = OTHER.bind({"v": ints, "cfg": model.cfg})
+    with pytest.raises(seer.InvalidArgumentError, match=r"model.kinds\[0\] \(tick\) was compiled for State\(v='f8\[:\]', "
+                                                        r"cfg='i8\[:\]'\), but .* bound by State\(v='i8\[:\]', "
+                                                        r"cfg='i8\[:\]'\) \('v': expected 'f8\[:\]', got 'i8\[:\]'\)"):
+        step(model)
+    assert not ints.any()
+
+
+def test_a_table_that_slips_past_the_check_is_refused_at_the_first_event_not_written():
+    model = Model(CODE, numerator=0)
+    ints = np.zeros(4, np.int64)
+    bound = OTHER.bind({"v": ints, "cfg": model.cfg})
+    model.native_model = bound.address  # a bare address: nothing to check it against until the handler runs
     with pytest.raises(seer.HandlerError, match=r"not bound by State\(v='f8\[:\]', cfg='i8\[:\]'\), which tick "
                                                 r"was compiled for"):
         step(model)
@@ -222,3 +234,10 @@ def test_an_exception_in_a_copy_step_fails_the_vector_step_with_its_message(back
         assert "copy 1" in str(info.value)
     finally:
         envs.close()
+
+
+def test_a_copy_step_given_a_state_of_another_state_is_refused():
+    wrong = snb.State(total="i8[:]").bind({"total": np.zeros(2, np.int64)})
+    with pytest.raises(seer.InvalidArgumentError, match=r"NativeCopy.step \(count_step\) was compiled for "
+                                                        r"State\(total='f8\[:\]'\)"):
+        NativeCopy(SPEC, step=count_step, state=wrong)
