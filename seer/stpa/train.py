@@ -38,7 +38,7 @@ from typing import Iterable
 import numpy as np
 
 from seer._version import __version__
-from seer.stpa.estimator import FAMILIES, MAX_TREE_DEPTH, export_estimator  # noqa: F401  (export_estimator: its old home)
+from seer.stpa.estimator import FAMILIES, MAX_TREE_DEPTH, MAX_TREE_NODES, export_estimator  # noqa: F401  (export_estimator: its old home)
 from seer.stpa.model import (
     FEATURE_SCHEMA,
     ROW_SCHEMA_VERSIONS,
@@ -187,6 +187,10 @@ def _fit(family: str, X: np.ndarray, y: np.ndarray):
         est.set_params(kneighborsregressor__n_neighbors=max(1, min(7, len(y))))
     if family == "gbr" and len(y) < 20:  # a subsample of a handful of rows may be empty
         est.set_params(subsample=1.0)
+    if family == "rf" and len(y) * est.n_estimators > MAX_TREE_NODES:
+        # A tree has at most one node per row; a model file holds MAX_TREE_NODES in all (load_model
+        # refuses more), so on a dataset that large cap the leaves (a tree of L leaves has 2L - 1 nodes).
+        est.set_params(max_leaf_nodes=MAX_TREE_NODES // (2 * est.n_estimators))
     est.fit(X, y)
     return est
 

@@ -230,3 +230,15 @@ def test_the_shipped_refit_is_not_cached_in_an_untrusted_folder(tmp_path, monkey
     os.chmod(cache, 0o777)
     m3, _, _ = _active()
     assert m3.meta.get("trained") != "planted" and m3.path.endswith("(refitted in memory)")
+
+
+@pytest.mark.timeout(300)
+def test_a_forest_trained_on_more_rows_than_the_node_bound_allows_stays_within_it(monkeypatch):
+    from seer.stpa import train as T
+
+    rows = T.load_rows(LK.shipped_dataset_path())[:120]
+    monkeypatch.setattr(T, "MAX_TREE_NODES", 3_000)  # a dataset this small stands in for a very large one
+    model = T.train(rows, families=("rf",), family="rf")
+    trees = model.to_dict()["estimator"]["steps"][-1]["trees"]
+    assert sum(len(t["children_left"]) for t in trees) <= 3_000
+    assert max(len(t["children_left"]) for t in trees) <= 2 * (3_000 // (2 * len(trees))) - 1
