@@ -10,7 +10,7 @@ from pathlib import Path
 
 from seer._checks import MAX_WORKERS
 from seer._io import OutputPathError, atomic_write_text, check_output_path
-from seer._text import markup_safe
+from seer._text import for_terminal, markup_safe
 
 __all__ = ["MAX_ENTITIES", "MAX_SEED", "MAX_STEP_LENGTH", "MAX_WORKERS", "OUTPUT_HELP", "PLOT_FORMATS", "bounded_float_arg", "directory_arg", "existing_dir_arg", "int_arg",
            "json_target_arg", "output_path_arg", "plot_path_arg", "positive_float_arg", "sizes_arg", "write_output"]
@@ -81,8 +81,8 @@ def output_path_arg(text: str) -> Path:
     """An argparse type: where a new file may be written (see :func:`seer._io.check_output_path`)."""
     try:
         return check_output_path(text, what="output file")
-    except OutputPathError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
+    except OutputPathError as exc:  # it quotes the path: shown as typed, control characters escaped
+        raise argparse.ArgumentTypeError(for_terminal(exc)) from None
 
 
 def plot_path_arg(text: str) -> Path:

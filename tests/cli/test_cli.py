@@ -182,6 +182,13 @@ def test_trace_of_an_env_too_large_for_the_memory_is_a_usage_error(tmp_path):
     assert list(tmp_path.iterdir()) == []
 
 
+def test_an_output_path_with_terminal_escapes_is_quoted_as_text(tmp_path):
+    target = tmp_path / "\x1b]0;owned\x07\x1b[2J" / "t.json"
+    out = run_seer("trace", "-n", "1", "-o", target)
+    assert_usage_error(out, "does not exist", "\\x1b]0;owned\\x07\\x1b[2J")
+    assert "\x1b" not in out.stderr and "\x07" not in out.stderr
+
+
 def test_trace_into_a_missing_directory_is_refused_not_created(tmp_path):
     target = tmp_path / "no" / "such" / "t.json"
     out = run_seer("trace", "-n", "1", "-o", target)
