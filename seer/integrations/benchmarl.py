@@ -98,6 +98,7 @@ class SeerTask(TaskClass):
             self._agents = list(probe.possible_agents)
             self._action_space = probe.action_space(self._agents[0])
             self._max_steps = int(getattr(probe, "max_cycles"))
+            self._has_state = getattr(probe, "state_space", None) is not None
         except AttributeError as exc:
             raise ValueError(f"SEER env {name!r} has no max_cycles: BenchMARL needs an episode's step limit") from exc
         finally:
@@ -116,10 +117,11 @@ class SeerTask(TaskClass):
         # the module is looked up here, not kept: BenchMARL pickles the task with its experiment
         make_copy = functools.partial(registry.load(self.name).parallel_env, **self.config)
         vector_kwargs = {"backend": "thread", **self.vector_kwargs}
+        has_state = self._has_state
 
         def make() -> SeerTorchRLEnv:
             env = SeerTorchRLEnv(make_copy, num_envs, group=GROUP, clip_actions=True, device=device,
-                                 **vector_kwargs)
+                                 return_state=has_state, **vector_kwargs)
             if seed is not None:
                 env.set_seed(seed)
             return env

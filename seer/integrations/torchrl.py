@@ -33,8 +33,8 @@ The root ``done`` of a copy is True once all its agents are gone; the copy
 then waits for TorchRL's partial reset (``"_reset"``), as collectors do
 (the SEER vector env runs with autoreset disabled).
 
-**State.**  With ``return_state`` (default: when the env has a
-``state_space``) the root holds ``state`` ``[num_copies, *state_space]``,
+**State.**  With ``return_state=True`` (the env needs a ``state_space``)
+the root holds ``state`` ``[num_copies, *state_space]``,
 each copy's ``env.state()``, for centralised critics.  SEER's built-in envs
 define their state as their agents' observations concatenated (terminated
 agents zero), so it is built from the vector's rows without a call per copy;
@@ -93,14 +93,15 @@ class SeerTorchRLEnv(EnvBase):
         batched: False: ``batch_size=[]`` over one copy (see the module
             docstring).
         return_state: Put each copy's global state at the root ``state``
-            (None: when the env has a ``state_space``).
+            (the env must have a ``state_space``); off by default, as in
+            TorchRL's ``PettingZooWrapper``: it doubles what a rollout stores.
         **make_kwargs: Passed to :func:`seer.vector.make` (``backend``,
             ``workers``, ``pad``, ...).
     """
 
     def __init__(self, env_fn: Callable[[], Any] | Any, num_copies: int | None = None, *, group: str = "agents",
                  clip_actions: bool = False, device: str | torch.device = "cpu", batched: bool = True,
-                 return_state: bool | None = None, **make_kwargs):
+                 return_state: bool = False, **make_kwargs):
         from gymnasium.vector import AutoresetMode
 
         import seer.vector
@@ -151,17 +152,15 @@ class SeerTorchRLEnv(EnvBase):
 
     # ---- specs ---------------------------------------------------------------------------------
 
-    def _setup_state(self, return_state: bool | None) -> None:
-        try:
-            spaces_ = self.envs.get_attr("state_space")
-        except Exception:  # the copies have no state_space (EnvCopyAttributeError and friends)
-            spaces_ = None
-        if return_state is None:
-            return_state = spaces_ is not None
+    def _setup_state(self, return_state: bool) -> None:
         self._state_space = None
         self._state_rows = False
         if not return_state:
             return
+        try:
+            spaces_ = self.envs.get_attr("state_space")
+        except Exception:  # the copies have no state_space (EnvCopyAttributeError and friends)
+            spaces_ = None
         if spaces_ is None:
             raise ValueError("return_state=True, but the env copies have no state_space")
         space = spaces_[0]
@@ -184,6 +183,7 @@ class SeerTorchRLEnv(EnvBase):
         if not isinstance(obs_space, spaces.Box):
             raise ValueError(f"SeerTorchRLEnv handles Box observations, got {obs_space}")
         obs = Unbounded(shape=(*lead, *obs_space.shape), dtype=_torch_dtype(obs_space.dtype), device=dev)
+        self._act_uniform = None
         if isinstance(act_space, spaces.Box):
             self._act_dtype = np.dtype(act_space.dtype)
             low = np.broadcast_to(act_space.low, (*lead, *act_space.shape)).copy()
@@ -192,6 +192,9 @@ class SeerTorchRLEnv(EnvBase):
                           dtype=_torch_dtype(act_space.dtype), device=dev)
             self._act_low = torch.as_tensor(low, device=dev)
             self._act_span = torch.as_tensor(high - low, device=dev)
+            finite = np.isfinite(low).all() and np.isfinite(high).all()
+            uniform = finite and (low == low.flat[0]).all() and (high == high.flat[0]).all()
+            self._act_uniform = (float(low.flat[0]), float(high.flat[0])) if uniform else None
             self._clip_lo = np.asarray(act_space.low, self._act_dtype)
             self._clip_hi = np.asarray(act_space.high, self._act_dtype)
         elif isinstance(act_space, spaces.Discrete) and act_space.start == 0:
@@ -305,8 +308,10 @@ class SeerTorchRLEnv(EnvBase):
         C, root = self.num_copies, self._root
         if self._state_rows:
             # zero the rows of terminated (lost) agents; truncated ones keep their last observation
-            st = obs.reshape(C, self.agents_per_copy, -1) * ~self._term.reshape(C, -1, 1)
-            return st.reshape(*root, -1).astype(self._state_space.dtype, copy=False)
+            st = obs.copy()
+            if self._term.any():
+                st[self._term] = 0
+            return st.reshape(*root, -1)
         st = np.stack([np.asarray(s, self._state_space.dtype) for s in self.envs.call("state")])
         return st.reshape(*root, *self._state_space.shape)
 
@@ -317,8 +322,13 @@ class SeerTorchRLEnv(EnvBase):
             tensordict = TensorDict._new_unsafe({}, batch_size=self._root, device=self.device)
         space = self.envs.single_action_space
         if isinstance(space, spaces.Box):
-            a = torch.rand(self._act_low.shape, device=self.device, dtype=self._act_low.dtype)
-            a = (a * self._act_span + self._act_low).to(_torch_dtype(self._act_dtype))
+            if self._act_uniform is not None:  # one bound for every value (SEER's envs): one call
+                lo, hi = self._act_uniform
+                a = torch.empty(self._act_low.shape, dtype=_torch_dtype(self._act_dtype), device=self.device)
+                a.uniform_(lo, hi)
+            else:
+                a = torch.rand(self._act_low.shape, device=self.device, dtype=self._act_low.dtype)
+                a = (a * self._act_span + self._act_low).to(_torch_dtype(self._act_dtype))
         else:
             a = torch.randint(0, int(space.n), self._lead, device=self.device)
         tensordict.set((self.group, "action"), a)

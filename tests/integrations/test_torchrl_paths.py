@@ -28,7 +28,7 @@ def _outward(td):
 
 
 def test_state_is_each_copys_env_state():
-    env = SeerTorchRLEnv(lambda: _uav(max_cycles=35), 3, backend="thread", workers=1)
+    env = SeerTorchRLEnv(lambda: _uav(max_cycles=35), 3, backend="thread", workers=1, return_state=True)
     try:
         check_env_specs(env)
         assert env.full_observation_spec["state"].shape == (3, 8 * 51)
@@ -51,9 +51,9 @@ def test_state_is_each_copys_env_state():
 def test_state_through_state_calls_matches_the_rows(monkeypatch):
     # an env whose state is not its rows is asked for it: the numbers must agree
     monkeypatch.setattr(uav_swarm_v0.UavSwarmEnv, "state_from_observations", False)
-    slow = SeerTorchRLEnv(lambda: _uav(max_cycles=30), 2, backend="thread", workers=1)
+    slow = SeerTorchRLEnv(lambda: _uav(max_cycles=30), 2, backend="thread", workers=1, return_state=True)
     monkeypatch.undo()
-    fast = SeerTorchRLEnv(lambda: _uav(max_cycles=30), 2, backend="thread", workers=1)
+    fast = SeerTorchRLEnv(lambda: _uav(max_cycles=30), 2, backend="thread", workers=1, return_state=True)
     try:
         assert not slow._state_rows and fast._state_rows
         for env in (slow, fast):
@@ -68,13 +68,18 @@ def test_state_through_state_calls_matches_the_rows(monkeypatch):
         fast.close()
 
 
-def test_no_state_when_asked_for_none():
-    env = SeerTorchRLEnv(lambda: _uav(), 2, backend="thread", workers=1, return_state=False)
+def test_no_state_unless_asked_and_a_clear_error_without_one():
+    env = SeerTorchRLEnv(lambda: _uav(), 2, backend="thread", workers=1)  # as PettingZooWrapper: off
     try:
         assert "state" not in env.full_observation_spec.keys()
         assert "state" not in env.rollout(3).keys()
     finally:
         env.close()
+    from _integration_toy import DyingAgents
+
+    with pytest.raises(ValueError, match="no state_space"):
+        SeerTorchRLEnv(lambda: DyingAgents(n_agents=2, max_steps=3), 1, backend="thread", workers=1,
+                       return_state=True)
 
 
 def test_unbatched_mode_is_one_copy_without_batch_dims():
