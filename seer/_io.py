@@ -48,11 +48,16 @@ def check_output_path(path: str | os.PathLike, *, what: str = "output file") -> 
     text = os.fspath(path)
     if not str(text).strip():
         raise OutputPathError(f"{what} path {text!r} is empty: expected a file name")
+    if "\x00" in str(text):  # pathlib's checks answer False for it; open() would raise ValueError
+        raise OutputPathError(f"{what} path {text!r} holds a NUL character: expected a file name")
     try:
         return _check_output_path(Path(text), what)
-    except OSError as exc:  # ENAMETOOLONG, ELOOP, EACCES on a parent: the path itself is unusable
+    except (OSError, ValueError) as exc:  # ENAMETOOLONG, ELOOP, EACCES on a parent, a NUL byte: unusable
+        if isinstance(exc, OutputPathError):
+            raise
         shown = str(text) if len(str(text)) <= 80 else f"{str(text)[:60]}... ({len(str(text))} characters)"
-        raise OutputPathError(f"{what} {shown!r} cannot be used: {exc.strerror or exc}") from None
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
+        raise OutputPathError(f"{what} {shown!r} cannot be used: {reason}") from None
 
 
 def _check_output_path(p: Path, what: str) -> Path:

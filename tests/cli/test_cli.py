@@ -206,6 +206,7 @@ def test_trace_into_a_missing_directory_is_refused_not_created(tmp_path):
     (["trace", "--step-length", "0"], ["--step-length", "'0' is out of range"]),
     (["trace", "wireless_v0", "--entities", "500000"], ["--entities", "500000 is out of range", "[1, 65536]"]),
     (["trace", "--entities", "100000"], ["--entities", "100000 is out of range", "[1, 65536]"]),
+    (["bench", "--json", "a\x00b.json"], ["--json", "'a\\x00b.json' holds a NUL character"]),
     (["trace", "-n", "1" + "0" * 5000], ["-n/--steps", "(5001 characters) is not an integer", "[1, 1000000]"]),
     (["tune", "--seed", str(2**64)], ["--seed", f"{2**64} is out of range", "[0, 4294967295]"]),
     (["tune", "--sizes", "1,x"], ["--sizes", "'x' is not an integer"]),
