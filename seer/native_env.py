@@ -460,8 +460,9 @@ class NativeEnv(ParallelEnv):
             pass
 
     def __repr__(self) -> str:
-        engine = "python" if self._runtime is None else "native" if self._copy is not None else "runtime"
-        return f"{self.metadata.get('name')}(agents={len(self.possible_agents)}, step={engine})"
+        # which step runs is known once the env has been reset (copy_step() may compile on first use)
+        step = "native" if self._copy is not None else "python" if self._episode is not None else None
+        return f"{self.metadata.get('name')}(agents={len(self.possible_agents)}{f', step={step}' if step else ''})"
 
     # ---- seer trace ----------------------------------------------------------------------------
 

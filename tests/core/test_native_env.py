@@ -93,6 +93,7 @@ def test_a_python_step_passes_pettingzoos_api_test_and_derives_its_spaces_from_t
     env = PyCounterEnv()
     parallel_api_test(env, num_cycles=20)
     assert env.observation_space("agent_3") == _spec().observation
+    assert repr(env) == "py_counter_v0(agents=5, step=python)"  # parallel_api_test reset it
     assert env.action_spaces.keys() == set(env.possible_agents)
     obs, _ = env.reset(seed=2)
     assert obs["agent_1"].tolist() == [2.0, 0.0]
