@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import keyword
 import os
 import pathlib
@@ -48,6 +49,8 @@ def check_name(name: str) -> str | None:
                 "letter (e.g. epidemic or sir_v0)")
     if keyword.iskeyword(name) or name in _RESERVED:
         return "it is a Python keyword or the name of a package this one imports"
+    if name in sys.stdlib_module_names:
+        return "it is a module of Python's standard library, which the package would shadow"
     if name.endswith("_"):
         return "expected a name that does not end in an underscore"
     return None
@@ -92,6 +95,9 @@ def cmd_new_env(args) -> int:
     if os.path.lexists(target):
         err(f"{target} already exists: seer new-env writes a new folder and never overwrites one; "
             f"choose another NAME or --directory")
+    if importlib.util.find_spec(args.name) is not None:
+        err(f"NAME {args.name!r} is taken: a module of that name is importable here already "
+            f"({importlib.util.find_spec(args.name).origin}); choose another NAME")
     env_id = names(args.name)["env_id"]
     from seer import registry
 

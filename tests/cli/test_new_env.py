@@ -58,7 +58,7 @@ def _usage_error(argv, capsys) -> str:
     return capsys.readouterr().err
 
 
-@pytest.mark.parametrize("bad", ["9lives", "My-Env", "with space", "class", "seer", "tail_"])
+@pytest.mark.parametrize("bad", ["9lives", "My-Env", "with space", "class", "seer", "tail_", "json"])
 def test_a_name_that_is_no_package_name_is_a_usage_error(bad, tmp_path, capsys):
     err = _usage_error(["new-env", bad, "-C", str(tmp_path)], capsys)
     assert f"NAME {bad!r} is invalid" in err
@@ -72,6 +72,11 @@ def test_an_existing_folder_is_never_overwritten(tmp_path, capsys):
     err = _usage_error(["new-env", "epidemic", "-C", str(tmp_path)], capsys)
     assert "already exists" in err and "never overwrites" in err
     assert [p.name for p in mine.iterdir()] == ["notes.txt"] and (mine / "notes.txt").read_text() == "mine"
+
+
+def test_a_name_that_is_importable_already_is_refused(tmp_path, capsys):
+    err = _usage_error(["new-env", "pytest_timeout", "-C", str(tmp_path)], capsys)
+    assert "'pytest_timeout' is taken" in err and not (tmp_path / "pytest_timeout").exists()
 
 
 def test_an_env_id_that_is_registered_already_is_refused(tmp_path, capsys):
