@@ -100,61 +100,109 @@ def _report(context, builder, func: str, objs) -> None:
     pyapi.gil_release(gil)
 
 
-def _guard_codegen(fn, inner_sig, key_of, event: bool):
+def _cold(builder, name: str, args: list) -> ir.Function:
+    """A function of this module, out of the hot path (noinline, cold): where failures are reported."""
+    mod = builder.module
+    fn = mod.globals.get(name)
+    if fn is None:
+        fn = ir.Function(mod, ir.FunctionType(ir.VoidType(), args), name=name)
+        fn.linkage = "internal"
+        fn.attributes.add("noinline")
+        fn.attributes.add("cold")
+    return fn
+
+
+def _raised_fn(context, builder, excinfo_ty) -> ir.Function:
+    i32, i64 = ir.IntType(32), ir.IntType(64)
+    fn = _cold(builder, "seer_numba_raised", [i32, excinfo_ty, i64, i64, i32])
+    if fn.is_declaration:
+        b = ir.IRBuilder(fn.append_basic_block("entry"))
+        code, excinfo, key, where, event = fn.args
+        status = context.call_conv._get_return_status(b, code, excinfo)
+        pyapi = context.get_python_api(b)
+        gil = pyapi.gil_ensure()
+        context.call_conv.raise_error(b, pyapi, status)
+        slots = [_cgutils.alloca_once(b, pyapi.pyobj) for _ in range(3)]
+        pyapi.err_fetch(*slots)
+        pyapi.gil_release(gil)
+        exc = [b.load(s) for s in slots]
+        _report(context, b, "_raised", lambda api: [api.long_from_longlong(key), api.long_from_longlong(where),
+                                                     api.long_from_longlong(b.sext(event, i64)), *exc])
+        b.ret_void()
+    return fn
+
+
+def _returned_fn(context, builder) -> ir.Function:
+    i32, i64 = ir.IntType(32), ir.IntType(64)
+    fn = _cold(builder, "seer_numba_returned", [i64, i64, i32])
+    if fn.is_declaration:
+        b = ir.IRBuilder(fn.append_basic_block("entry"))
+        key, where, rc = fn.args
+        _report(context, b, "_returned", lambda api: [api.long_from_longlong(key), api.long_from_longlong(where),
+                                                       api.long_from_longlong(b.sext(rc, i64))])
+        b.ret_void()
+    return fn
+
+
+def _guard_codegen(fn, inner_sig, key_of, where_of, call_args, event: bool):
     def codegen(context, builder, sig, args):
         cres = fn.dispatcher.overloads[inner_sig.args]
         context.active_code_library.add_linking_library(cres.library)
-        status, res = context.call_internal_no_propagate(builder, cres.fndesc, inner_sig, args[1:])
+        status, res = context.call_internal_no_propagate(builder, cres.fndesc, inner_sig, call_args(args))
+        res = context.cast(builder, res, inner_sig.return_type, _nbt.int32)
         rc = _cgutils.alloca_once_value(builder, res)
-        key = key_of(builder, args[1])
-        where = builder.ptrtoint(args[2], ir.IntType(64)) if event else builder.sext(args[3], ir.IntType(64))
         with builder.if_else(status.is_error, likely=False) as (failed, ran):
             with failed:
-                pyapi = context.get_python_api(builder)
-                gil = pyapi.gil_ensure()
-                context.call_conv.raise_error(builder, pyapi, status)
-                slots = [_cgutils.alloca_once(builder, pyapi.pyobj) for _ in range(3)]
-                pyapi.err_fetch(*slots)
-                pyapi.gil_release(gil)
-                exc = [builder.load(s) for s in slots]
-                _report(context, builder, "_raised",
-                        lambda api: [api.long_from_longlong(key), api.long_from_longlong(where),
-                                     api.long_from_longlong(ir.Constant(ir.IntType(64), int(event))),
-                                     exc[0], exc[1], exc[2]])
+                excinfo = status.excinfoptr
+                report = _raised_fn(context, builder, excinfo.type)
+                builder.call(report, [status.code, excinfo, key_of(builder, args), where_of(builder, args),
+                                      ir.Constant(ir.IntType(32), int(event))])
                 builder.store(ir.Constant(ir.IntType(32), E_HANDLER), rc)
             with ran:
                 if event:
                     with builder.if_then(builder.icmp_signed("!=", res, ir.Constant(ir.IntType(32), 0)),
                                          likely=False):
-                        _report(context, builder, "_returned",
-                                lambda api: [api.long_from_longlong(key), api.long_from_longlong(where),
-                                             api.long_from_longlong(builder.sext(res, ir.IntType(64)))])
+                        builder.call(_returned_fn(context, builder),
+                                     [key_of(builder, args), where_of(builder, args), res])
         return builder.load(rc)
     return codegen
 
 
-def _ctx_rt(builder, ctx):
-    words = builder.bitcast(ctx, ir.IntType(64).as_pointer())
+def _inner_sig(typingctx, fn, args):
+    from numba.core.errors import TypingError
+
+    inner = typingctx.resolve_function_type(fn, args, {})
+    if not isinstance(inner.return_type, (_nbt.Integer, _nbt.Boolean)):
+        raise TypingError(f"a seer.numba handler or copy step returns an integer status (0, or a SEER_E_* "
+                          f"code), but this one returns {inner.return_type}")
+    return inner
+
+
+def _ctx_rt(builder, args):
+    words = builder.bitcast(args[1], ir.IntType(64).as_pointer())
     return builder.load(builder.gep(words, [ir.Constant(ir.IntType(32), CTX_RT)]))
 
 
 @_intrinsic
-def _guard_event(typingctx, fn, ctx, ev_ptr):
-    """``fn(ctx, ev_ptr)`` (a jitted function returning int32) with its exceptions caught and reported."""
+def _guard_event(typingctx, fn, ctx, ev_ptr, ev, s):
+    """``fn(ctx, ev, s)`` (a jitted handler) with its exceptions caught and
+    reported, for the runtime of ``ctx`` and the event at ``ev_ptr``."""
     if not isinstance(fn, _nbt.Dispatcher):
         return None
-    inner_sig = typingctx.resolve_function_type(fn, (ctx, ev_ptr), {})
-    return _nbt.int32(fn, ctx, ev_ptr), _guard_codegen(fn, inner_sig, _ctx_rt, True)
+    inner = _inner_sig(typingctx, fn, (ctx, ev, s))
+    return _nbt.int32(fn, ctx, ev_ptr, ev, s), _guard_codegen(
+        fn, inner, _ctx_rt, lambda b, a: b.ptrtoint(a[2], ir.IntType(64)), lambda a: [a[1], a[3], a[4]], True)
 
 
 @_intrinsic
-def _guard_copy(typingctx, fn, env_ptr, rows_ptr, op):
-    """``fn(env_ptr, rows_ptr, op)`` (a copy step) with its exceptions caught and reported."""
+def _guard_copy(typingctx, fn, env_ptr, rows, op, s):
+    """``fn(rows, op, s)`` (a copy step) with its exceptions caught and reported for the state at ``env_ptr``."""
     if not isinstance(fn, _nbt.Dispatcher):
         return None
-    inner_sig = typingctx.resolve_function_type(fn, (env_ptr, rows_ptr, op), {})
-    return (_nbt.int32(fn, env_ptr, rows_ptr, op),
-            _guard_codegen(fn, inner_sig, lambda b, p: b.ptrtoint(p, ir.IntType(64)), False))
+    inner = _inner_sig(typingctx, fn, (rows, op, s))
+    return _nbt.int32(fn, env_ptr, rows, op, s), _guard_codegen(
+        fn, inner, lambda b, a: b.ptrtoint(a[1], ir.IntType(64)), lambda b, a: b.sext(a[3], ir.IntType(64)),
+        lambda a: [a[2], a[3], a[4]], False)
 
 
 @numba.njit(inline="always", cache=True)

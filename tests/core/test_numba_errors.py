@@ -241,3 +241,13 @@ def test_a_copy_step_given_a_state_of_another_state_is_refused():
     with pytest.raises(seer.InvalidArgumentError, match=r"NativeCopy.step \(count_step\) was compiled for "
                                                         r"State\(total='f8\[:\]'\)"):
         NativeCopy(SPEC, step=count_step, state=wrong)
+
+
+def test_a_handler_that_returns_no_status_is_refused_when_compiled():
+    @S.handler
+    def forgot_return(ctx, ev, s):
+        s.v[ev.entity] += 1.0
+
+    with pytest.raises(snb.NumbaCompileError, match=r"'.*forgot_return' does not compile.*returns an integer "
+                                                    r"status \(0, or a SEER_E_\* code\), but this one returns none"):
+        Model(CODE, handler=forgot_return)
