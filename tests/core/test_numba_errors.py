@@ -248,6 +248,6 @@ def test_a_handler_that_returns_no_status_is_refused_when_compiled():
     def forgot_return(ctx, ev, s):
         s.v[ev.entity] += 1.0
 
-    with pytest.raises(snb.NumbaCompileError, match=r"'.*forgot_return' does not compile.*returns an integer "
+    with pytest.raises(snb.NumbaCompileError, match=r"(?s)'.*forgot_return' does not compile.*returns an integer "
                                                     r"status \(0, or a SEER_E_\* code\), but this one returns none"):
         Model(CODE, handler=forgot_return)
