@@ -12,10 +12,8 @@ from __future__ import annotations
 import numpy as np
 
 import seer
-import seer.capi
-import seer.stpa
 import seer.numba as snb
-from seer.vector.native import NativeCopy, NativeSpec
+from seer.vector.native import NativeSpec
 
 TICK, HEAR, ACT = 0, 1, 2
 COPY_STEP, COPY_AUTORESET = 1, 2  # SEER_COPY_STEP, SEER_COPY_AUTORESET
@@ -201,73 +199,3 @@ class NumbaModel(seer.Model):
         n = self.num_entities
         runtime.schedule(np.arange(n, dtype=np.int32), np.zeros(n), np.zeros(n, np.int32))
 
-
-class NumbaSim:
-    """The env's engine with Numba kernels: the same interface as the C one."""
-
-    def __init__(self, n: int, max_cycles: int, workers, *, periods, delay, gain, speed, dt, spec):
-        self.arrays = {
-            "value": np.zeros(n), "heard": np.zeros((n, 2)), "action": np.zeros(n),
-            "period": np.array([periods[i % 3] for i in range(n)]),
-            "P": np.array([delay, gain, speed, dt, 0.0]),
-            "I": np.array([n, 0, max_cycles, 0, 0], np.int64),
-        }
-        self.model = NumbaModel(self.arrays)
-        capacity = max(4096, 16 * n)
-        # "auto": STPA's choice, then checked against the neighbouring pool
-        # sizes on the real steps (each reported by native_step below)
-        self.runtime = seer.stpa.make_runtime(self.model, workers, capacity=capacity)
-        self.arrays["I"][I_RT] = self.runtime.native_address
-        self.s = self.model.native_model.tuple()  # the handlers' State, for the same helpers from Python
-        self.spec = spec
-        self.api = seer.capi.api_address()
-        self.obs = np.zeros((n, 4), np.float32)
-        self.act = np.zeros((n, 1), np.float32)
-        self.rew = np.zeros(n)
-        self.flags = {k: np.zeros(n, np.uint8) for k in ("term", "trunc", "mask", "alive")}
-        self.ended = np.zeros(1, np.uint8)
-        self.rows = snb.copy_rows(self.api, self.act, self.obs, self.rew, self.flags["term"], self.flags["trunc"],
-                                  self.flags["mask"], self.flags["alive"], self.ended)
-
-    @property
-    def workers(self) -> int:
-        return self.runtime.workers
-
-    @property
-    def goal(self) -> float:
-        return float(self.arrays["P"][P_GOAL])
-
-    def next_seed(self) -> int:
-        return int(next_seed(self.s))
-
-    def reset(self, seed: int) -> np.ndarray:
-        rt = self.runtime
-        with rt.exclusive("reset()"):
-            rc = reset(self.api, self.s, np.uint64(seed))
-            rt.mark_reset(seed)
-            if rc != 0:
-                rt.fail(rc)
-            observe(self.s, self.obs)
-        return self.obs.copy()
-
-    def step(self, actions: np.ndarray) -> None:
-        rt = self.runtime
-        self.act[:, 0] = actions
-        with rt.native_step():  # timed for the tuner, which may resize the pool for the next step
-            rc = step(self.rows, COPY_STEP, self.s)
-            if rc != 0:
-                rt.fail(rc)
-
-    def native_copy(self, owner) -> NativeCopy:
-        return NativeCopy(self.spec, step=copy_step(self.spec), state=self.model.native_model, error=self.error,
-                          owner=owner)
-
-    def error(self, rc: int) -> BaseException:
-        try:
-            self.runtime.fail(rc)
-        except BaseException as exc:
-            return exc
-        return RuntimeError(f"the Numba copy step failed with status {rc}")
-
-    def close(self) -> None:
-        self.runtime.close()

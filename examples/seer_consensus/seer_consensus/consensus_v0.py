@@ -149,7 +149,7 @@ class ConsensusEnv(seer.NativeEnv):
                       "I": np.array([n, 0, self.max_cycles, 0, 0], np.int64)}
             super().__init__(spec, nb.NumbaModel(arrays), workers=workers, trace=trace)
             arrays["I"][nb.I_RT] = self.runtime.native_address
-            self._s = nb.STATE.tuple_type(*(arrays[k] for k in nb.STATE.names))
+            self._s = self.runtime.model.native_model.tuple()  # the handlers' State, for the same kernels
         else:
             super().__init__(spec, None)
             self._sim = ReferenceSim(n, self.max_cycles, PERIODS, DELAY, GAIN, SPEED, DT)
