@@ -198,4 +198,3 @@ class NumbaModel(seer.Model):
         # same first events: every agent's tick at time 0.
         n = self.num_entities
         runtime.schedule(np.arange(n, dtype=np.int32), np.zeros(n), np.zeros(n, np.int32))
-
