@@ -87,6 +87,33 @@ def test_registered_as_a_seer_env():
     assert seer.registry.load("consensus_v0") is consensus_v0
 
 
+@pytest.mark.parametrize("engine", ["seer", "numba"])
+def test_seer_trace_records_the_native_steps(engine):
+    # `seer trace consensus_v0` builds the env through make_traced: its C (or
+    # Numba) step runs the runtime itself, and the trace still holds its windows.
+    _needs(engine)
+    runtime, step, close = consensus_v0.make_traced("small", workers=2) if engine == "seer" else _traced_numba()
+    try:
+        events = sum(step() for _ in range(5))
+        summary = runtime.trace.summary()
+        assert events > 0 and summary["events"] == events and summary["windows"] > 0
+    finally:
+        close()
+
+
+def _traced_numba():
+    env = consensus_v0.parallel_env(scenario="small", workers=2, engine="numba", trace=True)
+    env.reset(seed=0)
+    assert env.seer_native_copy() is None  # traced: seer.vector steps it through Python
+
+    def step():
+        before = env.runtime.events_total()
+        env.step({a: np.zeros(1, np.float32) for a in env.agents})
+        return env.runtime.events_total() - before
+
+    return env.runtime, step, env.close
+
+
 def _vector_rollout(backend, steps=30, copies=4, engine="seer"):
     envs = seer.vector.make(lambda: consensus_v0.parallel_env(scenario="small", max_cycles=7, engine=engine), copies,
                             backend=backend, workers=2)
