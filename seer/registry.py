@@ -164,14 +164,21 @@ def _own_distribution():
     return None if own is None else (own.metadata["Name"], str(own.locate_file("")))
 
 
-def _is_own(entry: "EnvEntry", own) -> bool:
-    # SEER's distribution, or (stale metadata of an earlier install) an entry that loads SEER's own module.
-    if entry.module == f"seer.envs.{entry.name}":
-        return True
+def _is_installed(entry: "EnvEntry", own) -> bool:
+    # Registered by the distribution that provides the running ``seer`` package.
     dist = getattr(entry.entry_point, "dist", None)
     if dist is None or own is None:
         return False
     return (dist.metadata["Name"], str(dist.locate_file(""))) == own
+
+
+def _is_own(entry: "EnvEntry", own) -> bool:
+    # SEER's distribution, or (stale metadata of an earlier install) an entry that loads SEER's own module.
+    return entry.module == f"seer.envs.{entry.name}" or _is_installed(entry, own)
+
+
+def _uninstall_hint(entry: "EnvEntry") -> str:
+    return f" 'pip uninstall {entry.distribution}' removes it" if entry.distribution else ""
 
 
 def _scan() -> tuple[dict[str, EnvEntry], list[tuple[EnvEntry, str]]]:
@@ -182,15 +189,20 @@ def _scan() -> tuple[dict[str, EnvEntry], list[tuple[EnvEntry, str]]]:
         entries.append(EnvEntry(ep.name, ep.value, name, dist.version if dist is not None else None, ep))
     own = _own_distribution()
     ours: dict[str, EnvEntry] = {}
-    for e in entries:
-        if _is_own(e, own):
-            ours.setdefault(e.name, e)  # the first on sys.path, as importlib.metadata's lookup by name
+    # The installed distribution's own entries first, then (stale metadata of an
+    # earlier install, e.g. under the pre-rename name) entries loading SEER's module;
+    # within each, the first on sys.path, as importlib.metadata's lookup by name.
+    for e in sorted((e for e in entries if _is_own(e, own)), key=lambda e: not _is_installed(e, own)):
+        ours.setdefault(e.name, e)
     found: dict[str, EnvEntry] = dict(ours)
     ignored = []
     for entry in entries:
         if found.get(entry.name) is entry:
             continue
-        if entry.name in ours:
+        if entry.name in ours and entry.module == ours[entry.name].module:
+            why = (f"env {entry.name!r}: {entry.origin} registers SEER's own module too and is ignored "
+                   f"(metadata of an earlier install?{_uninstall_hint(entry)})")
+        elif entry.name in ours:
             # SEER's own env ids are not for outside packages to replace, whatever the order on sys.path.
             why = (f"env {entry.name!r} is SEER's own: {entry.origin} registers it too and is ignored "
                    f"(SEER's {ours[entry.name].module!r} is used); register the outside env under another name")

@@ -13,7 +13,7 @@ import pytest
 
 import seer
 from seer import cli, registry
-from seer._version import installed_distribution
+from seer._version import DISTRIBUTION, installed_distribution
 from seer.errors import EnvLoadError, SeerError, UnknownEnvError
 
 TOY = '''
@@ -118,7 +118,7 @@ def test_builtins_are_declared_as_entry_points():
 def test_builtins_are_registered_and_load(name, scenario):
     entry = registry.available()[name]
     assert (entry.name, entry.module, entry.distribution, entry.version) == (
-        name, f"seer.envs.{name}", "seer", seer.__version__)
+        name, f"seer.envs.{name}", DISTRIBUTION, seer.__version__)
     mod = registry.load(name)
     assert mod is entry.load() and callable(mod.parallel_env) and callable(mod.env)
     assert scenario in registry.scenarios(mod) and callable(mod.make_traced)
@@ -321,6 +321,32 @@ def test_seer_info_lists_the_others_beside_plugins_that_exit(plugins, capsys):
     assert "exits_v0" in out and "toy_v0" in out and "wireless_v0" in out
 
 
+def _stale_seer(module, name):
+    # An earlier install's metadata (e.g. the pre-rename distribution ``seer``) on this machine.
+    return module == f"seer.envs.{name}"
+
+
+@pytest.fixture
+def stale_install(tmp_path, monkeypatch):
+    """Metadata of an earlier install under the pre-rename name, first on the path."""
+    info = tmp_path / "seer-0.0.9.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: seer\nVersion: 0.0.9\n")
+    (info / "entry_points.txt").write_text("[seer.envs]\nwireless_v0 = seer.envs.wireless_v0\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    yield
+    monkeypatch.undo()
+    registry.available(refresh=True)
+
+
+def test_stale_metadata_of_an_earlier_install_names_the_running_distribution(stale_install):
+    with pytest.warns(RuntimeWarning, match=r"distribution seer 0.0.9\) registers SEER's own module too and is "
+                                            r"ignored \(metadata of an earlier install\? 'pip uninstall seer'"):
+        entries = registry.available(refresh=True)
+    assert (entries["wireless_v0"].distribution, entries["wireless_v0"].version) == (DISTRIBUTION, seer.__version__)
+    assert ("wireless_v0", "0.0.9") in {(e.name, e.version) for e, _ in registry.ignored()}
+
+
 @pytest.fixture
 def impostor(tmp_path, monkeypatch):
     """An installed outside distribution, first on the path, that registers SEER's own ``wireless_v0``."""
@@ -346,12 +372,13 @@ def test_an_outside_distribution_cannot_replace_seers_own_env(impostor, capsys):
         entries = registry.available(refresh=True)
     assert entries["wireless_v0"].module == "seer.envs.wireless_v0"
     assert registry.load("wireless_v0").__name__ == "seer.envs.wireless_v0" and not impostor.exists()
-    [(entry, why)] = registry.ignored()
+    [(entry, why)] = [(e, why) for e, why in registry.ignored() if not _stale_seer(e.module, e.name)]
     assert entry.distribution == "evil-envs" and "register the outside env under another name" in why
     assert cli.main(["info", "--no-workloads", "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert {e["name"]: e["module"] for e in doc["envs"]}["wireless_v0"] == "seer.envs.wireless_v0"
-    assert [(e["name"], e["distribution"]) for e in doc["envs_ignored"]] == [("wireless_v0", "evil-envs")]
+    assert [(e["name"], e["distribution"]) for e in doc["envs_ignored"]
+            if not _stale_seer(e["module"], e["name"])] == [("wireless_v0", "evil-envs")]
     assert not impostor.exists()
 
 
