@@ -2,12 +2,13 @@
 process, in alternating blocks of steps, so that all three see the same machine.
 
     python bench/bench_uav_intra_env.py [--scenarios large,xlarge,xxlarge] [--rounds 61]
+        --json bench/results/uav_intra_env.json --md bench/results/uav_intra_env.md
 
 Why interleaved blocks rather than one process per configuration: on a
 shared 2-vCPU VM the cost of moving a cache line between the two vCPUs
 changes from second to second as the host moves them (two threads in C
 bouncing one atomic between them measured 95 to 500 ns per round trip
-within ten seconds on the AMD EPYC host of uav_intra_env_interleaved.md,
+within ten seconds on the AMD EPYC host of bench/results/uav_intra_env.md,
 whose own rounds saw the pool's barrier wait on 'large' range from 0.2 to
 8.9 us per window), and a pool of two pays it on every window's barrier
 and every event that crosses to the other worker's lanes.  Fresh processes timed one after another land
