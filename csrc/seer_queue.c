@@ -65,12 +65,13 @@ typedef struct seer_node {
 } seer_node;
 
 /* 32 bytes, two lanes to a cache line.  Padded to a line each, the lanes
- * of a big env did not fit in L2 next to its own rows (4096 entities:
+ * of a big env do not fit in L2 next to its own rows (4096 entities:
  * 256 KiB streamed every window); neighbouring ids share a line but mostly
  * a worker too, as each worker claims a contiguous range and other
- * workers' events reach those lanes through the owner (outboxes).
- * uav_swarm_v0 xlarge on 2 workers: 3.69 -> 3.56 ms/step; pop of 65,536
- * lanes of depth 1: 11.8 -> 13.6 M events/s. */
+ * workers' events reach those lanes through the owner (outboxes), so the
+ * sharing costs less than the cache the padding took.  The A/B is in commit
+ * 697f4ff; bench/bench_queue.py's lane-depth sweep (bench/results/queue.md)
+ * and bench/bench_uav.py (uav_swarm.md) measure the current layout. */
 typedef struct seer_lane {
     _Alignas(32) _Atomic uint32_t inbox; /* Treiber stack of pushed nodes   */
     _Atomic uint32_t state;                           /* ST_QUEUED | ST_CLAIMED          */
@@ -137,9 +138,9 @@ static uint32_t pow2_at_least(uint32_t n) {
 
 /* Pools of 2 MiB and more (the nodes, the lanes of a big env) are asked
  * for transparent huge pages: a window touches lanes and nodes all over
- * them, and with 4 KiB pages nearly every such access also missed the TLB
- * (uav_swarm_v0 on 1 worker: xlarge 5.5 -> 5.3 ms, xxlarge 198 -> 189
- * ms/step).  Only a hint: where THP is off it changes nothing. */
+ * them, and with 4 KiB pages nearly every such access also misses the TLB,
+ * which showed in the step time of the big uav_swarm_v0 scenarios (the A/B
+ * is in commit 25c028b).  Only a hint: where THP is off it changes nothing. */
 #define HUGE_PAGE ((size_t)2 << 20)
 static void *aligned_zalloc(size_t bytes, uint64_t *footprint) {
     size_t rounded = (bytes + SEER_CACHELINE - 1) / SEER_CACHELINE * SEER_CACHELINE;
@@ -733,9 +734,10 @@ static sort_rec *sort_recs(sort_rec *r, sort_rec *tmp, size_t n) {
  * where the times are spread out, is put in order by insertion; a crowded
  * one, where they bunch up, by sort_recs.  Two linear passes instead of the
  * merges' log2(n / SORT_RUN) passes with a coin-toss comparison per record
- * (a lane of 256 random arrivals cost 46 ns/event to pop with the merges,
- * 18 with this), or the 4-5 passes of an 11-bit radix sort over the
- * mantissa bits that differ. */
+ * (a branch the predictor cannot learn), or the 4-5 passes of an 11-bit
+ * radix sort over the mantissa bits that differ.  bench/bench_queue.py
+ * times pop with random arrival times (bench/results/queue.md, "pop" ns per
+ * event); the A/B against the merges is in commit 70e5656. */
 #define BUCKET_MIN 16   /* fewer records: insertion (sort_recs)       */
 #define BUCKET_MAX 4096 /* most buckets (the counts live on the stack) */
 #define BUCKET_CROWD 24 /* a bucket longer than this is merge-sorted  */
@@ -988,8 +990,8 @@ int64_t seer_queue_pop(seer_queue *q, double horizon, seer_event *out, int64_t m
      * without progress mean every ready entity was looked at. */
     int64_t budget = q->num_entities;
     /* Ready entities are taken from the ring POP_BATCH at a time, one CAS
-     * on its head instead of one per entity (bench_queue: 1.06x at one
-     * event per lane, one thread; 1.1-1.3x with two), but never more than
+     * on its head instead of one per entity (a contended line when two
+     * threads pop; bench/bench_queue.py measures it), but never more than
      * events are still wanted, so a concurrent pop is not starved of
      * entities this one will not run; those taken and not run go back to
      * the ring at the end. */
