@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from seer._seer_c import ffi, lib
+from seer._step_errors import emit_error
 from seer.errors import InvalidEventError, MisuseError
 from seer.queue import _as_array, _ptr
 
@@ -26,7 +27,7 @@ class HandlerContext:
     """
 
     def __init__(self, core, worker: int):
-        # core: the runtime's seer.runtime._Core (what its workers and the C dispatch reach)
+        # core: the runtime's seer._runtime_core._Core (what its workers and the C dispatch reach)
         self._core = core
         self.worker = worker
         self.state = core.model.state
@@ -72,7 +73,7 @@ class HandlerContext:
         )
         if rc != lib.SEER_OK:
             i = int(bad[0])
-            raise self._core.emit_error(rc, int(src[i]), int(tgt[i]), int(knd[i]), float(tim[i]))
+            raise emit_error(self._core, rc, int(src[i]), int(tgt[i]), int(knd[i]), float(tim[i]))
 
     def uniform(self, entities) -> np.ndarray:
         """Uniform [0, 1) draws from each entity's counter-based stream

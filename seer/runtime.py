@@ -1,41 +1,35 @@
-"""`seer.Runtime`: a model's event streams, run in conservative windows on a worker pool."""
+"""`seer.Runtime`: a model's event streams, run in conservative windows on a worker pool.
+
+The class users hold; what its workers and the C dispatch reach is
+`seer._runtime_core` (`_Core`), the errors of a failed step are built in
+`seer._step_errors`, and its ``with``-blocks are in `seer._runtime_blocks`.
+"""
 
 from __future__ import annotations
 
 import dataclasses
 import math
 import numbers
-import threading
 import time
-import traceback
 import warnings
 import weakref
-from typing import Callable, Mapping
+from typing import Callable
 
 import numpy as np
 
-from seer import _native_errors
 from seer._checks import check_seed, check_workers
 from seer._host import usable_cores
+from seer._runtime_blocks import _Exclusive, _NativeStep, _PoolStatsBlock
+from seer._runtime_core import TraceBuffers, _Core, _finalize
 from seer._seer_c import ffi, lib
+from seer._step_errors import step_error
 from seer.capi import pointer_address
-from seer.guard import CLOSE_WAIT_S, CallGuard
-from seer.errors import (
-    CausalityError,
-    InvalidArgumentError,
-    ClosedError,
-    HandlerError,
-    InvalidEventError,
-    MisuseError,
-    PastEventError,
-    QueueFullError,
-    SeerError,
-)
+from seer.errors import ClosedError, InvalidArgumentError, PastEventError
 from seer.context import HandlerContext
 from seer.model import Model, validate_model
 from seer.pool_stats import PoolStats
-from seer.queue import EVENT_DTYPE, EventQueue, _as_array, check_permutation
-from seer.trace import TRACE_EVENT_DTYPE, TRACE_WINDOW_DTYPE, Trace
+from seer.queue import EventQueue, _as_array, check_permutation
+from seer.trace import Trace
 
 __all__ = ["Runtime", "StepStats", "PoolStats", "HandlerContext", "check_seed", "usable_cores"]
 
@@ -58,245 +52,6 @@ class StepStats:
     events: int
     windows: int
     horizon: float
-
-
-class _Core:
-    """The parts of a runtime that its worker threads and the C dispatch
-    callback reach.  Kept apart from :class:`Runtime` so that an unclosed
-    runtime can still be garbage collected (its finalizer stops the pool)."""
-
-    def __init__(self, model: Model, queue: EventQueue, workers: int):
-        self.model = model
-        self.queue = queue
-        self.num_entities = model.num_entities
-        self.num_workers = workers
-        self.kinds = list(model.kinds)
-        self.snapshots = model.snapshot_targets()
-        rt = lib.seer_rt_new(queue._q, workers, float(model.lookahead), _spin(workers))
-        if rt == ffi.NULL:
-            raise MemoryError(f"cannot allocate a runtime for {workers} workers")
-        self.rt = rt
-        self.handle = ffi.new_handle(self)
-        self.errors: dict[int, BaseException] = {}
-        self.contexts = [HandlerContext(self, w) for w in range(workers)]
-        self.threads: list[threading.Thread] = []
-        self.closed = False
-        #: held while rt is freed and while another thread interrupts it
-        #: (close and interrupt come from any thread; the free from the
-        #: thread whose call close() interrupted)
-        self.free_lock = threading.Lock()
-        self.guard = CallGuard("this Runtime")
-        self.local = self.guard.local
-        #: the open Runtime.pool_stats() block's stats (None: accounting is off)
-        self.pool_stats: PoolStats | None = None
-        #: Runtime.now: what every entity's clock may have reached
-        self.now = 0.0
-        queue._owner = self.guard  # its pushes, pops and releases take turns with the steps
-        queue._clock = self  # and none is for a time before now (its entities' clocks are there)
-
-    def bind_state(self) -> None:
-        """Point the C runtime's snapshot copies at the model's state arrays,
-        as they are now (between steps; the caller holds the guard)."""
-        state = self.model.state
-        live = {}
-        for name, snap in self.snapshots.items():
-            arr = state.get(name) if isinstance(state, Mapping) else None
-            where = f"model.state[{name!r}]"
-            if not isinstance(arr, np.ndarray):
-                raise InvalidArgumentError(f"{where} is {type(arr).__name__}: expected the numpy array it was "
-                                           f"when the Runtime was built (a shared state array stays)")
-            if arr.shape != snap.shape or arr.dtype != snap.dtype:
-                raise InvalidArgumentError(f"{where} is now a {arr.dtype} array of shape {arr.shape}: expected "
-                                           f"{snap.dtype} {snap.shape}, as its snapshot buffer (ctx.snapshot)")
-            if not arr.flags.c_contiguous:
-                raise InvalidArgumentError(f"{where} is not C-contiguous: the runtime copies it as one block "
-                                           f"into its snapshot (np.ascontiguousarray)")
-            live[name] = arr
-        lib.seer_rt_clear_snapshots(self.rt)
-        for name, arr in live.items():
-            snap = self.snapshots[name]
-            lib.seer_rt_add_snapshot(self.rt, ffi.from_buffer(arr), ffi.from_buffer(snap), arr.nbytes)
-        # Referenced here, so an array the model drops stays alive until the
-        # runtime no longer reads it.
-        self.live = live
-        self.state = state
-        for ctx in self.contexts:
-            ctx.state = state
-
-    def follow_state(self) -> None:
-        """Before a step: re-bind a state array the model rebound (``self.state["x"] = np.zeros(n)``
-        in ``reset``).  A native model's C struct still points at the old array, so it is refused."""
-        state = self.model.state
-        if state is self.state and all(state.get(name) is arr for name, arr in self.live.items()):
-            return
-        if self.model.native_model is not None:
-            name = next((n for n, a in self.live.items() if not isinstance(state, Mapping) or state.get(n) is not a),
-                        "state")
-            raise InvalidArgumentError(
-                f"model.state[{name!r}] was rebound to a new array, but this model's native code (model.native_model) "
-                f"points at the old one: change state arrays in place (state[{name!r}][...] = ...)")
-        self.bind_state()
-
-    def start_pool(self) -> None:
-        """Start pool threads 1..num_workers-1 (the stepping thread is worker 0)."""
-        for w in range(1, self.num_workers):
-            t = threading.Thread(target=lib.seer_rt_worker_main, args=(self.rt, w),
-                                 name=f"seer-worker-{w}", daemon=True)
-            t.start()
-            self.threads.append(t)
-
-    def stop_pool(self) -> None:
-        lib.seer_rt_shutdown(self.rt)
-        for t in self.threads:
-            t.join()
-        self.threads = []
-
-    def resize(self, workers: int) -> None:
-        """A pool of ``workers`` from the next step on (the caller holds the guard)."""
-        self.stop_pool()
-        self.take_pool_stats()  # the old workers' counts go with them
-        rc = lib.seer_rt_resize(self.rt, workers, _spin(workers))
-        if rc == lib.SEER_OK:
-            self.num_workers = workers
-            self.contexts = [HandlerContext(self, w) for w in range(workers)]
-        self.start_pool()  # the new pool, or the old one again if C refused
-        if rc != lib.SEER_OK:
-            raise MemoryError(f"cannot allocate a pool of {workers} workers")
-
-    def take_pool_stats(self) -> None:
-        """Add the workers' counts to an open pool_stats() block (between steps)."""
-        if self.pool_stats is not None:
-            self.pool_stats.take(self.rt, self.num_workers)
-
-    def check_handling(self, what: str) -> None:
-        """Calls that only a running handler may make."""
-        if self.closed:
-            raise ClosedError(f"{what}: this Runtime is closed")
-        if not self.guard.in_callback():
-            raise MisuseError(f"{what} called outside a handler: a HandlerContext is valid only inside the "
-                              f"handler call it was passed to")
-
-    def dispatch(self, worker: int, kind: int, events, n: int) -> int:
-        ctx = self.contexts[worker]
-        # A copy, not a view: the worker's C buffer is reused by its next
-        # round and freed by close(), and a handler may keep what it got.
-        batch = np.frombuffer(ffi.buffer(events, n * EVENT_DTYPE.itemsize), EVENT_DTYPE).copy()
-        spec = self.kinds[kind]
-        ctx.events = batch
-        local = self.local
-        local.handling = True
-        i = 0
-        try:
-            if spec.batched:
-                spec.handler(ctx, batch)
-            else:
-                for i in range(n):
-                    ctx.events = batch[i : i + 1]
-                    spec.handler(ctx, batch[i])
-        except BaseException as exc:  # handed to the caller of step()
-            exc.__seer_batch__ = (batch.copy(), i, spec.batched)
-            self.errors.setdefault(worker, exc)
-            return i + 1
-        finally:
-            ctx.events = None
-            local.handling = False
-        return 0
-
-    def emit_error(self, rc: int, source: int, target: int, kind: int, time: float) -> SeerError:
-        L = self.model.lookahead
-        entity = target if not 0 <= target < self.num_entities else source
-        # Built only on the error path: one (class, message) per status of seer_rt_emit_many.
-        known = {
-            lib.SEER_E_CAUSALITY: (CausalityError, (
-                f"causality violation: entity {source} sent kind {kind} to entity {target} for time {time}, "
-                f"sooner than the lookahead {L} allows; events to other entities need a delay >= {L}")),
-            lib.SEER_E_PAST: (PastEventError,
-                              f"entity {source} sent itself kind {kind} for time {time}, which is in its past"),
-            lib.SEER_E_ENTITY: (InvalidEventError,
-                                f"entity {entity} is out of range: expected 0 <= entity < {self.num_entities}"),
-            lib.SEER_E_KIND: (InvalidEventError, f"kind {kind} is out of range: expected 0 <= kind < {len(self.kinds)}"),
-            lib.SEER_E_TIME: (InvalidEventError, f"time {time} for an event to entity {target} is not finite"),
-            lib.SEER_E_NOMEM: (SeerError, (
-                f"out of memory while entity {source} sent kind {kind} to entity {target} for time {time} "
-                f"(a worker's list of events for the next window could not grow)")),
-            lib.SEER_E_FULL: (QueueFullError, (
-                f"event pool full ({self.queue.capacity} events) while entity {source} sent kind {kind}; "
-                f"pass a larger capacity= to the Runtime")),
-        }
-        if rc == lib.SEER_E_ENTITY and 0 <= source < self.num_entities and 0 <= target < self.num_entities:
-            # in range, so refused for another reason: a native handler that rewrote ctx->entity
-            known[rc] = (MisuseError, (
-                f"a native handler emitted or drew a random number as entity {source} (ctx->entity), which its "
-                f"worker is not running: a handler acts only as the entity of the event it was handed"))
-        cls, message = known.get(rc, (SeerError, f"emit failed with status {rc}"))
-        return cls(message)
-
-    def close(self, wait: float = CLOSE_WAIT_S) -> None:
-        """Close from any thread but a handler's.  A step running in another
-        thread is interrupted (it raises :class:`ClosedError`) and waited
-        for, so the C runtime is never freed under it; a step that does not
-        stop within ``wait`` seconds (a handler that never returns) frees it
-        when it does."""
-        if self.closed:
-            return
-        guard = self.guard
-        if not guard.begin_close(self.interrupt, self._free, wait):
-            self.closed = True
-            warnings.warn(f"seer.Runtime.close(): {guard.busy_with} in another thread did not stop within "
-                          f"{wait} s of the interrupt (a handler that never returns?); the runtime is closed "
-                          f"and its memory is freed when that call returns", RuntimeWarning, stacklevel=3)
-            return
-        try:
-            self.closed = True
-            self._free()
-        finally:
-            guard.end_close()
-
-    def interrupt(self) -> None:
-        with self.free_lock:
-            if self.rt != ffi.NULL:
-                lib.seer_rt_interrupt(self.rt)
-
-    def _free(self) -> None:
-        """Free the C runtime (idempotent).  Runs holding the guard, from
-        close() or from the leave() of the call that close() interrupted."""
-        self.closed = True  # first: nothing may reach rt from here on
-        if self.rt == ffi.NULL:
-            return
-        self.stop_pool()
-        self.take_pool_stats()
-        with self.free_lock:
-            rt, self.rt = self.rt, ffi.NULL
-            lib.seer_rt_free(rt)
-        self.queue._owner = self.queue._clock = None  # a plain queue again
-
-
-def _spin(workers: int) -> int:
-    """Spins (a load and a pause each, ~11 ns on this project's Xeon) before
-    a waiting worker sleeps: long while each thread has a core, short when
-    the pool is larger than the cores (a spinner would hold the core that
-    the thread it waits for needs).  Long is ~0.3 ms, about what libgomp
-    spins: a futex wake-up cost 30-70 us here, and a pool that slept after
-    the old 2000 spins (~22 us) paid it at every step and at every phase of
-    a step that ran inline (uav_swarm_v0 'large' on 2 workers: 0.29 ms a C
-    step, 0.24 with 30000 spins, 0.22 with 100000; 1 worker 0.23)."""
-    return 30000 if workers <= usable_cores() else 20
-
-
-def _finalize(core: _Core) -> None:
-    try:
-        core.close()
-    except MisuseError:  # collected from inside a handler: leave it to exit
-        pass
-
-
-@ffi.def_extern()
-def seer_py_dispatch(userdata, worker, kind, events, n):
-    try:
-        return ffi.from_handle(userdata).dispatch(worker, kind, events, n)
-    except BaseException:  # never let an exception escape into C
-        traceback.print_exc()
-        return 1
 
 
 class Runtime:
@@ -372,13 +127,7 @@ class Runtime:
         self._trace = Trace(kind_names=[k.name for k in model.kinds], workers=self.workers)
         self.trace_entity_ids: np.ndarray | None = None
         if trace:
-            self._trace_buffers = []
-            for w in range(self.workers):
-                ev = np.zeros(int(trace_capacity), TRACE_EVENT_DTYPE)
-                win = np.zeros(max(1024, int(trace_capacity) // 16), TRACE_WINDOW_DTYPE)
-                lib.seer_rt_set_trace(core.rt, w, ffi.cast("seer_trace_event *", ffi.from_buffer(ev)),
-                                      len(ev), ffi.cast("seer_trace_window *", ffi.from_buffer(win)), len(win))
-                self._trace_buffers.append((ev, win))
+            self._trace_buffers = TraceBuffers(core, int(trace_capacity))
         core.start_pool()
         self._tuner = None
         self._needs_reset: str | None = None
@@ -756,7 +505,7 @@ class Runtime:
             raise ClosedError("this Runtime's step was interrupted (Runtime.interrupt() from another thread); "
                               "call reset() before stepping again")
         self._check_open()
-        err = self._step_error(rc)
+        err = step_error(core)
         self._needs_reset = str(err).partition("\n")[0]  # its traceback was the step's to show
         raise err from getattr(err, "_seer_cause", None)
 
@@ -786,45 +535,6 @@ class Runtime:
         finally:
             core.guard.leave()
 
-    def _step_error(self, rc: int) -> SeerError:
-        core = self._core
-        info = ffi.new("seer_error_info *")
-        lib.seer_rt_last_error(core.rt, info)
-        kinds = core.kinds
-        kind_name = kinds[info.kind].name if 0 <= info.kind < len(kinds) else "?"
-        if core.errors:
-            exc = core.errors[min(core.errors)]
-            batch, index, batched = exc.__seer_batch__
-            del exc.__seer_batch__
-            if isinstance(exc, SeerError) and not isinstance(exc, HandlerError):
-                err = type(exc)(f"{exc} (in handler {kind_name!r}, worker {info.worker})")
-                err._seer_cause = exc
-                return err
-            row = batch[index]
-            where = f"entity {row['entity']}, kind {row['kind']} ({kind_name!r}), time {row['time']}"
-            if batched and len(batch) > 1:
-                where += f" (first of a batch of {len(batch)} events for entities {batch['entity'][:8].tolist()}...)"
-            tb = "".join(traceback.format_exception(exc)).rstrip()
-            err = HandlerError(f"handler failed at {where}: {type(exc).__name__}: {exc}\n{tb}",
-                               entity=int(row["entity"]), kind=int(row["kind"]), time=float(row["time"]))
-            err._seer_cause = exc
-            return err
-        # what a compiled handler raised or returned (seer.numba records it)
-        said = _native_errors.take(int(ffi.cast("uintptr_t", core.rt)), info.entity, info.kind, info.time)
-        if info.code == lib.SEER_E_HANDLER:
-            code, cause = said or (info.target or None, None)  # a C handler's code: the core keeps it
-            why = (f": {type(cause).__name__}: {cause}" if cause is not None else
-                   "" if code is None else f": returned {code}" + (
-                       f" ({_native_errors.code_name(code)})" if _native_errors.code_name(code) else ""))
-            err = HandlerError(
-                f"native handler {kind_name!r} failed at entity {info.entity}, kind {info.kind}, time {info.time} "
-                f"(worker {info.worker}){why}", entity=info.entity, kind=info.kind, time=info.time, code=code)
-            err._seer_cause = cause
-            return err
-        err = core.emit_error(info.code, info.entity, info.target, info.target_kind, info.target_time)
-        return type(err)(f"{err} (while handling entity {info.entity} at time {info.time})")
-
-    # ---- tracing --------------------------------------------------------------
 
     def collect_trace(self) -> None:
         """Move what the workers recorded into :attr:`trace` (``step`` does it)."""
@@ -834,18 +544,9 @@ class Runtime:
         guard.enter("collect_trace()")
         try:
             self._check_open()
-            self._collect_trace()
+            self._trace_buffers.take(self._core.rt, self._trace, self.trace_entity_ids)
         finally:
             guard.leave()
-
-    def _collect_trace(self) -> None:
-        n_ev, n_win, dropped = ffi.new("int64_t *"), ffi.new("int64_t *"), ffi.new("int64_t *")
-        for w, (ev, win) in enumerate(self._trace_buffers):
-            lib.seer_rt_take_trace(self._core.rt, w, n_ev, n_win, dropped)
-            events = ev[: n_ev[0]].copy()
-            if self.trace_entity_ids is not None:
-                events["entity"] = self.trace_entity_ids[events["entity"]]
-            self._trace.add(events, win[: n_win[0]].copy(), int(dropped[0]))
 
     @property
     def tracing(self) -> bool:
@@ -871,94 +572,6 @@ class Runtime:
     def __repr__(self) -> str:
         return (f"Runtime({type(self.model).__name__}, workers={self.workers}, entities={self.model.num_entities}, "
                 f"now={self.now}{', closed' if self.closed else ''})")
-
-
-class _PoolStatsBlock:
-    """``with``-block of :meth:`Runtime.pool_stats`."""
-
-    __slots__ = ("_core", "_stats")
-
-    def __init__(self, core: _Core):
-        self._core = core
-        self._stats = PoolStats()
-
-    def __enter__(self) -> PoolStats:
-        core = self._core
-        core.guard.enter("pool_stats()")
-        try:
-            if core.closed:
-                raise ClosedError("pool_stats(): this Runtime is closed")
-            if core.pool_stats is not None:
-                raise MisuseError("pool_stats(): a pool_stats() block is already open on this Runtime; "
-                                  "end it first (its stats cover every step inside it)")
-            lib.seer_rt_set_stats(core.rt, 1)  # restarts every worker's counts
-            core.pool_stats = self._stats
-        finally:
-            core.guard.leave()
-        return self._stats
-
-    def __exit__(self, *exc) -> None:
-        core, stats = self._core, self._stats
-        if core.pool_stats is not stats:
-            return
-        try:
-            try:
-                core.guard.enter("pool_stats()")
-            except ClosedError:  # closed (from any thread): closing took the counts already
-                return
-            try:
-                if not core.closed:
-                    core.take_pool_stats()
-                    lib.seer_rt_set_stats(core.rt, 0)
-            finally:
-                core.guard.leave()
-        finally:
-            core.pool_stats = None
-            stats.seal()
-
-
-class _Exclusive:
-    """``with``-block form of ``_Core.enter``/``leave`` (see :meth:`Runtime.exclusive`)."""
-
-    __slots__ = ("_core", "_what")
-
-    def __init__(self, core: _Core, what: str):
-        self._core = core
-        self._what = what
-
-    def __enter__(self) -> None:
-        self._core.guard.enter(self._what)
-
-    def __exit__(self, *exc) -> None:
-        self._core.guard.leave()
-
-
-class _NativeStep:
-    """``with``-block of :meth:`Runtime.native_step` (a class, not a
-    generator: it runs once per env step, and costs half as much)."""
-
-    __slots__ = ("_rt", "_what", "_t0")
-
-    def __init__(self, rt: Runtime, what: str):
-        self._rt = rt
-        self._what = what
-
-    def __enter__(self) -> None:
-        rt = self._rt
-        rt._core.guard.enter(self._what)
-        try:
-            rt.check_steppable()
-        except BaseException:
-            rt._core.guard.leave()
-            raise
-        self._t0 = time.perf_counter()
-
-    def __exit__(self, exc_type, *exc) -> None:
-        try:
-            if exc_type is None:
-                self._rt.report_step_time(time.perf_counter() - self._t0)
-        finally:
-            self._rt._core.guard.leave()
 
 
 def _deprecated_auto(model: Model, capacity: int | None) -> int:
