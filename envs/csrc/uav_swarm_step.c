@@ -42,10 +42,12 @@ static void bucket(const uint8_t *alive, const int32_t *key, int32_t n, int64_t 
  * as in one pass, so the results are bit-identical for every pool size and
  * every cut.  Small swarms run inline: waking the pool costs more. */
 
-/* Fewer UAVs than this: one slice, no wake-up.  With 2048 (all but xlarge
- * and up inline), 'large' (256) on 2 workers ran its grid, candidates and
- * readout on worker 0 alone, 0.067 ms of a 0.24 ms step; in slices of 64
- * they take 0.045. */
+/* Fewer UAVs than this: one slice, no wake-up.  The bound sits low enough
+ * that 'large' (256 UAVs) splits its grid, candidates and readout: with a
+ * bound of 2048 worker 0 ran them alone while the others waited at the
+ * barrier (the A/B is in commit 25a3c87).  bench/bench_uav_intra_env.py
+ * measures the pool sizes on the scenarios either side of the bound
+ * (bench/results/uav_intra_env.md). */
 #define PAR_MIN 128
 
 static void run_phase(seer_uav_env *e, int64_t n, seer_range_fn fn, void *arg) {
@@ -870,8 +872,10 @@ static void dist_slice(void *arg, int64_t lo, int64_t hi, int32_t worker) {
  * of rows interleaved with the other workers' (a 204-byte row shares lines
  * with its neighbours); the slot rows it reads are prefetched, all of
  * them: once the rows outgrow L2 ('xxlarge', 65,536 slots) each one missed
- * is a wait of its own (prefetching the seven beyond the tables and the
- * position made the readout 1.2-1.3x faster there on 1 worker). */
+ * is a wait of its own, so prefetching only the tables and the position
+ * left the other rows' misses on the critical path (the A/B is in commit
+ * 3b29426; bench/results/uav_growth_profile.md has where the time per UAV
+ * goes as the swarm grows). */
 static void finish_slice(void *arg, int64_t lo, int64_t hi, int32_t worker) {
     (void)worker;
     const readout_ctx *rc = arg;
