@@ -509,9 +509,10 @@ def _auto_workers(cfg: UavConfig, model) -> int:
     instances (:func:`seer.stpa.select_for_stepper`), not from a probe of
     the model's events alone.  A step also builds the sensing grid and the
     broadcast candidate lists and reads the results out, and its ticks scan
-    those lists: a runtime probe of the events without them overrated 2
-    workers on ``large`` (the probe 1.0x, the real step 0.74x).  Kept per
-    config for the process, as the model probe's choices were."""
+    those lists: a runtime probe of the events without them overrates a
+    larger pool on ``large``, where those O(N) phases are a large share of
+    the step.  Kept per config for the process, as the model probe's
+    choices were."""
     from seer.stpa import select_for_stepper
 
     def make(workers):

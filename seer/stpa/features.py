@@ -277,9 +277,9 @@ def probe(model, *, capacity: int | None = None, budget_s: float = 0.04, max_eve
                                           horizons=replay, **opts)["steps"])
             # Then 1, W, 1, W untraced: tracing adds a serial cost per step
             # (the trace is collected in Python), which hides a pool's gain on
-            # short steps (a 35-entity native model: 1.04x traced, 1.36x
-            # untraced).  The model was trained on the traced ratio; the
-            # rules that compare measured sizes read probe2_speedup_best.
+            # short steps of a small native model almost entirely.  The model
+            # was trained on the traced ratio; the rules that compare
+            # measured sizes read probe2_speedup_best.
             for w in (1, W, 1, W):
                 plain[w].append(_run_probe(model, w, float(sl), False, budget_s, max_events, max_steps,
                                            horizons=replay, traced=False, **opts)["steps"])
@@ -354,10 +354,11 @@ def load_features() -> dict[str, float]:
 #: than a pool spins before its workers sleep (``seer.runtime``: ~0.3 ms),
 #: so every timed step of a pool of two or more pays for waking it, as the
 #: steps of a training loop do (a policy runs between them).  Timed back to
-#: back, ``uav_swarm_v0`` 'large' on 2 workers looked 1.04x one worker and
-#: ``workers="auto"`` took 2; stepped by ``seer bench`` (actions drawn in
-#: Python between steps) it ran 0.78x one worker.  The PoolTuner still moves
-#: to the larger pool on the real steps where a tight loop keeps it awake.
+#: back, a pool never sleeps and looks faster than it will run: on
+#: ``uav_swarm_v0`` 'large' that made ``workers="auto"`` take 2 workers
+#: where ``seer bench``, drawing actions in Python between steps, runs
+#: faster on 1 (bench/results/seer_bench.md).  The PoolTuner still moves to the
+#: larger pool on the real steps where a tight loop keeps it awake.
 PARK_S = 0.001
 
 

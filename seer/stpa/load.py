@@ -31,7 +31,7 @@ from seer._host import usable_cpus
 
 __all__ = ["free_cores", "cpu_pressure", "background_load", "restricted_affinity", "forget_reference"]
 
-_BUF = bytes(32 << 10)  # one update: ~50 us of pure compute, GIL released (hashlib does for >= 2 KiB)
+_BUF = bytes(32 << 10)  # one update: tens of us of pure compute, GIL released (hashlib does for >= 2 KiB)
 _lock = threading.Lock()
 #: Best one-thread spin rate (updates/s) this process has seen: the nearest
 #: thing to an unloaded core it can know.  Dividing by it (not by this call's

@@ -98,8 +98,8 @@ class PoolTuner:
     larger pool faster), and takes it only ``above_gain`` faster: threads
     beyond the cores gain only CPU share from other processes.  Runtimes
     with Python handlers must not (:func:`attach_tuner` says so): their
-    threads beyond the cores convoy on the GIL, and ran 3-30x slower in
-    some visits and fast in others under foreign load, so a few visits can
+    threads beyond the cores convoy on the GIL, and under foreign load run
+    many times slower in some visits and fast in others, so a few visits can
     pick a disaster.  Never above ``max_workers``.  With ``max_workers=1`` there
     is nothing to try and it costs nothing.
 

@@ -82,7 +82,8 @@ shared areas (sealed the same way), and a worker's last words.
 With ``inline`` the calling process is worker 0: it publishes the op, steps
 its own share in ``step_wait`` and then waits for the others, so ``workers``
 processes keep ``workers`` cores busy and nobody waits on a core someone
-else needs (on the 2-core machine this is worth ~15%: see bench/results).
+else needs (bench/results/vector.md times ``inline`` against a caller that
+only waits).
 
 Copies live in one worker for their whole life (contiguous chunks of
 ``num_copies / workers``) because a PettingZoo env's state is a Python
