@@ -263,12 +263,12 @@ static inline void drop_candidates(seer_uav_env *e) { e->m->cand_tick_hi = e->m-
  *
  * Only from SEER_UAV_SPACE_MIN UAVs on: a smaller swarm's state fits the
  * core's L2 cache (1.7 KiB a UAV), so there is no locality to gain, and
- * its lanes in space order ran 2-4% slower than in id order ('large', 256
- * UAVs, both orders alternating in one process, bench/bench_uav_slots.py;
- * the periods, by id, then no longer follow a pattern along the lanes).
- * 'xlarge' (4096) ran 7-14% faster on 2 workers and 0-5% slower on 1,
- * 'xxlarge' (65,536) 13-24% faster on either.  (Sorting each cell's UAVs
- * by period did not win the 1-worker loss back beyond the noise.) */
+ * its lanes in space order run a little slower than in id order (the
+ * periods, by id, then no longer follow a pattern along the lanes).  From
+ * 'xlarge' (4096 UAVs) on, space order wins, most on 2 workers and at
+ * 'xxlarge'.  bench/bench_uav_slots.py times both orders alternating in one
+ * process (bench/results/uav_slots.md).  (Sorting each cell's UAVs by
+ * period did not win the 1-worker loss back beyond the noise.) */
 
 static int slots_in_space(const seer_uav_env *e) {
     return e->slot_layout > 0 || (e->slot_layout == 0 && e->m->num_uavs >= SEER_UAV_SPACE_MIN);
