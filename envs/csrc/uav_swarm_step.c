@@ -264,11 +264,12 @@ static inline void drop_candidates(seer_uav_env *e) { e->m->cand_tick_hi = e->m-
  * Only from SEER_UAV_SPACE_MIN UAVs on: a smaller swarm's state fits the
  * core's L2 cache (1.7 KiB a UAV), so there is no locality to gain, and
  * its lanes in space order run a little slower than in id order (the
- * periods, by id, then no longer follow a pattern along the lanes).  From
- * 'xlarge' (4096 UAVs) on, space order wins, most on 2 workers and at
- * 'xxlarge'.  bench/bench_uav_slots.py times both orders alternating in one
- * process (bench/results/uav_slots.md).  (Sorting each cell's UAVs by
- * period did not win the 1-worker loss back beyond the noise.) */
+ * periods, by id, then no longer follow a pattern along the lanes).  At
+ * 'xlarge' (4096 UAVs) space order wins on 2 workers and loses a little on
+ * 1; at 'xxlarge' it wins on either.  bench/bench_uav_slots.py times both
+ * orders alternating in one process (bench/results/uav_slots.md).
+ * (Sorting each cell's UAVs by period did not win the 1-worker loss back
+ * beyond the noise.) */
 
 static int slots_in_space(const seer_uav_env *e) {
     return e->slot_layout > 0 || (e->slot_layout == 0 && e->m->num_uavs >= SEER_UAV_SPACE_MIN);
