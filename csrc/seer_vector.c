@@ -3,6 +3,8 @@
 
 #include <stddef.h>
 
+#include "seer_crash_internal.h"
+
 static int run_copy(seer_vec_copies *v, int32_t c, int32_t op) {
     if (c < 0 || c >= v->num_copies) return SEER_E_ENTITY;
     if (v->step[c] == NULL) return v->status[c] = SEER_E_ARG;
@@ -18,7 +20,15 @@ static int run_copy(seer_vec_copies *v, int32_t c, int32_t op) {
         .alive = v->alive + row,
         .ended = v->ended + c,
     };
-    return v->status[c] = v->step[c](v->env[c], &r, op);
+    /* for the crash report: this copy, and no event until the copy's own runtime handles one */
+    const seer_event *outer_event = seer_crash_event;
+    const int32_t outer_copy = seer_crash_copy;
+    seer_crash_event = NULL;
+    seer_crash_copy = c;
+    const int rc = v->status[c] = v->step[c](v->env[c], &r, op);
+    seer_crash_event = outer_event;
+    seer_crash_copy = outer_copy;
+    return rc;
 }
 
 int seer_vec_copy_step(seer_ctx *ctx, const seer_event *ev) {

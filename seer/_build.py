@@ -20,7 +20,7 @@ PUBLIC_TYPES = INCLUDE / "seer" / "seer_types.h"
 _cdef = runpy.run_path(str(ROOT / "seer" / "_cdef.py"))
 # Every header in csrc/ is public (read as cdef) except these; the queue and
 # runtime come first because the others build on their types.
-INTERNAL_HEADERS = {"seer_ring.h", "seer_queue_internal.h"}
+INTERNAL_HEADERS = {"seer_ring.h", "seer_queue_internal.h", "seer_crash_internal.h"}
 FIRST = ["seer_queue.h", "seer_runtime.h", "seer_vector.h"]
 HEADERS = FIRST + sorted(
     p.name for p in CSRC.glob("*.h") if p.name not in INTERNAL_HEADERS and p.name not in FIRST

@@ -59,7 +59,7 @@ if ! "$CC" -static "$TMP/empty.c" -o "$TMP/empty" 2>"$TMP/empty.log"; then
 fi
 
 Q_SRCS=(csrc/tests/stress_queue.c csrc/seer_queue.c)
-RT_SRCS=(csrc/tests/stress_runtime.c csrc/seer_runtime.c csrc/seer_queue.c)
+RT_SRCS=(csrc/tests/stress_runtime.c csrc/seer_runtime.c csrc/seer_queue.c csrc/seer_crash.c)
 FLAGS_SRCS=(csrc/tests/stress_flags.c csrc/seer_flags.c)
 LITMUS_SRCS=(csrc/tests/litmus_sb.c)
 COMMON=(-std=c11 -O2 -Wall -Wextra -Werror -pthread -static -Icsrc -Icsrc/include)

@@ -79,7 +79,7 @@ def runtime_stress_binary(tmp_path_factory):
     if CC is None:
         pytest.skip("no C compiler found (cc, gcc, clang or $CC)")
     out = tmp_path_factory.mktemp("stress") / "stress_runtime"
-    sources = [CSRC / "tests" / "stress_runtime.c", CSRC / "seer_runtime.c", CSRC / "seer_queue.c"]
+    sources = [CSRC / "tests" / "stress_runtime.c", CSRC / "seer_runtime.c", CSRC / "seer_queue.c", CSRC / "seer_crash.c"]
     cmd = [CC, "-std=c11", "-O2", "-g", "-pthread", "-Wall", f"-I{CSRC}", f"-I{CSRC / 'include'}", *map(str, sources), "-lm", "-o", str(out)]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, f"compiling the runtime stress test failed:\n{' '.join(cmd)}\n{proc.stderr}"
@@ -106,7 +106,7 @@ def vector_stress_binary(tmp_path_factory):
     out = tmp_path_factory.mktemp("stress") / "stress_vector_uav"
     envs = CSRC.parent / "envs" / "csrc"  # the env is a plug-in: its C lives beside it
     sources = [CSRC / "tests" / "stress_vector_uav.c", CSRC / "seer_vector.c", envs / "uav_swarm.c",
-               envs / "uav_swarm_step.c", CSRC / "seer_runtime.c", CSRC / "seer_queue.c"]
+               envs / "uav_swarm_step.c", CSRC / "seer_runtime.c", CSRC / "seer_queue.c", CSRC / "seer_crash.c"]
     cmd = [CC, "-std=c11", "-O2", "-g", "-pthread", "-Wall", f"-I{CSRC}", f"-I{CSRC / 'include'}", f"-I{envs}",
            *map(str, sources), "-lm", "-o", str(out)]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)

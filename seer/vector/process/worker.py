@@ -97,7 +97,10 @@ def _worker_entry(w: int, conn, fn_bytes: bytes, copies: list[int], parent_pid: 
     if err is not None:
         os.dup2(err.fileno(), 2)
         err.close()
-    faulthandler.enable()  # a segfault in an env's C code leaves its Python stack on stderr, for the parent
+    # A fatal signal in C code: SEER's report (the event a handler was handling, the native copy)
+    # after faulthandler's Python stack, both on stderr, which the parent quotes.
+    lib.seer_crash_report_install()
+    faulthandler.enable()
     shared = runner = None
     try:
         conn.send(("started",))  # from here on its stderr is the parent's to show
