@@ -236,14 +236,15 @@ class TraceBuffers:
 
 
 def _spin(workers: int) -> int:
-    """Spins (a load and a pause each, ~11 ns on this project's Xeon) before
-    a waiting worker sleeps: long while each thread has a core, short when
-    the pool is larger than the cores (a spinner would hold the core that
-    the thread it waits for needs).  Long is ~0.3 ms, about what libgomp
-    spins: a futex wake-up cost 30-70 us here, and a pool that slept after
-    the old 2000 spins (~22 us) paid it at every step and at every phase of
-    a step that ran inline (uav_swarm_v0 'large' on 2 workers: 0.29 ms a C
-    step, 0.24 with 30000 spins, 0.22 with 100000; 1 worker 0.23)."""
+    """Spins (a load and a pause each) before a waiting worker sleeps: long
+    while each thread has a core, short when the pool is larger than the
+    cores (a spinner would hold the core that the thread it waits for
+    needs).  Long is a fraction of a millisecond, about what libgomp spins:
+    well beyond what a futex wake-up costs, so a pool does not sleep, and
+    pay that wake-up, between the phases of one step or between the steps
+    of a tight loop; a much shorter spin paid it at every step of a mid-sized
+    env on 2 workers (the A/B is in commit 25a3c87; bench/bench_uav_intra_env.py
+    measures the pool sizes now, bench/results/uav_intra_env.md)."""
     return 30000 if workers <= usable_cores() else 20
 
 
