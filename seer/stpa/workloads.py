@@ -130,8 +130,10 @@ def sample_synthetic(rng: np.random.Generator, n: int, target_ms: float = 8.0) -
 
 # ---- environments ----------------------------------------------------------------------------
 
-#: Scenarios left out of the sweep: one probe and twelve timings of each take
-#: minutes on 2 cores (uav_swarm_v0 xxlarge: 65536 UAVs; wireless_v0 xxlarge: 10000 UEs).
+#: Scenarios left out of the sweep: a step of them costs many times one of
+#: the largest swept scenario, so one probe and twelve timings of each would
+#: outlast the rest of the env sweep (uav_swarm_v0 xxlarge: 65536 UAVs;
+#: wireless_v0 xxlarge: 10000 UEs).
 SKIP_SCENARIOS = {"xxlarge"}
 #: Extra keyword sets per env id: wireless_v0 runs as `seer bench` runs it
 #: (mobile-env's full buffer) as well as event-driven (its default).
