@@ -29,6 +29,7 @@
 #include <unistd.h>
 #endif
 
+#include "seer_crash_internal.h"
 #include "seer_queue_internal.h"
 #include "seer_ring.h"
 
@@ -760,6 +761,8 @@ static int run_native(seer_runtime *rt, seer_worker *w, const seer_event *ev, wi
     ctx->now = ev->time;
     rt->cur_time[ev->entity] = ev->time;
     int rc;
+    const seer_event *outer_event = seer_crash_event; /* a copy step's runtime runs inside another's */
+    seer_crash_event = ev;
     if (TRACING(rt)) {
         int64_t t0 = now_ns();
         rc = rt->handlers[ev->kind](ctx, ev);
@@ -773,6 +776,7 @@ static int run_native(seer_runtime *rt, seer_worker *w, const seer_event *ev, wi
     } else {
         rc = rt->handlers[ev->kind](ctx, ev);
     }
+    seer_crash_event = outer_event;
     w->held = -1;
     st->events++;
     /* target: the handler's own code, for HandlerError.code (42 and SEER_E_ARG read differently) */

@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 from gymnasium import spaces
 
+import seer
 import seer.vector
 from seer.envs import uav_swarm_v0
 from seer.errors import InvalidArgumentError, WorkerError
@@ -130,6 +131,69 @@ def test_segfault_in_a_copy_names_the_copy_and_shows_the_stack():
         assert "killed by signal SIGSEGV (11) while stepping env copies 2..3, in env copy 3's step" in msg
         # faulthandler's report, from the worker's stderr
         assert "Fatal Python error: Segmentation fault" in msg and "in step" in msg
+    finally:
+        envs.close()
+    assert_clean(pids, name)
+
+
+class CrashingModel(seer.Model):
+    """Five entities, one native kind, every entity due at time 1.25."""
+
+    num_entities, lookahead = 5, 0.5
+
+    def __init__(self, handler_address):
+        self.kinds = [seer.EventKind("tick", seer.Native(handler_address))]
+        self.state = {}
+        self._cell = np.zeros(1)  # what the handler would read as ctx->model (it reads nothing)
+        self.native_model = self._cell.ctypes.data
+
+    def reset(self, runtime, seed):
+        n = self.num_entities
+        runtime.schedule(np.arange(n), np.full(n, 1.25), np.zeros(n, np.int32))
+
+
+class CrashingHandlerEnv(ToyEnv):
+    """Copy 2's step runs a model whose native handler (a C-callable made
+    with ctypes, as a plug-in's C function would be) crashes at entity 3,
+    time 1.25: a fault inside SEER's worker loop, below any Python frame
+    that could say which event it was."""
+
+    def reset(self, seed=None, options=None):
+        out = super().reset(seed=seed, options=options)
+        self.crash = seed == 2
+        if not hasattr(self, "rt"):
+            proto = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p)
+            self._handler = proto(self._event)
+            self.rt = seer.Runtime(CrashingModel(ctypes.cast(self._handler, ctypes.c_void_p).value), workers=1)
+        self.rt.reset(seed=0)
+        return out
+
+    def _event(self, ctx, ev):
+        event = ctypes.cast(ev, ctypes.POINTER(ctypes.c_double))  # seer_event: time first
+        entity = ctypes.cast(ev, ctypes.POINTER(ctypes.c_int32))[4]
+        if self.crash and entity == 3 and event[0] == 1.25:
+            ctypes.string_at(0)  # SIGSEGV
+        return 0
+
+    def step(self, actions):
+        if self.t == 1:
+            self.rt.step(2.0)
+        return super().step(actions)
+
+
+@pytest.mark.timeout(60)
+def test_segfault_in_a_native_handler_names_the_copy_and_the_event():
+    envs = seer.vector.make(functools.partial(CrashingHandlerEnv, max_steps=50), 4, backend="process", workers=2,
+                            inline=False)
+    pids, name = envs.worker_pids(), envs._backend.shared.name
+    try:
+        envs.reset(seed=0)
+        envs.step(A)
+        with pytest.raises(WorkerError) as info:
+            envs.step(A)
+        msg = str(info.value)
+        assert "killed by signal SIGSEGV (11) while stepping env copies 2..3, in env copy 2's step" in msg
+        assert "seer: SIGSEGV in the handler of event kind 0 at entity 3, time 1.25" in msg
     finally:
         envs.close()
     assert_clean(pids, name)
