@@ -14,15 +14,15 @@
  *         return seer_emit(ctx, ev->entity, ev->time + 0.1, 0, 0);
  *     }
  *
- * Python side: seer.Plugin(module) checks the module's API version, then
+ * Python side: seer.capi.Plugin(module) checks the module's API version, then
  * plugin.handler("on_tick") is a seer.Native for an EventKind. */
 #ifndef SEER_SEER_H
 #define SEER_SEER_H
 
 #include "seer_types.h"
 
-/* The version this module was compiled against; seer.Plugin calls it (a
- * cffi module declares it in its cdef: seer.cdef() does). */
+/* The version this module was compiled against; seer.capi.Plugin calls it (a
+ * cffi module declares it in its cdef: seer.capi.cdef() does). */
 static inline uint32_t seer_plugin_api_version(void) { return SEER_API_VERSION; }
 
 /* SEER's own sources define the real functions under these names. */

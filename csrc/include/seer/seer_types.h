@@ -1,5 +1,5 @@
 /* SEER's public C API: the types and constants (plain declarations, so that
- * cffi's cdef can read this file: seer.cdef() hands it to a plug-in's build).
+ * cffi's cdef can read this file: seer.capi.cdef() hands it to a plug-in's build).
  * Include <seer/seer.h>, not this file. */
 #ifndef SEER_SEER_TYPES_H
 #define SEER_SEER_TYPES_H
@@ -7,7 +7,7 @@
 #include <stdint.h>
 
 /* The API's version.  A module built against another version is refused when
- * SEER loads it (seer.Plugin), before any of its code runs. */
+ * SEER loads it (seer.capi.Plugin), before any of its code runs. */
 #define SEER_API_VERSION 1
 
 /* Status codes (handlers, copy steps and the runtime return them). */
