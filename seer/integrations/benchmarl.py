@@ -33,7 +33,7 @@ policy gradient from rows in which the agent did not act; off-policy ones
 The mask stays in the batches for losses of your own.
 
 Needs ``pip install 'seer-marl[benchmarl]'`` (BenchMARL with a CPU torch:
-see the README's "Training" section).
+see docs/tutorials/training.md, "Installing them").
 """
 
 from __future__ import annotations

@@ -22,7 +22,7 @@ SCRIPT = textwrap.dedent("""
     S = snb.State(x="f8[:]", y="f8[:]")
 
     @snb.njit
-    def documented_helper(s, i):        # takes the State tuple, the way README says
+    def documented_helper(s, i):        # takes the State tuple, the way the docs say (write-your-env.md)
         return s.y[i] + WEIGHTS[1]
 
     @numba.njit(cache=True)

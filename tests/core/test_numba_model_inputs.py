@@ -1,7 +1,7 @@
 """seer.numba: what a model hands its handlers besides per-entity rows --
 parameters (scalars and small arrays, bound by name and kept alive by the
 bound state) and the window-start snapshot of other entities' rows --
-written as README shows them."""
+written as docs/tutorials/write-your-env.md shows them."""
 
 import gc
 
