@@ -1,4 +1,4 @@
-"""Write the README's example frames of uav_swarm_v0 and wireless_v0.
+"""Write the example frames of uav_swarm_v0 and wireless_v0 that the envs guide (docs/guide/envs.md) shows.
 
     python bench/render_frames.py                # -> bench/results/frames/*.png
 
