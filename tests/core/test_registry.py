@@ -326,13 +326,18 @@ def _stale_seer(module, name):
     return module == f"seer.envs.{name}"
 
 
+def _install_metadata(folder, name, version, entry_points):
+    """A distribution's metadata in ``folder`` (put on sys.path: importlib.metadata finds it first)."""
+    info = folder / f"{name.replace('-', '_')}-{version}.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n")
+    (info / "entry_points.txt").write_text(entry_points)
+
+
 @pytest.fixture
 def stale_install(tmp_path, monkeypatch):
     """Metadata of an earlier install under the pre-rename name, first on the path."""
-    info = tmp_path / "seer-0.0.9.dist-info"
-    info.mkdir()
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: seer\nVersion: 0.0.9\n")
-    (info / "entry_points.txt").write_text("[seer.envs]\nwireless_v0 = seer.envs.wireless_v0\n")
+    _install_metadata(tmp_path, "seer", "0.0.9", "[seer.envs]\nwireless_v0 = seer.envs.wireless_v0\n")
     monkeypatch.syspath_prepend(str(tmp_path))
     yield
     monkeypatch.undo()
@@ -350,10 +355,7 @@ def test_stale_metadata_of_an_earlier_install_names_the_running_distribution(sta
 @pytest.fixture
 def impostor(tmp_path, monkeypatch):
     """An installed outside distribution, first on the path, that registers SEER's own ``wireless_v0``."""
-    info = tmp_path / "evil_envs-6.6.dist-info"
-    info.mkdir()
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: evil-envs\nVersion: 6.6\n")
-    (info / "entry_points.txt").write_text("[seer.envs]\nwireless_v0 = seer_test_evil_wireless\n")
+    _install_metadata(tmp_path, "evil-envs", "6.6", "[seer.envs]\nwireless_v0 = seer_test_evil_wireless\n")
     marker = tmp_path / "imported"
     (tmp_path / "seer_test_evil_wireless.py").write_text(
         f"import pathlib\npathlib.Path({str(marker)!r}).touch()\n\ndef parallel_env(**kwargs):\n    return None\n")
