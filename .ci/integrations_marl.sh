@@ -29,7 +29,7 @@ assert torch.__version__.startswith("2.13.0") and not torch.version.cuda, torch.
 print("torch", torch.__version__)
 EOF
 
-"$py" -m pytest -q -p no:cacheprovider \
+"$py" -m pytest -q -rs -p no:cacheprovider \
     tests/envs/test_env_parallel_surface.py \
     tests/integrations/test_skrl.py \
     tests/integrations/test_benchmarl.py \
