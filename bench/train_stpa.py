@@ -34,7 +34,7 @@ from pathlib import Path
 
 from seer._io import atomic_write_text, atomic_writer
 from seer.cli.tune import vector_workloads
-from seer.stpa import selector as S
+from seer.stpa import model as M
 from seer.stpa import tune
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -154,8 +154,8 @@ def main(argv=None) -> int:
 
     data = args.data_dir
     data.mkdir(parents=True, exist_ok=True)
-    shipped_ds = data / S.SHIPPED_DATASET_FILENAME
-    model_path = data / S.MODEL_FILENAME
+    shipped_ds = data / M.SHIPPED_DATASET_FILENAME
+    model_path = data / M.MODEL_FILENAME
     with tempfile.TemporaryDirectory(prefix="seer-train-") as tmp:
         work_ds = Path(tmp) / "dataset.jsonl"
         if (args.append or args.from_dataset) and shipped_ds.is_file():
@@ -172,15 +172,12 @@ def main(argv=None) -> int:
                 gzip.GzipFile(fileobj=raw, mode="wb", compresslevel=9) as dst:
             shutil.copyfileobj(src, dst)
     # The model's metadata names the shipped dataset, not the temporary copy.
-    result["model"]["meta"]["datasets"] = [f"seer/data/{S.SHIPPED_DATASET_FILENAME}"]
-    model = S.load_model(model_path)
+    result["model"]["meta"]["datasets"] = [f"seer/data/{M.SHIPPED_DATASET_FILENAME}"]
+    model = M.load_model(model_path)
     model.meta["datasets"] = result["model"]["meta"]["datasets"]
-    S.save_model(model, model_path)
-    legacy = data / S.LEGACY_MODEL_FILENAME
-    if legacy.is_file():  # the pickled model of earlier SEER builds must not ship beside the JSON one
-        legacy.unlink()
-    result["dataset"] = f"seer/data/{S.SHIPPED_DATASET_FILENAME}"
-    result["model_path"] = f"seer/data/{S.MODEL_FILENAME}"
+    M.save_model(model, model_path)
+    result["dataset"] = f"seer/data/{M.SHIPPED_DATASET_FILENAME}"
+    result["model_path"] = f"seer/data/{M.MODEL_FILENAME}"
     for rec in (result.get("evaluations") or {}).values():
         rec["last"]["model"] = result["model_path"]
     tune.print_summary(result)

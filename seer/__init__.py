@@ -33,12 +33,6 @@ from seer.wrap import wrap
 from seer.native_env import NativeEnv
 from seer.capi import get_include
 from seer._version import __version__
-from seer import runtime as _runtime, stpa as _stpa
-
-# Deprecated for one release: Runtime(workers="auto") reaches STPA through this
-# hook, set here because the runtime sits below STPA and must not import it.
-_runtime.auto_workers_hook = _stpa.select_workers_for_model
-del _runtime, _stpa
 
 __all__ = [
     "EVENT_DTYPE",

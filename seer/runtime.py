@@ -11,13 +11,11 @@ import dataclasses
 import math
 import numbers
 import time
-import warnings
 import weakref
-from typing import Callable
 
 import numpy as np
 
-from seer._checks import check_seed, check_workers
+from seer._checks import MAX_WORKERS, check_seed, check_workers
 from seer._host import usable_cores
 from seer._runtime_blocks import _Exclusive, _NativeStep, _PoolStatsBlock
 from seer._runtime_core import TraceBuffers, _Core, _finalize
@@ -32,13 +30,6 @@ from seer.queue import EventQueue, _as_array, check_permutation
 from seer.trace import Trace
 
 __all__ = ["Runtime", "StepStats", "PoolStats", "HandlerContext", "check_seed", "usable_cores"]
-
-#: Deprecated: what ``Runtime(model, workers="auto")`` calls to pick the pool
-#: size, ``f(model, capacity) -> int``.  The runtime sits below STPA and does
-#: not import it; the ``seer`` package sets this to
-#: ``seer.stpa.select_workers_for_model`` for the one release during which
-#: ``"auto"`` still works here (removed in SEER 0.3).
-auto_workers_hook: Callable[[Model, int | None], int] | None = None
 
 #: Most trace records a worker buffers (``trace_capacity``): 2**28 of them
 #: take 12 GiB with their window records.
@@ -66,8 +57,9 @@ class Runtime:
     Args:
         model: The model to run.
         workers: Pool size, an integer in [1, 1024].  For STPA's choice,
-            pass ``seer.stpa.select_workers_for_model(model)``; ``"auto"``
-            still works in this release but is deprecated.
+            pass ``seer.stpa.resolve_workers("auto", model)``, or build the
+            runtime with ``seer.stpa.make_runtime(model, "auto")`` (which
+            also tunes the pool on the real steps).
         capacity: Events the queue holds (default: 64 per entity, at least 4096).
         trace: Record per-event and per-window timings (see :attr:`trace`).
         trace_capacity: Per-worker events recorded between two reads of the trace.
@@ -92,12 +84,16 @@ class Runtime:
         True
     """
 
-    def __init__(self, model: Model, workers: int | str = 1, *, capacity: int | None = None,
+    def __init__(self, model: Model, workers: int = 1, *, capacity: int | None = None,
                  trace: bool = False, trace_capacity: int = 1 << 20, seed: int = 0, python_batch: int = 256):
         validate_model(model)
         check_seed(seed)
-        if isinstance(workers, str) and workers == "auto":
-            workers = _deprecated_auto(model, capacity)
+        if isinstance(workers, str):
+            # choosing a pool size is STPA's job, a layer above the runtime
+            raise InvalidArgumentError(
+                f"workers={workers!r} is invalid: Runtime takes an integer in [1, {MAX_WORKERS}]; for STPA's "
+                f"choice pass workers=seer.stpa.resolve_workers({workers!r}, model), or build the runtime with "
+                f"seer.stpa.make_runtime(model, {workers!r})")
         workers = check_workers(workers, auto=False)
         if capacity is None:
             capacity = max(4096, 64 * model.num_entities)
@@ -573,12 +569,3 @@ class Runtime:
         return (f"Runtime({type(self.model).__name__}, workers={self.workers}, entities={self.model.num_entities}, "
                 f"now={self.now}{', closed' if self.closed else ''})")
 
-
-def _deprecated_auto(model: Model, capacity: int | None) -> int:
-    warnings.warn('seer.Runtime(model, workers="auto") is deprecated and will be removed in SEER 0.3: pass '
-                  'workers=seer.stpa.select_workers_for_model(model, capacity=capacity) (the runtime takes '
-                  'integers; choosing a pool size is STPA\'s job)', DeprecationWarning, stacklevel=3)
-    if auto_workers_hook is None:
-        raise InvalidArgumentError('workers="auto" needs seer.stpa, which is not loaded: pass '
-                                   'workers=seer.stpa.select_workers_for_model(model)')
-    return auto_workers_hook(model, capacity)

@@ -14,23 +14,10 @@ import sys
 
 from seer._io import OutputPathError
 from seer._version import DISTRIBUTION, __version__
-from seer.cli.args import (  # noqa: F401  (the argument types' old home)
-    MAX_WORKERS,
-    OUTPUT_HELP,
-    PLOT_FORMATS,
-    directory_arg,
-    existing_dir_arg,
-    int_arg,
-    json_target_arg,
-    output_path_arg,
-    plot_path_arg,
-    positive_float_arg,
-    sizes_arg,
-)
 from seer.cli.bench import add_bench_parser
-from seer.cli.info import add_info_parser, env_registry_rows, info_doc  # noqa: F401
+from seer.cli.info import add_info_parser
 from seer.cli.new_env import add_new_env_parser
-from seer.cli.trace import SYNTHETIC_WORKLOADS, add_trace_parser  # noqa: F401
+from seer.cli.trace import add_trace_parser
 from seer.cli.tune import add_tune_parser
 
 

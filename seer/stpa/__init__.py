@@ -63,7 +63,7 @@ from seer.stpa.model import (FEATURE_SCHEMA, MODEL_VERSION, SCHEMA_VERSION, Stpa
                              load_model, measured_overrule, probe_measured, save_model)
 from seer.stpa.online import PoolTuner, attach_tuner, make_runtime, online_refine
 from seer.stpa.selector import (Selection, capture, clear_cache, current_pool_limit, default_pool_limit,
-                                heuristic_workers, nested_pool, resolve_workers, select_for_model, select_for_stepper,
+                                heuristic_workers, resolve_workers, select_for_model, select_for_stepper,
                                 select_workers, select_workers_for_model)
 
 __all__ = [
@@ -74,7 +74,7 @@ __all__ = [
     "cpu_pressure", "current_pool_limit", "default_pool_limit", "feature_matrix", "free_cores",
     "hardware_features", "heuristic_workers", "load_model", "machine_features", "make_runtime", "measured_overrule",
     "model_search_path",
-    "nested_pool", "probe_measured",
+    "probe_measured",
     "online_refine", "probe", "probe_stepper", "resolve_workers", "restricted_affinity", "save_model",
     "select_for_model", "select_for_stepper", "select_workers", "select_workers_for_model", "shipped_dataset_path",
     "shipped_model_path", "static_workload_features", "trace_features",

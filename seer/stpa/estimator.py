@@ -189,7 +189,7 @@ class PortableEstimator:
 
     ``steps`` is a pipeline: transforms (``standard_scaler``, ``polynomial``)
     then one predictor (``linear``, ``knn`` or ``trees``), each a dict of
-    JSON-able parameters.  :func:`seer.stpa.train.export_estimator` makes one
+    JSON-able parameters.  :func:`export_estimator` makes one
     from a fitted scikit-learn estimator; its predictions equal
     scikit-learn's (to rounding: kNN distances are computed exactly, where
     scikit-learn expands ``|x - y|^2``).

@@ -31,7 +31,6 @@ from pathlib import Path
 from seer._version import __version__
 from seer.errors import IncompatibleModelError, UntrustedPathError
 from seer.stpa.model import (
-    LEGACY_MODEL_FILENAME,
     MODEL_FILENAME,
     SHIPPED_DATASET_FILENAME,
     StpaFallbackWarning,
@@ -129,15 +128,7 @@ def active_model(warn: bool = True) -> tuple[StpaModel | None, list[str]]:
     reasons = []
     for label, path in model_search_path():
         if not path.is_file():
-            legacy = path.with_name(LEGACY_MODEL_FILENAME)
-            if label == "tuned (cache)" and legacy.is_file():
-                # A model `seer tune` saved as a pickle in an earlier SEER build: say why it is ignored.
-                msg = (f"{legacy} is a pickled model of an older SEER and is not loaded (unpickling runs "
-                       f"code); run `seer tune` to retrain it as {MODEL_FILENAME}")
-                reasons.append(f"{label} model: {msg}")
-                if warn:
-                    warnings.warn(f"STPA: skipping the {label} model: {msg}", StpaFallbackWarning, stacklevel=3)
-            elif label != "tuned (cache)":  # no tuned model is the normal case
+            if label != "tuned (cache)":  # no tuned model is the normal case
                 reasons.append(f"{label} model {path} is missing")
             continue
         untrusted = trust_problem(label, path)

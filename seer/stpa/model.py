@@ -13,9 +13,9 @@ parameters as plain arrays (tree nodes, coefficients, neighbour points; see
 :class:`~seer.stpa.estimator.PortableEstimator`), predicted with numpy alone.
 Loading a model therefore runs no code from the file and needs no
 scikit-learn.  A file whose format, version or schema differs from this
-code's is *incompatible*: it is not used.  Pickled (joblib) models of older
-SEER versions are refused, never unpickled: unpickling a planted file would
-run arbitrary code.
+code's is *incompatible*: it is not used.  A pickle (or joblib) file is
+refused, never unpickled: unpickling a planted file would run arbitrary
+code.
 
 The estimator predicts, for a workload's features and a candidate pool size
 ``w``, the log parallel efficiency ``log(speedup(w) / min(w, cores))`` where
@@ -43,8 +43,7 @@ from seer.stpa.features import candidate_features
 from seer.stpa.hardware import machine_features
 
 MODEL_FORMAT = "seer-stpa-model"
-#: Version of the model file layout and of the target's meaning (1: the
-#: joblib pickle of earlier SEER builds, no longer read; 2: JSON of the fitted parameters).
+#: Version of the model file layout and of the target's meaning (2: JSON of the fitted parameters).
 MODEL_VERSION = 2
 #: Version of the feature definitions (bump when a feature's meaning changes).
 #: 2: the load features (``free_cores``, ``free_core_share``,
@@ -93,8 +92,6 @@ THIN_MARGIN = 0.05
 TOLERANCE = 0.01
 
 MODEL_FILENAME = "stpa_model.json"
-#: The pickled model earlier SEER builds saved; found in a cache directory, it is reported and never loaded.
-LEGACY_MODEL_FILENAME = "stpa_model.joblib"
 DATASET_FILENAME = "stpa_dataset.jsonl"
 SHIPPED_DATASET_FILENAME = "stpa_dataset.jsonl.gz"
 #: Largest model file load_model reads: the shipped dataset's random forest
@@ -467,10 +464,8 @@ def load_model(path: str | os.PathLike) -> StpaModel:
     if not isinstance(doc, dict) or doc.get("format") != MODEL_FORMAT:
         raise IncompatibleModelError(f"{path} is not an STPA model file (format tag missing); {_expected()}")
     if doc.get("version") != MODEL_VERSION:
-        old = (" (version 1 is the pickled format of earlier SEER builds, or its metadata sidecar; run `seer tune` to "
-               "retrain)" if doc.get("version") == 1 else "")
         raise IncompatibleModelError(f"{path} has model version {doc.get('version')!r}; this SEER reads version "
-                                     f"{MODEL_VERSION}{old}")
+                                     f"{MODEL_VERSION} (run `seer tune` to train one)")
     schema = doc.get("schema")
     if doc.get("schema_version") != SCHEMA_VERSION or not isinstance(schema, list) or schema != FEATURE_SCHEMA:
         n = len(schema) if isinstance(schema, list) else "?"

@@ -49,35 +49,6 @@ from seer.stpa.model import (
     probe_measured,
 )
 
-# Names that lived in this module before it was split by role; seer.stpa exports them all.
-from seer.stpa.estimator import PortableEstimator  # noqa: E402,F401
-from seer.stpa.lookup import (  # noqa: E402,F401
-    active_model,
-    cache_dir,
-    model_search_path,
-    shipped_dataset_path,
-    shipped_model_path,
-)
-from seer.stpa.model import (  # noqa: E402,F401
-    CANDIDATE_SCHEMA,
-    DATASET_FILENAME,
-    FEATURE_SCHEMA,
-    HARDWARE_SCHEMA,
-    LEGACY_MODEL_FILENAME,
-    MAX_MODEL_BYTES,
-    MODEL_FILENAME,
-    MODEL_FORMAT,
-    MODEL_VERSION,
-    SCHEMA_VERSION,
-    SHIPPED_DATASET_FILENAME,
-    WORKLOAD_SCHEMA,
-    derived_features,
-    dumps_model,
-    feature_matrix,
-    load_model,
-    save_model,
-)
-
 
 # ---- the heuristic --------------------------------------------------------------------------
 
@@ -245,15 +216,6 @@ def default_pool_limit(max_workers: int | None) -> Iterator[None]:
         yield
     finally:
         _default_limit.reset(token)
-
-
-@contextlib.contextmanager
-def nested_pool() -> Iterator[None]:
-    """Deprecated: ``default_pool_limit(1)`` under its old name (removed in SEER 0.3)."""
-    warnings.warn("seer.stpa.nested_pool() is deprecated: use seer.stpa.default_pool_limit(1), which says what it "
-                  "does (it caps workers=\"auto\" at 1 in this thread)", DeprecationWarning, stacklevel=3)
-    with default_pool_limit(1):
-        yield
 
 
 # ---- choosing -----------------------------------------------------------------------------------

@@ -38,7 +38,7 @@ from typing import Iterable
 import numpy as np
 
 from seer._version import __version__
-from seer.stpa.estimator import FAMILIES, MAX_TREE_DEPTH, MAX_TREE_NODES, export_estimator  # noqa: F401  (export_estimator: its old home)
+from seer.stpa.estimator import FAMILIES, MAX_TREE_DEPTH, MAX_TREE_NODES, export_estimator
 from seer.stpa.model import (
     FEATURE_SCHEMA,
     ROW_SCHEMA_VERSIONS,

@@ -10,7 +10,7 @@
 **Rows.**  As in SuperSuit's and PufferLib's multi-agent vectorization, the
 vector env's ``num_envs`` counts *rows*, one per agent slot:
 ``num_envs = num_copies * agents_per_copy`` where ``num_copies`` is the
-``num_envs`` argument of :func:`make` (how many env copies run) and
+``num_copies`` argument of :func:`make` (how many env copies run) and
 ``agents_per_copy`` the largest ``len(possible_agents)`` of a copy.  Row
 ``c * agents_per_copy + j`` is agent ``possible_agents[j]`` of copy ``c``
 (``row_agents`` / ``row_copy`` map rows back).  ``infos["mask"]`` says which
@@ -21,7 +21,7 @@ by :class:`seer.Runtime`'s worker pool (for envs that release the GIL, such
 as SEER's own, whose whole step and autoreset run in C on this path: see
 ``csrc/seer_vector.h``).  ``"process"``: the copies live in worker processes;
 rows live in shared memory and each step is coordinated through flags in it
-(no pipes; see ``seer/vector/_process.py``); :class:`ProcessVectorEnv` adds
+(no pipes; see ``seer/vector/process/protocol.py``); :class:`ProcessVectorEnv` adds
 env-pool stepping (``send``/``recv``: the rows of whichever workers finish
 first).  Copy ``c`` is reset with seed
 ``seed + c`` for any worker count, so results are identical across worker
@@ -101,13 +101,13 @@ def _picklable_or_thread(env_fn) -> str:
     return "process"
 
 
-def make(env_fn: Callable[[], Any], num_copies: int | None = None, backend: str = "auto",
+def make(env_fn: Callable[[], Any], num_copies: int, backend: str = "auto",
          workers: int | str = "auto",
          autoreset_mode: AutoresetMode | str = AutoresetMode.NEXT_STEP, *, pad: bool = False,
          restart_failed: bool = False, copy: bool = True, validate_actions: bool = True,
          check_action_masks: bool = True, context: str | None = None, inline: bool | str = "auto",
          num_shards: int | None = None,
-         ray_address: str | None = None, shard_backend: str = "thread", num_envs: int | None = None,
+         ray_address: str | None = None, shard_backend: str = "thread",
          **options) -> SeerVectorEnv:
     """A :class:`SeerVectorEnv` over ``num_copies`` copies of ``env_fn()``.
 
@@ -119,8 +119,7 @@ def make(env_fn: Callable[[], Any], num_copies: int | None = None, backend: str 
             works.  The process backend pickles it with cloudpickle.
         num_copies: Number of env copies.  The result's ``num_envs`` counts
             rows (copies x agent slots, as Gymnasium's vector API counts
-            envs); its ``num_copies`` keeps this count.  (``num_envs=`` is
-            the old name of this argument: deprecated.)
+            envs); its ``num_copies`` keeps this count.
         backend: ``"auto"`` (default), ``"thread"``, ``"process"`` or
             ``"ray"``.  ``"auto"`` builds one probe copy and takes the thread
             backend when copies have seer.vector's native path (their step
@@ -133,7 +132,7 @@ def make(env_fn: Callable[[], Any], num_copies: int | None = None, backend: str 
         workers: An integer: threads of the runtime's pool, or processes
             stepping copies (with ``inline`` the calling process counts as
             one).  ``"auto"``: process backend, the usable cores (at most
-            ``num_envs``); thread backend, ``seer.stpa``'s choice, which
+            ``num_copies``); thread backend, ``seer.stpa``'s choice, which
             without a probe is 1 for Python handlers (they serialize on the
             GIL: threads pay off only for envs that release it for most of a
             step).  Ray backend: per shard; ``"auto"`` is the CPUs the
@@ -174,7 +173,7 @@ def make(env_fn: Callable[[], Any], num_copies: int | None = None, backend: str 
             interpreter takes the caller along); ``inline=False`` isolates
             every copy.
         num_shards: Ray backend: how many shard actors split the copies
-            (contiguous chunks; at most ``num_envs``).  Default: the
+            (contiguous chunks; at most ``num_copies``).  Default: the
             cluster's CPUs over ``num_cpus_per_shard``.
         ray_address: Ray backend: the cluster to join (``"auto"``: the one
             this node belongs to, as after ``ray start``); None starts a
@@ -210,14 +209,6 @@ def make(env_fn: Callable[[], Any], num_copies: int | None = None, backend: str 
         env_fn = env_fn.parallel_env
     if not callable(env_fn):
         raise TypeError(f"env_fn must be callable (returning a PettingZoo env), got {env_fn!r}")
-    if num_envs is not None:
-        if num_copies is not None:
-            raise TypeError("pass num_copies only (num_envs is its deprecated name)")
-        warnings.warn("seer.vector.make(num_envs=...) is deprecated: the argument counts env copies, so it is now "
-                      "num_copies (the result's num_envs counts rows)", DeprecationWarning, stacklevel=2)
-        num_copies = num_envs
-    if num_copies is None:
-        raise TypeError("make() needs num_copies: how many copies of env_fn() to run")
     if not isinstance(num_copies, numbers.Integral) or isinstance(num_copies, bool) or num_copies < 1:
         raise ValueError(f"num_copies={num_copies!r} is invalid: expected an integer >= 1 (the number of env copies)")
     num_envs = int(num_copies)

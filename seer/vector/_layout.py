@@ -16,7 +16,7 @@ import gymnasium
 import numpy as np
 from gymnasium import spaces
 
-from seer.errors import SpaceMismatchError  # noqa: F401  (defined in seer.errors; the old name keeps working)
+from seer.errors import SpaceMismatchError
 
 ARRAY_SPACES = (spaces.Box, spaces.Discrete, spaces.MultiDiscrete, spaces.MultiBinary)
 ALIGN = 64

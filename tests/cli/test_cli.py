@@ -13,6 +13,7 @@ import sys
 import pytest
 
 from seer import _io, cli
+from seer.stpa import model as M
 from seer.stpa import selector as S
 
 
@@ -103,7 +104,7 @@ def test_tune_cli_smoke(tmp_path, monkeypatch, capsys):
     assert rc == 0
     assert (cache / "stpa_dataset.jsonl").is_file() and (cache / "stpa_model.json").is_file()
     assert stat.S_IMODE(cache.stat().st_mode) == 0o700  # created by tune: private
-    assert S.load_model(cache / "stpa_model.json").meta["rows"] == 6  # 2 workloads quiet, 1 again loaded
+    assert M.load_model(cache / "stpa_model.json").meta["rows"] == 6  # 2 workloads quiet, 1 again loaded
     res = json.loads((tmp_path / "r.json").read_text())
     assert res["command"].startswith("seer tune --cache-dir") and res["evaluation"]["workloads"]
     assert set(res["evaluations"]) == {"quiet", "1core"}

@@ -390,12 +390,14 @@ def test_tracing_off_records_nothing():
         assert len(rt.trace.events) == 0 and len(rt.trace.windows) == 0
 
 
-def test_auto_workers_still_works_but_is_deprecated():
-    # The runtime takes integers (it sits below STPA); "auto" is kept for one release.
-    with pytest.warns(DeprecationWarning, match="seer.stpa.select_workers_for_model"):
-        rt = seer.Runtime(SyntheticModel(8), workers="auto")
-    with rt:
-        assert rt.workers >= 1
+def test_a_string_pool_size_is_refused_and_points_at_stpa():
+    # The runtime takes integers (it sits below STPA); choosing the size is STPA's job.
+    for bad in ("auto", "2"):
+        with pytest.raises(seer.InvalidArgumentError, match=f"workers={bad!r} is invalid.*seer.stpa.resolve_workers"
+                                                            f".*seer.stpa.make_runtime"):
+            seer.Runtime(SyntheticModel(8), workers=bad)
+    with seer.stpa.make_runtime(SyntheticModel(8), "auto") as rt:
+        assert rt.workers >= 1 and rt.tuner is not None
         assert rt.step(1.0).events > 0
 
 

@@ -19,6 +19,7 @@ from seer import stpa
 from seer.stpa import features as F
 from seer.stpa import load as LD
 from seer.stpa import model as M
+from seer.stpa import lookup as LK
 from seer.stpa import selector as S
 from seer.stpa import train as T
 from seer.stpa import tune as TU
@@ -324,7 +325,7 @@ def test_allowed_sizes():
 def test_the_shipped_model_extrapolates_sensibly():
     """On machine shapes it was not trained on, the shipped model stays within
     the usable cores and within what the probe showed the work can use."""
-    m, _ = S.active_model(warn=False)
+    m, _ = LK.active_model(warn=False)
     assert m is not None
     feats = {**stpa.machine_features(), "entities": 4096.0, "busy_us_per_window": 5000.0, "parallelism": 400.0,
              "active_entities": 4096.0, "probe2_speedup": 1.9, "probe2_workers": 2.0, "native_kind_share": 1.0,

@@ -48,7 +48,7 @@ def _active():
     S.clear_cache()
     with warnings.catch_warnings(record=True) as rec:
         warnings.simplefilter("always")
-        m, reasons = S.active_model()
+        m, reasons = LK.active_model()
     return m, reasons, [str(w.message) for w in rec if issubclass(w.category, S.StpaFallbackWarning)]
 
 
@@ -221,7 +221,7 @@ def test_the_shipped_refit_is_not_cached_in_an_untrusted_folder(tmp_path, monkey
     # A refit planted there beforehand is not read either.
     os.chmod(cache, 0o700)
     S.clear_cache()
-    m2, _ = S.active_model()
+    m2, _ = LK.active_model()
     [cached] = cache.glob("stpa_default-*.json")
     assert m2.path == str(cached)  # a private cache holds the refit for the next process
     doc = json.loads(cached.read_text())

@@ -92,13 +92,12 @@ def test_auto_backend_picks_threads_for_native_copies_and_processes_otherwise():
         assert envs.backend == "process"
 
 
-def test_num_envs_argument_is_deprecated_for_num_copies():
-    with pytest.warns(DeprecationWarning, match="num_copies"):
-        envs = make_thread(toy, num_envs=2)
-    with envs:
+def test_num_copies_is_required_and_num_envs_is_not_its_alias():
+    # num_envs is the result's row count (copies x agent slots), never the copies to run
+    with pytest.raises(TypeError, match="num_copies"):
+        make_thread(toy, num_envs=2)
+    with make_thread(toy, 2) as envs:
         assert envs.num_copies == 2 and envs.num_envs == 2 * envs.agents_per_copy
-    with pytest.raises(TypeError, match="num_copies only"):
-        make_thread(toy, 2, num_envs=2)
 
 
 def test_auto_workers():

@@ -12,7 +12,7 @@ import pytest
 
 import seer.vector
 from seer.errors import WorkerError
-from seer.vector import _process  # the old name: re-exports seer.vector.process
+from seer.vector.process import protocol  # the shared block's flags and sealed messages
 
 from toy_envs import ToyEnv  # noqa: E402  (tests/toy_envs.py, pickled by value)
 from test_vector_faults import assert_clean, shm_name  # noqa: E402
@@ -64,7 +64,7 @@ def test_forged_env_pool_request_is_refused_not_stepped():
         envs.step(A)
         assert (ticks(envs, [2, 3]) == 1).all()
         line = be.shared.line(1)
-        forge(envs, line + _process.REQ, line + _process.WBELL)  # "step worker 1's copies again"
+        forge(envs, line + protocol.REQ, line + protocol.WBELL)  # "step worker 1's copies again"
         be.child[1].proc.join(10.0)  # it refuses and leaves, saying why
         assert be.child[1].proc.exitcode == 1
         assert (ticks(envs, [2, 3]) == 1).all(), "the worker stepped its copies on a forged request"
@@ -86,7 +86,7 @@ def test_forged_op_number_is_refused_by_every_worker_not_run():
     try:
         envs.reset(seed=0)
         envs.step(A)  # CMD is STEP now: a bare GEN bump would step every copy again
-        forge(envs, _process.GEN, be.shared.line(0) + _process.WBELL)  # worker 1 sees it within its 0.2 s nap
+        forge(envs, protocol.GEN, be.shared.line(0) + protocol.WBELL)  # worker 1 sees it within its 0.2 s nap
         for p in be.procs:
             p.proc.join(10.0)
             assert p.proc.exitcode == 1
@@ -110,7 +110,7 @@ def test_forged_answer_is_refused_before_its_rows_are_read():
         envs.reset(seed=0)
         envs.set_attr("sleep", [0.0, 0.0, 30.0, 30.0])  # worker 1 is still in its step when the forger says "done"
         envs.step_async(A)
-        forge(envs, be.shared.line(1) + _process.DONE, _process.PBELL)
+        forge(envs, be.shared.line(1) + protocol.DONE, protocol.PBELL)
         with pytest.raises(WorkerError, match=r"(?s)refused the message of worker 1 .*DONE = \d+ .*does not carry that "
                                               r"worker's MAC.*none of its rows were read"):
             envs.step_wait(timeout=20.0)

@@ -19,7 +19,7 @@ import pytest
 
 import seer.vector
 from seer.errors import ClosedError, MisuseError, SeerError, WorkerError
-from seer.vector import _process  # the old name: re-exports seer.vector.process
+from seer.vector.process import protocol  # the shared block's flags and sealed messages
 
 from toy_envs import ToyEnv  # noqa: E402  (tests/toy_envs.py, pickled by value)
 from test_vector_faults import assert_clean, shm_name  # noqa: E402
@@ -158,7 +158,7 @@ def test_worker_timeout_is_checked():
     with make(worker_timeout=None) as envs:  # None: wait forever
         envs.reset(seed=0)
         envs.step(A)
-    assert _process.WORKER_TIMEOUT_S >= 60
+    assert protocol.WORKER_TIMEOUT_S >= 60
 
 
 # ---- threads ---------------------------------------------------------------------------------
@@ -295,7 +295,7 @@ class _Evil:
 def _worker_done(be, w):
     line = be.shared.line(w)
     deadline = time.monotonic() + 10.0
-    while be.flags.load(line + _process.DONE) != be.gen:
+    while be.flags.load(line + protocol.DONE) != be.gen:
         assert time.monotonic() < deadline, "the worker did not finish its step"
         time.sleep(0.005)
     return line
@@ -311,9 +311,9 @@ def test_forged_message_in_shared_memory_is_refused_not_unpickled(tmp_path):
     envs.step_async(A)
     line = _worker_done(be, 1)
     data = pickle.dumps([("info", 6, {"x": _Evil(str(marker))})])
-    blob = b"\0" * _process.MAC + data  # no key, no valid HMAC
+    blob = b"\0" * protocol.MAC + data  # no key, no valid HMAC
     be.shared.msg[1][:len(blob)] = np.frombuffer(blob, np.uint8)
-    be.ctl[line + _process.MSGLEN] = len(data)
+    be.ctl[line + protocol.MSGLEN] = len(data)
     # a new MSGLEN is refused by the flags' MAC, before the payload's HMAC is even looked at
     with pytest.raises(WorkerError, match=r"refused the message of worker 1 .*(HMAC does not match|does not carry "
                                           r"that worker's MAC)") as info:
@@ -331,13 +331,13 @@ def test_replayed_message_from_an_earlier_op_is_refused():
     be = envs._backend
     envs.reset(seed=0)  # worker 0 sends infos (copy 0's agent a0 has {"reset": True})
     line = be.shared.line(0)
-    n = int(be.ctl[line + _process.MSGLEN])
+    n = int(be.ctl[line + protocol.MSGLEN])
     assert n > 0
-    old = be.shared.msg[0][:_process.MAC + n].copy()
+    old = be.shared.msg[0][:protocol.MAC + n].copy()
     envs.step_async(np.zeros(12, np.int64))
     _worker_done(be, 0)
     be.shared.msg[0][:len(old)] = old  # authentic, but for the reset, not this step
-    be.ctl[line + _process.MSGLEN] = n
+    be.ctl[line + protocol.MSGLEN] = n
     with pytest.raises(WorkerError, match="refused the message of worker 0"):
         envs.step_wait()
     assert_clean(pids, name)
@@ -351,11 +351,11 @@ def test_forged_command_is_refused_by_the_worker(tmp_path):
     be = envs._backend
     envs.reset(seed=0)
     data = pickle.dumps(("call", "t", (), {}, _Evil(str(marker))))
-    blob = b"\1" * _process.MAC + data
+    blob = b"\1" * protocol.MAC + data
     be.shared.cmd[:len(blob)] = np.frombuffer(blob, np.uint8)
-    be.ctl[_process.CMD] = _process.CALL
-    be.ctl[_process.CMDLEN] = len(data)
-    be.flags.publish([_process.GEN], [be.gen + 1], [be.shared.line(w) + _process.WBELL for w in range(2)])
+    be.ctl[protocol.CMD] = protocol.CALL
+    be.ctl[protocol.CMDLEN] = len(data)
+    be.flags.publish([protocol.GEN], [be.gen + 1], [be.shared.line(w) + protocol.WBELL for w in range(2)])
     be.gen += 1
     for p in be.procs:  # before the next op's command replaces ours
         p.proc.join(10.0)
