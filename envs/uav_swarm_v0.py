@@ -319,8 +319,11 @@ class UavSwarmEnv(ClosingParallelEnv):
         problem goes to validate_actions, whose error names the agent and the
         value.  With ``black_death=True`` the dict also names lost agents:
         their actions are ignored."""
+        # a dict that also names agents that left (black_death, or a policy run on every possible
+        # agent) takes the fast path too: their actions are ignored, as validate_actions would
+        lenient = self.black_death or not self.strict_actions
         if type(actions) is dict and (len(actions) == len(agents) or
-                                      (self.black_death and actions.keys() <= self._index.keys())):
+                                      (lenient and actions.keys() <= self._index.keys())):
             try:
                 # no dtype= here: a cast would turn complex actions real silently
                 arr = np.array([actions[a] for a in agents])
