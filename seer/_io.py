@@ -20,18 +20,13 @@ import secrets
 from pathlib import Path
 from typing import IO, Iterator
 
-from seer.errors import UntrustedPathError
+from seer.errors import OutputPathError, UntrustedPathError
 
 __all__ = ["OutputPathError", "UntrustedPathError", "atomic_write_bytes", "atomic_write_text", "atomic_writer",
            "check_output_path", "check_trusted_dir", "check_trusted_file", "ensure_private_dir"]
 
 #: Mode of the cache directories SEER creates: only their owner may plant files there.
 PRIVATE_DIR_MODE = 0o700
-
-
-class OutputPathError(ValueError):
-    """An output path SEER refuses to write: a directory, a symbolic link,
-    something that is not a regular file, or a path whose folder is missing."""
 
 
 def check_output_path(path: str | os.PathLike, *, what: str = "output file") -> Path:

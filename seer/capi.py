@@ -24,13 +24,9 @@ import numbers
 import pathlib
 from typing import Any
 
-from seer.errors import InvalidArgumentError, SeerError
+from seer.errors import InvalidArgumentError, PluginVersionError
 
 _INCLUDE = pathlib.Path(__file__).resolve().parent / "include"
-
-
-class PluginVersionError(SeerError, ImportError):
-    """A plug-in module was built against another version of SEER's C API."""
 
 
 def get_include() -> str:

@@ -1,10 +1,11 @@
-"""Every exception SEER raises on purpose, all under :class:`SeerError`.
+"""Every exception SEER raises on purpose, all under :class:`SeerError`, and its warnings, under :class:`SeerWarning`.
 
 Each one also subclasses the builtin (or Gymnasium) error a caller would
 already catch, so code written against ``ValueError`` or
 ``gymnasium.error.ClosedEnvironmentError`` keeps working.  They live in one
 module, below every layer, so that the core, STPA and seer.vector raise the
-same classes without importing each other.
+same classes without importing each other.  (Exceptions that never leave
+the module raising them, signals inside one backend or cache, stay there.)
 """
 
 from gymnasium.error import ClosedEnvironmentError
@@ -140,3 +141,33 @@ class ActorRestartedError(SeerError, RuntimeError):
 class IncompatibleModelError(SeerError):
     """An STPA model file exists but cannot be used (corrupt, wrong format,
     version or feature schema); the message names the path and says which."""
+
+
+class PluginVersionError(SeerError, ImportError):
+    """A plug-in module was built against another version of SEER's C API
+    (raised by :class:`seer.capi.Plugin`)."""
+
+
+class NumbaCompileError(SeerError, TypeError):
+    """Numba could not compile a handler in nopython mode (its message follows)."""
+
+
+class OutputPathError(SeerError, ValueError):
+    """An output path SEER refuses to write: a directory, a symbolic link,
+    something that is not a regular file, or a path whose folder is missing."""
+
+
+class TooLittleDataError(SeerError, ValueError):
+    """An STPA dataset has too few usable workloads to train on."""
+
+
+class SeerWarning(UserWarning):
+    """Base of SEER's warnings."""
+
+
+class StpaFallbackWarning(SeerWarning):
+    """STPA's learned selector could not be used; the heuristic decided."""
+
+
+class SeerNumbaCacheWarning(SeerWarning):
+    """seer.numba compiled without its on-disk cache (the reason follows)."""

@@ -97,7 +97,7 @@ class Trace:
         written through, and a missing folder is not created.
 
         Raises:
-            seer._io.OutputPathError: ``path`` is a symbolic link, a
+            seer.errors.OutputPathError: ``path`` is a symbolic link, a
                 directory, or in a folder that does not exist.
         """
         ev, win = self.events, self.windows

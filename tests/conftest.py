@@ -3,7 +3,7 @@
 The suite mirrors the package (``tests/core/`` for the modules directly
 under ``seer/``, ``tests/stpa/``, ``tests/vector/``, ``tests/envs/``,
 ``tests/cli/``, ``tests/bench/``, ``tests/integrations/``).  There is no
-``tests/__init__.py`` (see DESIGN.md: with one, ``python -m pytest`` after a
+``tests/__init__.py`` (with one, ``python -m pytest`` after a
 plain install would import the source tree's ``seer``), so pytest imports
 each test file by its basename: basenames are unique across the suite.
 Loading this file puts ``tests/`` on ``sys.path``, which is how every test

@@ -205,3 +205,30 @@ def test_every_file_opens_with_a_line_that_says_what_it_holds():
         if not doc or len(doc.split("\n", 1)[0].strip()) < 10:
             bad.append(str(path.relative_to(ROOT)))
     assert not bad, f"files without an opening docstring that says what they hold: {bad}"
+
+
+#: Exceptions that never leave the module raising them (ARCHITECTURE.md): signals inside one backend or cache.
+INTERNAL_SIGNALS = {"seer/vector/_runner.py": {"ActionsRejected"}, "seer/vector/process/worker.py": {"ForgedFlag"},
+                    "seer/numba/_cache.py": {"Unkeyable"}, "seer/vector/ray/restart.py": {"_ShardDied"}}
+
+
+def test_errors_and_warnings_are_defined_in_seer_errors():
+    def is_exception(node, known):
+        names = {b.id if isinstance(b, ast.Name) else b.attr if isinstance(b, ast.Attribute) else "" for b in node.bases}
+        return any(n in known or n.endswith(("Error", "Exception", "Warning")) for n in names)
+
+    bad, found = [], {}
+    for path in sorted((ROOT / "seer").rglob("*.py")):
+        rel = str(path.relative_to(ROOT))
+        if rel == "seer/errors.py" or "__pycache__" in path.parts:
+            continue
+        known: set[str] = set()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ClassDef) and is_exception(node, known):
+                known.add(node.name)
+                found.setdefault(rel, set()).add(node.name)
+                if node.name not in INTERNAL_SIGNALS.get(rel, ()):
+                    bad.append(f"{rel}: {node.name}")
+    assert not bad, f"exception or warning classes defined outside seer/errors.py (define them there): {bad}"
+    gone = {rel: names - found.get(rel, set()) for rel, names in INTERNAL_SIGNALS.items()}
+    assert not any(gone.values()), f"INTERNAL_SIGNALS names classes that are gone (remove them): {gone}"

@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from seer._io import OutputPathError
+from seer.errors import OutputPathError
 from seer._version import DISTRIBUTION, __version__
 from seer.cli.bench import add_bench_parser
 from seer.cli.info import add_info_parser

@@ -9,8 +9,9 @@ import math
 from pathlib import Path
 
 from seer._checks import MAX_WORKERS
-from seer._io import OutputPathError, atomic_write_text, check_output_path
+from seer._io import atomic_write_text, check_output_path
 from seer._text import for_terminal, markup_safe
+from seer.errors import OutputPathError
 
 __all__ = ["MAX_ENTITIES", "MAX_SEED", "MAX_STEP_LENGTH", "MAX_WORKERS", "OUTPUT_HELP", "PLOT_FORMATS", "bounded_float_arg", "directory_arg", "existing_dir_arg", "int_arg",
            "json_target_arg", "output_path_arg", "plot_path_arg", "positive_float_arg", "sizes_arg", "write_output"]

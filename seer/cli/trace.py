@@ -6,7 +6,7 @@ import sys
 import time
 
 from seer import registry
-from seer._io import OutputPathError
+from seer.errors import OutputPathError
 from seer._text import for_terminal
 from seer.cli.args import (MAX_ENTITIES, MAX_STEP_LENGTH, MAX_WORKERS, OUTPUT_HELP, bounded_float_arg, int_arg,
                            output_path_arg)

@@ -89,7 +89,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from seer.errors import InvalidArgumentError, SeerError
+from seer.errors import InvalidArgumentError, NumbaCompileError, SeerNumbaCacheWarning
 
 try:
     import numba
@@ -97,14 +97,10 @@ except ImportError:  # the decorators say how to get it
     numba = None
 
 if numba is not None:
-    from seer.numba._cache import SeerNumbaCacheWarning
     from seer.numba._compile import REGISTRY as _REGISTRY  # noqa: F401  (read by the generated modules)
     from seer.numba._intrinsics import (  # noqa: F401  (the generated entry points use the private ones)
         _as_ptr, _guard_copy, _guard_event, emit, model_table, random_u64, rt_push, rt_reset, rt_step, uniform)
 else:  # pragma: no cover - exercised where numba is missing
-
-    class SeerNumbaCacheWarning(UserWarning):
-        """seer.numba compiled without its on-disk cache."""
 
     def emit(*args):
         _need_numba()
@@ -124,10 +120,6 @@ _DTYPES = {"f8": np.float64, "f4": np.float32, "i8": np.int64, "i4": np.int32, "
 #: the most dimensions a State array may have (Numba compiles each one into every handler's entry)
 MAX_NDIM = 8
 _LOCK = threading.Lock()
-
-
-class NumbaCompileError(SeerError, TypeError):
-    """Numba could not compile a handler in nopython mode (its message follows)."""
 
 
 def _need_numba() -> None:

@@ -28,16 +28,12 @@ import numpy as np
 from numba.core import caching as _caching
 from numba.core.dispatcher import Dispatcher
 
-from seer.errors import UntrustedPathError
+from seer.errors import SeerNumbaCacheWarning, UntrustedPathError
 
 _WARNED: set = set()
 _TRUSTED: dict[str, pathlib.Path | None] = {}
 # Packages whose names stand for their code: their version is in Numba's key already
 _OPAQUE_MODULES = ("numpy", "numba", "llvmlite", "seer", "math", "cmath", "builtins")
-
-
-class SeerNumbaCacheWarning(UserWarning):
-    """seer.numba compiled without its on-disk cache (the reason follows)."""
 
 
 def warn_once(key, message: str) -> None:

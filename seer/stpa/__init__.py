@@ -51,14 +51,14 @@ Modules, by role (none imports a module that imports it back):
   training and ``seer tune`` (they import scikit-learn when they run).
 """
 
-from seer.errors import IncompatibleModelError
+from seer.errors import IncompatibleModelError, StpaFallbackWarning
 from seer.stpa.estimator import PortableEstimator
 from seer.stpa.features import (ProbeResult, candidate_features, probe, probe_stepper, static_workload_features,
                                 trace_features)
 from seer.stpa.hardware import hardware_features, machine_features
 from seer.stpa.load import background_load, cpu_pressure, free_cores, restricted_affinity
 from seer.stpa.lookup import active_model, cache_dir, model_search_path, shipped_dataset_path, shipped_model_path
-from seer.stpa.model import (FEATURE_SCHEMA, MODEL_VERSION, SCHEMA_VERSION, StpaFallbackWarning, StpaModel,
+from seer.stpa.model import (FEATURE_SCHEMA, MODEL_VERSION, SCHEMA_VERSION, StpaModel,
                              allowed_sizes, candidate_sizes, choose_by_rules, choose_from_scores, feature_matrix,
                              load_model, measured_overrule, probe_measured, save_model)
 from seer.stpa.online import PoolTuner, attach_tuner, make_runtime, online_refine

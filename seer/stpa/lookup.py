@@ -5,7 +5,7 @@ wrote in the cache directory (``$SEER_CACHE_DIR``, else
 ``platformdirs.user_cache_dir("seer")``, which honours
 ``$XDG_CACHE_HOME``); the default model shipped in ``seer/data/``.  A file
 that exists but cannot be used is skipped with a warning
-(:class:`~seer.stpa.model.StpaFallbackWarning`) naming why, except the
+(:class:`~seer.errors.StpaFallbackWarning`) naming why, except the
 shipped model, which is refitted from the shipped dataset when it cannot be
 used (this needs scikit-learn) and cached in the cache directory; when none
 can be used the selector's documented heuristic decides, with a warning.
@@ -15,7 +15,7 @@ creates have mode 0700; model files are written atomically.
 Trust: nothing is read from a cache directory that another user owns or that
 group or others can write to, nor from a ``$SEER_STPA_MODEL`` file another
 user could have written (:class:`~seer.errors.UntrustedPathError`): such a
-model is skipped with one :class:`~seer.stpa.model.StpaFallbackWarning` per
+model is skipped with one :class:`~seer.errors.StpaFallbackWarning` per
 process and the next candidate (in the end the shipped model) decides, and
 the shipped model's refit is then kept in memory rather than cached there.
 """
@@ -29,11 +29,10 @@ import warnings
 from pathlib import Path
 
 from seer._version import __version__
-from seer.errors import IncompatibleModelError, UntrustedPathError
+from seer.errors import IncompatibleModelError, StpaFallbackWarning, UntrustedPathError
 from seer.stpa.model import (
     MODEL_FILENAME,
     SHIPPED_DATASET_FILENAME,
-    StpaFallbackWarning,
     StpaModel,
     load_model,
     save_model,

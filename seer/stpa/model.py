@@ -115,10 +115,6 @@ CANDIDATE_SCHEMA = ["workers", "workers_per_core", "oversubscription", "log_work
 FEATURE_SCHEMA = HARDWARE_SCHEMA + LOAD_SCHEMA + WORKLOAD_SCHEMA + CANDIDATE_SCHEMA
 
 
-class StpaFallbackWarning(UserWarning):
-    """The learned selector could not be used; the heuristic decided."""
-
-
 # ---- features -> model inputs ---------------------------------------------------------------
 
 def _log1p(x) -> float:
@@ -395,7 +391,7 @@ def save_model(model: StpaModel, path: str | os.PathLike) -> Path:
     is refused rather than written through.
 
     Raises:
-        seer._io.OutputPathError: ``path`` is a symbolic link or a directory.
+        seer.errors.OutputPathError: ``path`` is a symbolic link or a directory.
     """
     from seer._io import atomic_write_text, ensure_private_dir
 

@@ -5,7 +5,7 @@ the active learned model (:mod:`seer.stpa.lookup`) scores every candidate
 pool size from a short probe's features (:mod:`seer.stpa.features`) and
 this machine's (:mod:`seer.stpa.hardware`); without a usable model the
 documented :func:`heuristic_workers` decides, with a
-:class:`~seer.stpa.model.StpaFallbackWarning`.  :func:`resolve_workers` is
+:class:`~seer.errors.StpaFallbackWarning`.  :func:`resolve_workers` is
 what the layers that offer ``workers="auto"`` (the envs, ``seer.vector``,
 ``seer.wrap``) call: it checks the argument and resolves ``"auto"``.
 
@@ -33,13 +33,12 @@ from pathlib import Path
 from typing import Any, Hashable, Iterator, Mapping
 
 from seer._checks import check_workers
-from seer.errors import IncompatibleModelError
+from seer.errors import IncompatibleModelError, StpaFallbackWarning
 from seer.stpa import lookup
 from seer.stpa.features import probe, probe_stepper, static_workload_features
 from seer.stpa.hardware import forget_machine_features, machine_features
 from seer.stpa.model import (
     TOLERANCE,
-    StpaFallbackWarning,
     StpaModel,
     allowed_sizes,
     candidate_sizes,

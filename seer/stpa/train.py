@@ -38,6 +38,7 @@ from typing import Iterable
 import numpy as np
 
 from seer._version import __version__
+from seer.errors import TooLittleDataError
 from seer.stpa.estimator import FAMILIES, MAX_TREE_DEPTH, MAX_TREE_NODES, export_estimator
 from seer.stpa.model import (
     FEATURE_SCHEMA,
@@ -47,10 +48,6 @@ from seer.stpa.model import (
     choose_by_rules,
     feature_matrix,
 )
-
-
-class TooLittleDataError(ValueError):
-    """The dataset has too few usable workloads to train on."""
 
 
 # ---- dataset -------------------------------------------------------------------------------

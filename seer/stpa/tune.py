@@ -605,7 +605,7 @@ def write_json(result: dict, path: Path, what: str = "JSON file") -> None:
     """Write ``result`` atomically (see :mod:`seer._io`; the folder must exist).
 
     Raises:
-        seer._io.OutputPathError: ``path`` is a symbolic link, a directory or
+        seer.errors.OutputPathError: ``path`` is a symbolic link, a directory or
             in a missing folder.
     """
     from seer._io import atomic_write_text
