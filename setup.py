@@ -4,5 +4,5 @@ from setuptools import setup
 # cffi builds them against the stable ABI (.abi3.so), so one wheel serves
 # CPython 3.11 and later: tag it so.
 setup(cffi_modules=["seer/_build.py:ffibuilder", "seer/_build_synth.py:ffibuilder",
-                    "envs/_build.py:uav_swarm_ffi", "envs/_build.py:wireless_ffi"],
+                    "seer/envs/_build.py:uav_swarm_ffi", "seer/envs/_build.py:wireless_ffi"],
       options={"bdist_wheel": {"py_limited_api": "cp311"}})

@@ -206,7 +206,7 @@ AB_DRIVER_C = r"""
 import json, os, sys, time
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 import numpy as np
-from seer.envs import _uav_model as M
+from seer.envs.uav_swarm import model as M
 sc, w, steps, warm = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
 cfg = M.make_config(sc)
 sim = M.SeerSim(cfg, workers=w)

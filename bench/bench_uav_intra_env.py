@@ -36,7 +36,7 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 import numpy as np
 
 from seer.bench.common import add_report_args, machine_info, parallel_capacity, write_report
-from seer.envs import _uav_model as M
+from seer.envs.uav_swarm import model as M
 
 # steps per block, blocks start after WARM steps of each env
 BLOCK = {"large": 200, "xlarge": 20, "xxlarge": 2}

@@ -23,7 +23,7 @@ DRIVER = r"""
 import json, os, sys, time
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 import numpy as np
-from seer.envs import _uav_model as M
+from seer.envs.uav_swarm import model as M
 sc, w, block, rounds = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
 sim = M.SeerSim(M.make_config(sc), workers=w)
 lat = {"space": [], "id": []}

@@ -1,6 +1,6 @@
 """cffi build script (API, out-of-line mode) of SEER's core, seer._seer_c: the queue, runtime, vector pool and flags of csrc/*.c.
 
-Nothing else goes into the core: the built-in envs (envs/_build.py) and the
+Nothing else goes into the core: the built-in envs (seer/envs/_build.py) and the
 synthetic workload (seer/_build_synth.py) are plug-ins, each its own module
 built against the public API alone.  The C declarations come from the plain
 headers in csrc/, read by seer/_cdef.py (loaded by path: seer is not

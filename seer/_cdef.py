@@ -1,7 +1,7 @@
 """C headers as cffi cdef text: SEER's public API (what seer.capi.cdef() returns) and a module's own headers.
 
 This file imports nothing from seer: build scripts (seer/_build.py,
-seer/_build_synth.py, envs/_build.py) run before the package is built, so
+seer/_build_synth.py, seer/envs/_build.py) run before the package is built, so
 they load it by path (``runpy.run_path``) instead of importing seer.
 """
 

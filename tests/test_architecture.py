@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import pathlib
+import re
 
 import pytest
 
@@ -31,13 +32,13 @@ LAYERS = {
 }
 LAYER_NAMES = {0: "core", 1: "policy (stpa)", 2: "envs/vector/wrap", 3: "integrations/CLI/bench"}
 #: The compiled modules setup.py's cffi_modules build (present only once built).
-EXTENSIONS = ("seer._seer_c", "seer._synth_c", "seer.envs._uav_swarm_c", "seer.envs._wireless_c")
+EXTENSIONS = ("seer._seer_c", "seer._synth_c", "seer.envs.uav_swarm._uav_swarm_c", "seer.envs.wireless._wireless_c")
 
 
 def module_files() -> dict[str, pathlib.Path | None]:
-    """Module name -> file, for seer/ and envs/ (importable as seer.envs); None for a C extension."""
+    """Module name -> file, for seer/ (SEER's envs in seer/envs/ included); None for a C extension."""
     out = {}
-    for base, prefix in ((ROOT / "seer", "seer"), (ROOT / "envs", "seer.envs")):
+    for base, prefix in ((ROOT / "seer", "seer"),):
         for path in base.rglob("*.py"):
             rel = path.relative_to(base).with_suffix("")
             if any(part.startswith(".") or part in ("__pycache__", "build") for part in rel.parts):
@@ -180,19 +181,27 @@ def test_core_and_policy_never_import_envs_vector_wrap_cli_or_bench(graph):
 def test_nothing_in_seer_imports_an_env_or_the_package_facade(graph):
     modules = module_files()
     in_seer = {m for m, p in modules.items() if p is not None and ROOT / "seer" in p.parents}
+    envs = ROOT / "seer" / "envs"
     bad = [f"{m} imports {t}" for m in sorted(in_seer) for t in sorted(graph[m])
-           if t.startswith("seer.envs") or (t == "seer" and m != "seer")]
+           if (t.startswith("seer.envs") and envs not in modules[m].parents) or (t == "seer" and m != "seer")]
     assert not bad, ("seer/ finds envs through seer.registry only, and never imports its own façade "
                      "(seer/__init__.py); import the module that defines the name:\n" + "\n".join(bad))
 
 
-def test_no_private_env_module_is_imported_from_seer():
-    # Textual too: a string passed to importlib would escape the graph above.
+def test_no_part_of_an_env_is_named_from_seer():
+    # Textual too: a string passed to importlib would escape the graph above.  Outside seer/envs/ only an env's
+    # public, versioned module (seer.envs.uav_swarm_v0) may be named, never its parts (seer.envs.uav_swarm.model).
+    envs = ROOT / "seer" / "envs"
+    public = re.compile(r"seer\.envs\.[a-z][a-z0-9_]*_v[0-9]+\b")
     bad = []
     for path in (ROOT / "seer").rglob("*.py"):
-        if "seer.envs._" in path.read_text(encoding="utf-8"):
-            bad.append(str(path.relative_to(ROOT)))
-    assert not bad, f"files under seer/ that name a private module of seer.envs: {bad}"
+        if envs in path.parents:
+            continue
+        text = public.sub("", path.read_text(encoding="utf-8"))
+        hits = sorted(set(re.findall(r"seer\.envs\.[A-Za-z_][\w.]*", text)))
+        if hits:
+            bad.append(f"{path.relative_to(ROOT)}: {hits}")
+    assert not bad, f"files under seer/ that name a part of one of seer.envs' envs: {bad}"
 
 
 def test_every_file_opens_with_a_line_that_says_what_it_holds():

@@ -9,8 +9,8 @@ import pytest
 
 import seer
 from seer._seer_c import ffi, lib
-from seer.envs import _uav_model as M
-from seer.envs._uav_reference import ReferenceSim
+from seer.envs.uav_swarm import model as M
+from seer.envs.uav_swarm.reference import ReferenceSim
 from seer.synthetic import PythonSyntheticModel, SyntheticModel
 
 # Above the env's inline threshold (PAR_MIN = 2048 UAVs), so the phases

@@ -26,10 +26,10 @@ trap 'rm -rf "$TMP"' EXIT
 SRCS=(csrc/tests/stress_queue.c csrc/seer_queue.c)
 RT_SRCS=(csrc/tests/stress_runtime.c csrc/seer_runtime.c csrc/seer_queue.c csrc/seer_crash.c)
 CLOSE_SRCS=(csrc/tests/stress_close.c csrc/seer_runtime.c csrc/seer_queue.c csrc/seer_crash.c)
-VEC_SRCS=(csrc/tests/stress_vector_uav.c csrc/seer_vector.c envs/csrc/uav_swarm.c envs/csrc/uav_swarm_step.c
+VEC_SRCS=(csrc/tests/stress_vector_uav.c csrc/seer_vector.c seer/envs/uav_swarm/csrc/uav_swarm.c seer/envs/uav_swarm/csrc/uav_swarm_step.c
           csrc/seer_runtime.c csrc/seer_queue.c csrc/seer_crash.c)
 FLAGS_SRCS=(csrc/tests/stress_flags.c csrc/seer_flags.c)
-COMMON=(-std=c11 -O1 -g -fno-omit-frame-pointer -Wall -Wextra -pthread -Icsrc -Icsrc/include -Ienvs/csrc)
+COMMON=(-std=c11 -O1 -g -fno-omit-frame-pointer -Wall -Wextra -pthread -Icsrc -Icsrc/include -Iseer/envs/uav_swarm/csrc)
 REPORT_RE='ThreadSanitizer|AddressSanitizer|LeakSanitizer|UndefinedBehaviorSanitizer|runtime error:'
 
 export TSAN_OPTIONS="halt_on_error=1 exitcode=66 second_deadlock_stack=1 history_size=4"

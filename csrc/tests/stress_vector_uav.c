@@ -1,5 +1,5 @@
 /* Validation program for seer.vector's native path over the UAV swarm
- * (seer_vector.c, envs/csrc/uav_swarm*.c, seer_runtime.c, seer_queue.c), without
+ * (seer_vector.c, seer/envs/uav_swarm/csrc/uav_swarm*.c, seer_runtime.c, seer_queue.c), without
  * Python: copies of the swarm, each with its own one-worker runtime, are
  * the entities of an outer runtime whose native handler steps them.
  *
@@ -63,7 +63,7 @@ static void *zalloc(size_t n) {
 }
 
 /* One copy: the model's arrays, its runtime, its env struct (the same
- * constants as envs/_uav_model.py's UavConfig defaults). */
+ * constants as seer/envs/uav_swarm/model.py's UavConfig defaults). */
 typedef struct copy {
     seer_uav m;
     seer_uav_env e;

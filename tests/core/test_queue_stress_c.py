@@ -104,7 +104,7 @@ def vector_stress_binary(tmp_path_factory):
     if CC is None:
         pytest.skip("no C compiler found (cc, gcc, clang or $CC)")
     out = tmp_path_factory.mktemp("stress") / "stress_vector_uav"
-    envs = CSRC.parent / "envs" / "csrc"  # the env is a plug-in: its C lives beside it
+    envs = CSRC.parent / "seer" / "envs" / "uav_swarm" / "csrc"  # the env is a plug-in: its C lives in its folder
     sources = [CSRC / "tests" / "stress_vector_uav.c", CSRC / "seer_vector.c", envs / "uav_swarm.c",
                envs / "uav_swarm_step.c", CSRC / "seer_runtime.c", CSRC / "seer_queue.c", CSRC / "seer_crash.c"]
     cmd = [CC, "-std=c11", "-O2", "-g", "-pthread", "-Wall", f"-I{CSRC}", f"-I{CSRC / 'include'}", f"-I{envs}",

@@ -8,9 +8,9 @@ import warnings
 import numpy as np
 import pytest
 
-from seer.envs import _uav_model as M
+from seer.envs.uav_swarm import model as M
 from seer.envs import uav_swarm_v0 as U
-from seer.envs._uav_reference import ReferenceSim, close_pairs
+from seer.envs.uav_swarm.reference import ReferenceSim, close_pairs
 from seer.errors import HandlerError
 
 

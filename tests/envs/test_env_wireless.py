@@ -11,10 +11,10 @@ import numpy as np
 import pytest
 
 from seer._seer_c import lib
-from seer.envs import wireless_model as wm
+from seer.envs.wireless import cellular as wm
 from seer.envs import wireless_v0
-from seer.envs._wireless_reference import WirelessReference
-from seer.envs._wireless_seer import KIND_NAMES, WirelessSeer
+from seer.envs.wireless.reference import WirelessReference
+from seer.envs.wireless.model import KIND_NAMES, WirelessSeer
 
 me = pytest.importorskip("mobile_env")
 from mobile_env.core.channels import Channel, OkumuraHata  # noqa: E402

@@ -11,8 +11,8 @@ import dataclasses
 import numpy as np
 import pytest
 
-from seer.envs import _uav_model as M
-from seer.envs._uav_reference import ReferenceSim
+from seer.envs.uav_swarm import model as M
+from seer.envs.uav_swarm.reference import ReferenceSim
 
 
 def run_against_reference(cfg, steps, workers, seed, boost=None):

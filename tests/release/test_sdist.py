@@ -33,7 +33,7 @@ def sdist_names(tmp_path_factory):
 
 @pytest.mark.timeout(300)
 def test_the_sdist_ships_every_c_source_and_header(sdist_names):
-    wanted = {p.relative_to(ROOT).as_posix() for d in ("csrc", "envs/csrc", "seer/include")
+    wanted = {p.relative_to(ROOT).as_posix() for d in ("csrc", "seer/envs", "seer/include")
               for p in (ROOT / d).rglob("*") if p.suffix in (".c", ".h") and "build" not in p.parts}
     assert wanted, "no C sources found in the tree"
     assert not wanted - sdist_names, f"missing from the sdist: {sorted(wanted - sdist_names)}"
@@ -42,7 +42,7 @@ def test_the_sdist_ships_every_c_source_and_header(sdist_names):
 @pytest.mark.timeout(300)
 def test_the_sdist_ships_build_scripts_licence_and_changelog(sdist_names):
     need = {"setup.py", "pyproject.toml", "LICENSE", "CHANGELOG.md", "README.md", "seer/_build.py",
-            "seer/_build_synth.py", "seer/_cdef.py", "envs/_build.py", "seer/_version.py"}
+            "seer/_build_synth.py", "seer/_cdef.py", "seer/envs/_build.py", "seer/_version.py"}
     assert not need - sdist_names, f"missing from the sdist: {sorted(need - sdist_names)}"
 
 

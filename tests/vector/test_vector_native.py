@@ -12,7 +12,7 @@ import pytest
 from gymnasium.vector import AutoresetMode
 
 import seer.vector
-from seer.envs import _uav_model as M
+from seer.envs.uav_swarm import model as M
 from seer.envs import uav_swarm_v0, wireless_v0
 
 cloudpickle.register_pickle_by_value(sys.modules[__name__])

@@ -1,5 +1,5 @@
 /* UAV swarm: native handlers.  The float operations below are written in
- * the same order as the numpy reference (envs/_uav_reference.py) so that
+ * the same order as the numpy reference (seer/envs/uav_swarm/reference.py) so that
  * both give bit-identical results; the build uses -ffp-contract=off, so no
  * multiply-add is fused behind our back. */
 #include "uav_swarm.h"

@@ -1,5 +1,5 @@
 """Time-stepped numpy reference of wireless_v0: the same model as the SEER
-version (envs/_wireless_seer.py + envs/csrc/wireless.c), simulated the way an
+version (seer/envs/wireless/model.py + seer/envs/wireless/csrc/wireless.c), simulated the way an
 existing simulator does it, one step at a time over arrays of all UEs.
 
 Within a step ``[t, t + 1)`` it applies the actions (time ``t``), then the
@@ -17,13 +17,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import wireless_model as wm
+from seer.envs.wireless import cellular as wm
 
 _REPORT, _ATTACH, _DETACH, _DEMAND = 0, 1, 2, 3
 
 
 class WirelessReference:
-    """Array-level API identical to :class:`envs._wireless_seer.WirelessSeer`."""
+    """Array-level API identical to :class:`seer.envs.wireless.model.WirelessSeer`."""
 
     engine = "reference"
     workers = 1

@@ -1,6 +1,6 @@
 /* UAV swarm environment (seer.envs.uav_swarm_v0): native event handlers and
- * the whole env step, built by envs/_build.py as the plug-in module
- * seer.envs._uav_swarm_c against <seer/seer.h> alone.
+ * the whole env step, built by seer/envs/_build.py as the plug-in module
+ * seer.envs.uav_swarm._uav_swarm_c against <seer/seer.h> alone.
  *
  * One entity per UAV.  Two event kinds:
  *   SEER_UAV_TICK  the UAV's own clock (10, 20 or 50 Hz): broadcast its state
@@ -12,7 +12,7 @@
  *                  payload = the tick the sender broadcast at; the message
  *                  body is the sender's broadcast row (bcast).
  *
- * All arrays are owned by the Python model (envs/_uav_model.py); see there
+ * All arrays are owned by the Python model (seer/envs/uav_swarm/model.py); see there
  * for the equations.  A handler writes only its own UAV's rows.  It reads
  * other UAVs' positions from the window-start snapshot (snap_pos) and their
  * broadcasts from the live rows (bcast, bcast_tick): the RECVs of the
@@ -115,7 +115,7 @@ int seer_uav_recv(seer_ctx *ctx, const seer_event *ev);
  * readout, losses) in one call, so Python releases the GIL once per step;
  * seer_uav_copy_step is the same step for seer.vector's native path, rows
  * in and out.  The readout is the float-for-float image of the numpy one
- * (envs/_uav_reference.py, NumpyReadout): same operations in the same
+ * (seer/envs/uav_swarm/reference.py, NumpyReadout): same operations in the same
  * order, so both engines keep giving bit-identical observations. */
 
 /* Indices into seer_uav_env.episode. */

@@ -1,6 +1,6 @@
 /* wireless_v0: mobile-env's cellular model as SEER native handlers, the
  * step-end kernels and a whole env step (the native copy of seer.vector),
- * built by envs/_build.py as the plug-in module seer.envs._wireless_c
+ * built by seer/envs/_build.py as the plug-in module seer.envs.wireless._wireless_c
  * against <seer/seer.h> alone.
  *
  * Entities 0..num_bs-1 are base stations (BS), num_bs..num_bs+num_ue-1 are

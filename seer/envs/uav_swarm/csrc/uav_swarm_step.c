@@ -1,6 +1,6 @@
 /* UAV swarm: a whole env step in C (see uav_swarm.h).
  *
- * Every float expression mirrors the numpy readout of envs/_uav_reference.py
+ * Every float expression mirrors the numpy readout of seer/envs/uav_swarm/reference.py
  * (NumpyReadout) operation for operation, including the order in which
  * separation penalties are summed (numpy's bincount over the pair list), so
  * the SEER engine and the reference stay bit-identical; -ffp-contract=off
@@ -563,7 +563,7 @@ int seer_uav_env_reset(seer_uav_env *e, uint64_t seed) {
 
 /* numpy's pair search visits half of the 27 neighbour offsets (dz, dy, dx):
  * (0, 0, 0) first, then the 13 lexicographically greater ones (HALF in
- * envs/_uav_model.py); separation() walks them as rows, FROWS below. */
+ * seer/envs/uav_swarm/model.py); separation() walks them as rows, FROWS below. */
 
 /* First index in sorted[lo, hi) whose cell (the high 32 bits) is >= cell. */
 static int32_t lower_cell(const uint64_t *sorted, int32_t lo, int32_t hi, uint64_t cell) {

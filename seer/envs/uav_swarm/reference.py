@@ -3,8 +3,8 @@
 This is what an existing simulator does: advance a global clock by the
 gcd of the UAV periods (one tick, 0.01 s) and at every tick update, in
 vectorized numpy, the UAVs whose own clock is due.  It implements the same
-model as the event-driven version (envs/_uav_model.py and
-envs/csrc/uav_swarm.c), with the float operations in the same order, so both
+model as the event-driven version (seer/envs/uav_swarm/model.py and
+seer/envs/uav_swarm/csrc/uav_swarm.c), with the float operations in the same order, so both
 give bit-identical states, observations and rewards.
 
 Tick ``j`` of a step, in the order that matches the event-driven version
@@ -19,7 +19,7 @@ change the result, exactly as the per-UAV event order does not):
    ``max_recipients`` nearest by (distance, id);
 3. every due UAV integrates its dynamics over its period (TICK, part 2).
 
-The broadcast grid is built by the numpy code of envs/_uav_model.py that
+The broadcast grid is built by the numpy code of seer/envs/uav_swarm/model.py that
 the C grid mirrors; the step-end readout (:class:`NumpyReadout`, below) is
 the numpy original of the C readout the SEER engine runs.
 """
@@ -28,8 +28,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._uav_swarm_c import lib
-from seer.envs._uav_model import (
+from seer.envs.uav_swarm._uav_swarm_c import lib
+from seer.envs.uav_swarm.model import (
     EP_LIVE,
     EP_STEPS,
     EP_TICK,
@@ -53,7 +53,7 @@ def _group_rank(sorted_keys: np.ndarray) -> np.ndarray:
 
 
 class ReferenceSim:
-    """Same interface as :class:`envs._uav_model.SeerSim`: ``reset(seed,
+    """Same interface as :class:`seer.envs.uav_swarm.model.SeerSim`: ``reset(seed,
     max_cycles)``, write actions into ``state["acc"]``, ``step()`` one env
     step (``advance()`` then the readout and the losses); results in
     :attr:`out`."""
@@ -249,7 +249,7 @@ class NumpyReadout:
     """Observations, rewards and losses at a step end, from the state arrays.
 
     The SEER engine computes the same in C (``seer_uav_readout`` in
-    envs/csrc/uav_swarm_step.c, float for float: same operations, same
+    seer/envs/uav_swarm/csrc/uav_swarm_step.c, float for float: same operations, same
     order), so the two engines' comparison isolates what differs: how the
     state evolves inside a step, and proves the C readout along the way.
 

@@ -1,5 +1,5 @@
-"""wireless_v0 as a SEER model: native handlers (envs/csrc/wireless.c, the
-plug-in module seer.envs._wireless_c) run the events; the same module's
+"""wireless_v0 as a SEER model: native handlers (seer/envs/wireless/csrc/wireless.c, the
+plug-in module seer.envs.wireless._wireless_c) run the events; the same module's
 step-end kernels turn the drained state into observations and rewards, and
 its ``wl_env_step`` runs a whole env step for the single env and for
 seer.vector's native copy alike.
@@ -39,9 +39,9 @@ from seer.capi import Plugin
 from seer.model import EventKind, Model
 from seer.stpa import make_runtime
 
-from . import _wireless_c
-from . import wireless_model as wm
-from ._wireless_c import ffi, lib
+from seer.envs.wireless import _wireless_c
+from seer.envs.wireless import cellular as wm
+from seer.envs.wireless._wireless_c import ffi, lib
 
 #: the env's C code, checked against this SEER's C API
 PLUGIN = Plugin(_wireless_c)
@@ -56,7 +56,7 @@ def _ptr(ctype: str, arr: np.ndarray):
 
 
 class WirelessModel(Model):
-    """The SEER model of :class:`envs.wireless_model.WirelessParams`."""
+    """The SEER model of :class:`seer.envs.wireless.cellular.WirelessParams`."""
 
     def __init__(self, params: wm.WirelessParams):
         B, U = params.num_bs, params.num_ue

@@ -2,7 +2,7 @@
  * wireless.h).
  *
  * Float expressions are written in the same order as the numpy reference
- * (envs/_wireless_reference.py) and compiled with -ffp-contract=off, so both
+ * (seer/envs/wireless/reference.py) and compiled with -ffp-contract=off, so both
  * produce bit-identical results.  Channel values come from tables indexed by
  * integer squared distance; the one transcendental call, the utility's log,
  * is the C library's (wl_utilities), which the single env and seer.vector's

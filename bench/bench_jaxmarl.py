@@ -1,8 +1,8 @@
 """Many agents per core: SEER's vector env on uav_swarm_v0 against JaxMARL's
 jit-compiled MPE simple_spread, in agent-steps per second, in one run.
 
-    python bench/bench_peers.py --jax-python /tmp/peervenv/bin/python   # writes bench/results/peers.{json,md}
-    python bench/bench_peers.py --quick                                  # a short smoke run (no files unless --out)
+    python bench/bench_jaxmarl.py --jax-python /tmp/peervenv/bin/python   # writes bench/results/jaxmarl.{json,md}
+    python bench/bench_jaxmarl.py --quick                                  # a short smoke run (no files unless --out)
 
 Indicative only: the models differ (uav_swarm_v0 is SEER's event-driven UAV
 swarm, MPE simple_spread is JaxMARL's dense all-pairs particle world); both
@@ -436,12 +436,12 @@ def main(argv=None):
     p.add_argument("--wait-max", type=float, default=900.0)
     p.add_argument("--quick", action="store_true", help="1 round of 0.3 s, copies 8 and 16, no files")
     p.add_argument("--out", default=None, help="results folder (default bench/results unless --quick)")
-    p.add_argument("--render", action="store_true", help="only rewrite peers.md from peers.json")
+    p.add_argument("--render", action="store_true", help="only rewrite jaxmarl.md from jaxmarl.json")
     args = p.parse_args(argv)
     if args.render:
         from seer.bench.common import rerender
 
-        return rerender(args.out or os.path.join(HERE, "results"), "peers", markdown)
+        return rerender(args.out or os.path.join(HERE, "results"), "jaxmarl", markdown)
     args.argv = argv
     if args.quick:
         args.rounds, args.seconds, args.warmup, args.copies, args.large_copies = 1, 0.3, 0.1, [8, 16], [1, 2]
@@ -454,7 +454,7 @@ def main(argv=None):
         from seer.bench.common import write_report
 
         os.makedirs(out_dir, exist_ok=True)
-        write_report(res, os.path.join(out_dir, "peers.json"), os.path.join(out_dir, "peers.md"), md + "\n", indent=1)
+        write_report(res, os.path.join(out_dir, "jaxmarl.json"), os.path.join(out_dir, "jaxmarl.md"), md + "\n", indent=1)
     return res
 
 

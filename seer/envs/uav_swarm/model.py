@@ -10,8 +10,8 @@ alike, so equal ticks give equal floats and ``j < J`` iff
 ``j * 0.01 < J * 0.01``).  Env step ``k`` covers ticks
 ``[k m, (k + 1) m)`` with ``m = dt / 0.01``; its horizon is ``(k + 1) m * 0.01``.
 
-Event kinds (one entity per UAV; handlers in envs/csrc/uav_swarm.c, the plug-in
-module seer.envs._uav_swarm_c):
+Event kinds (one entity per UAV; handlers in seer/envs/uav_swarm/csrc/uav_swarm.c, the plug-in
+module seer.envs.uav_swarm._uav_swarm_c):
 
 ``TICK`` (kind 0)
     UAV ``i``'s own clock, every ``period[i]`` ticks (10, 5 or 2 ticks, i.e.
@@ -40,7 +40,7 @@ window ``[T, T + 0.005)`` holds exactly the events of one tick.
 
 Slots.  The state's rows and the runtime's entities are slots, not agent
 ids: from 1,024 UAVs on, the SEER engine orders them in space at reset and
-again when the order has decayed (envs/csrc/uav_swarm.h and uav_swarm_step.c say how and
+again when the order has decayed (seer/envs/uav_swarm/csrc/uav_swarm.h and uav_swarm_step.c say how and
 why); ``UavModel.agent_of`` / ``slot_of`` map between the two, and
 ``agent_rows()`` reads the state by agent id, and a trace (``seer trace``,
 ``trace=True``) names each event's agent (``Runtime.trace_entity_ids``).
@@ -65,8 +65,8 @@ from seer.capi import Plugin
 from seer.errors import HandlerError
 from seer.model import EventKind, Model
 
-from . import _uav_swarm_c
-from ._uav_swarm_c import ffi, lib
+from seer.envs.uav_swarm import _uav_swarm_c
+from seer.envs.uav_swarm._uav_swarm_c import ffi, lib
 
 #: the env's C code, checked against this SEER's C API
 PLUGIN = Plugin(_uav_swarm_c)
@@ -284,7 +284,7 @@ class AgentRows(Mapping):
     is read when asked for, as a new read-only array whose row ``i`` is
     agent ``i``'s (writing to it raises instead of changing nothing).  The
     SEER engine keeps its rows in slots ordered in space
-    (envs/csrc/uav_swarm.h); this is the view a caller indexing by agent id
+    (seer/envs/uav_swarm/csrc/uav_swarm.h); this is the view a caller indexing by agent id
     wants.  Neighbour-table sender ids (``nb_src``) are agent ids already."""
 
     def __init__(self, state: dict[str, np.ndarray], slot_of: np.ndarray | None):
@@ -344,7 +344,7 @@ class UavModel(Model):
     """The swarm as a SEER model: one entity per UAV, native TICK and RECV handlers.
 
     ``native_env`` (a ``seer_uav_env``) adds what a whole step in C needs
-    (see envs/csrc/uav_swarm.h); its runtime is set by :class:`SeerSim`.
+    (see seer/envs/uav_swarm/csrc/uav_swarm.h); its runtime is set by :class:`SeerSim`.
     """
 
     def __init__(self, cfg: UavConfig):
@@ -361,7 +361,7 @@ class UavModel(Model):
         # Read across UAVs: positions (radio range), from the window-start
         # snapshot, and broadcasts (messages), from their live rows: the
         # sender rewrites a row two ticks later at the earliest, so no window
-        # reads a row that it writes (envs/csrc/uav_swarm.h).  Snapshotting
+        # reads a row that it writes (seer/envs/uav_swarm/csrc/uav_swarm.h).  Snapshotting
         # them too would copy every broadcast row at every window for no
         # reader that needs it.
         self.shared_state = ("pos",)
@@ -401,7 +401,7 @@ class UavModel(Model):
         c.nb_count = ptr("int32_t *", st["nb_count"])
         c.sent = ptr("int64_t *", st["sent"])
         c.received = ptr("int64_t *", st["received"])
-        # Slots (envs/csrc/uav_swarm.h): the state's rows are slots; a spatial
+        # Slots (seer/envs/uav_swarm/csrc/uav_swarm.h): the state's rows are slots; a spatial
         # reset orders them by start cell.  Identity until then.
         self.agent_of = np.arange(n, dtype=np.int32)
         self.slot_of = np.arange(n, dtype=np.int32)
@@ -535,7 +535,7 @@ class SeerSim:
     ``advance()`` runs only the events (tests and ``seer trace``).
 
     :attr:`state` holds the rows in slots ordered in space (see
-    envs/csrc/uav_swarm.h): :meth:`agent_rows` reads them by agent id."""
+    seer/envs/uav_swarm/csrc/uav_swarm.h): :meth:`agent_rows` reads them by agent id."""
 
     name = "seer"
 
