@@ -36,7 +36,9 @@ _FILE_ROLES = {
     "numba": [("src/{name}/_kernels.py", "the handlers, the reset and the whole-copy step in Python syntax, "
                                      "compiled by Numba (`seer.numba`); compiled once per machine, then cached")],
 }
-_ENGINE_NOTES = {"c": "its C module compiles against `seer.get_include()`",
+_ENGINE_NOTES = {"c": "its C module compiles against `seer.get_include()`; with build isolation pip installs SEER "
+                      "into the build environment from its index instead, or from a wheel folder given with "
+                      "`--find-links`",
                  "numba": "a pure-Python package: it also builds with isolation, once SEER is installed"}
 _NAME_RE = re.compile(r"^[a-z][a-z0-9_]*$")
 _RESERVED = {"seer", "test", "tests", "numba", "numpy", "gymnasium", "pettingzoo", "cffi", "setuptools"}
