@@ -625,7 +625,9 @@ int seer_rt_resize(seer_runtime *rt, int32_t num_workers, int32_t spin) {
     set_geom(rt, &g);
     /* relaxed: no pool thread runs (the caller joined them); the threads it
      * starts next synchronize with it through their creation. */
-    atomic_store_explicit(&rt->epoch, EP_IDLE, memory_order_relaxed);
+    atomic_store_explicit(&rt->epoch, rt->ph_seq << 2 | EP_IDLE, memory_order_relaxed); /* epochs only grow */
+    for (int32_t w = 0; w < num_workers; w++) /* idle until started: nothing to account for */
+        atomic_store_explicit(&ws[w].idle_epoch, rt->ph_seq << 2 | EP_IDLE, memory_order_relaxed);
     atomic_store_explicit(&rt->epoch_sleepers, 0, memory_order_relaxed);
     atomic_store_explicit(&rt->shutdown, 0, memory_order_relaxed);
     atomic_store_explicit(&rt->barrier.count, 0, memory_order_relaxed);
@@ -1359,7 +1361,15 @@ static inline void trace_close(seer_worker *w) {
 /* Publish what the epoch says next: for EP_WORK the phase rt->ph (written
  * by the caller), whose units go into the range words.  The caller is the
  * one thread allowed to: the completer of the last phase, or the stepping
- * thread between jobs (see above for the edges that make it the only one). */
+ * thread between jobs (see above for the edges that make it the only one).
+ *
+ * Once the last range word with units is stored, other threads may claim
+ * and finish every unit and publish the phase after it while we are still
+ * here.  So that store is the last thing we do with the phase: the homes
+ * without units are stored first (a store of ours after their next phase's
+ * would take its units away), nothing reads rt->ph after it, and the epoch
+ * only ever moves forward (a CAS that leaves a newer epoch alone: ours
+ * would otherwise overwrite, say, the step's end with this phase). */
 static void publish_phase(seer_runtime *rt, uint32_t state) {
     const uint32_t e = ++rt->ph_seq << 2 | state;
     if (state == EP_WORK) {
@@ -1369,19 +1379,26 @@ static void publish_phase(seer_runtime *rt, uint32_t state) {
         atomic_store_explicit(&rt->units_done, 0, memory_order_relaxed);
         for (int32_t w = 0; w < rt->num_workers; w++) units += home_units(rt, w);
         rt->ph.units = units;
-        for (int32_t w = 0; w < rt->num_workers; w++)
-            /* release: the descriptor, the done count's reset and what every
-             * unit of the last phase wrote (ordered before us by its done
-             * RMWs) happen-before the acquire CAS of whoever claims a unit. */
-            atomic_store_explicit(&rt->workers[w].range, range_word(e, 0, home_units(rt, w)),
-                                  memory_order_release);
+        for (int pass = 0; pass < 2; pass++) {
+            for (int32_t w = 0; w < rt->num_workers; w++) {
+                const uint32_t n = home_units(rt, w);
+                if ((n > 0) != pass) continue;
+                /* release: the descriptor, the done count's reset and what
+                 * every unit of the last phase wrote (ordered before us by
+                 * its done RMWs) happen-before the acquire CAS of whoever
+                 * claims a unit. */
+                atomic_store_explicit(&rt->workers[w].range, range_word(e, 0, n), memory_order_release);
+            }
+        }
     }
     /* seq_cst: release part, as above for the threads that wait on the
      * epoch instead of claiming (a step's end, a barrier job, shutdown);
      * seq_cst for the Dekker handshake with the sleepers count (wake_all).
-     * An exchange, not a store: an RMW, whatever came before it in the
-     * epoch's modification order. */
-    atomic_exchange_explicit(&rt->epoch, e, memory_order_seq_cst);
+     * Epochs compare by their sequence (wrapping): a newer one stays. */
+    uint32_t cur = atomic_load_explicit(&rt->epoch, memory_order_relaxed);
+    while ((int32_t)(e - cur) > 0 &&
+           !atomic_compare_exchange_weak_explicit(&rt->epoch, &cur, e, memory_order_seq_cst, memory_order_relaxed)) {
+    }
     wake_all(&rt->epoch, &rt->epoch_sleepers);
 }
 
