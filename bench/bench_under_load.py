@@ -229,8 +229,9 @@ def main() -> None:
     ap.add_argument("--scale", type=float, default=1.0, help="steps per block, times this")
     ap.add_argument("--workloads", default=",".join(WORKLOADS), help="comma-separated subset")
     ap.add_argument("--conditions", default=",".join(CONDITIONS))
-    ap.add_argument("--against", default=None, help="PYTHONPATH folder of the build to compare with")
-    ap.add_argument("--against-label", default="before")
+    ap.add_argument("--against", action="append", default=[],
+                    help="PYTHONPATH folder of a build to compare with (repeatable)")
+    ap.add_argument("--against-label", action="append", default=[], help="its label, in the same order")
     ap.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
     from seer.bench.common import add_report_args
 
@@ -251,8 +252,8 @@ def main() -> None:
     names = [n for n in names if n not in skipped]
     conditions = [c for c in args.conditions.split(",") if c]
     builds = [Server("after", None)]
-    if args.against:
-        builds.append(Server(args.against_label, args.against))
+    for i, path in enumerate(args.against):
+        builds.append(Server(args.against_label[i] if i < len(args.against_label) else f"before{i}", path))
     machine = machine_info()
     res = {"machine": machine, "nproc": machine["nproc"], "cpu": machine["cpu"], "uptime_before": uptime(),
            "rounds": args.rounds, "builds": {b.label: b.seer for b in builds}, "skipped": skipped, "rows": []}

@@ -102,14 +102,18 @@ static void wake_all(_Atomic uint32_t *word, _Atomic uint32_t *sleepers) {
  *  - the OS took the core from this thread (its involuntary context
  *    switches grew, checked once per step): more runnable threads than
  *    cores, so a spinner holds a core that the thread it waits for, or the
- *    process beside us, needs.  Both budgets drop to SPIN_MIN and stay
- *    there until CALM_NS pass without another switch.
+ *    process beside us, needs.  Both budgets drop to their minimum and stay
+ *    there until CALM_NS pass without another switch: SPIN_MIN between
+ *    steps, STEP_SPIN_MIN (a few microseconds: a phase's completer deciding
+ *    and publishing the next, which a thread that slept at once would miss
+ *    at every phase) inside them.
  *  - an in-step wait slept but was woken within WAKE_NS (a futex wake-up
  *    costs about that): spinning longer would have caught it, so its budget
  *    doubles; one that slept longer halves it.
  * Spinning is time taken from others either way, so each thread counts the
  * time it spun and the times it slept (seer_rt_stats spin_ns, parks). */
 #define SPIN_MIN 16u
+#define STEP_SPIN_MIN 512u  /* pauses, some 5 us at the cost of a pause here */
 #define STEP_SPIN_MAX 4096u /* pauses, some 40 us at the cost of a pause here */
 #define WAKE_NS 100000
 #define CALM_NS 200000000
@@ -142,7 +146,8 @@ static void spin_check_load(seer_spin *sp) {
     sp->nivcsw = n;
     if (grew) {
         sp->contended_ns = now;
-        sp->step_limit = sp->idle_limit = SPIN_MIN;
+        sp->idle_limit = SPIN_MIN;
+        sp->step_limit = STEP_SPIN_MIN < sp->idle_max ? STEP_SPIN_MIN : sp->idle_max;
     } else if (sp->contended_ns && now - sp->contended_ns > CALM_NS) {
         sp->contended_ns = 0;
         sp->idle_limit = sp->idle_max;
@@ -194,7 +199,7 @@ static uint32_t wait_change(_Atomic uint32_t *word, uint32_t old, seer_spin *sp,
         if (slept < WAKE_NS)
             *limit = *limit * 2 > max ? max : *limit * 2;
         else
-            *limit = *limit / 2 < SPIN_MIN ? SPIN_MIN : *limit / 2;
+            *limit = *limit / 2 < STEP_SPIN_MIN ? (STEP_SPIN_MIN < max ? STEP_SPIN_MIN : max) : *limit / 2;
     }
     return v;
 }
@@ -470,8 +475,8 @@ static int reclaim_caches(void *arg) {
  * parked worker holds back little, big enough that the claim, done and
  * minimum RMWs of a unit stay small beside its work.  Results do not depend
  * on the cut (see publish_phase), so it may follow the pool size. */
-#define UNITS_PER_HOME 16
-#define CHUNK_MIN_LANES 8
+#define UNITS_PER_HOME 8
+#define CHUNK_MIN_LANES 32
 
 typedef struct pool_geom {
     int32_t num_chunks;
