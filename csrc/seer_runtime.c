@@ -103,10 +103,10 @@ static void wake_all(_Atomic uint32_t *word, _Atomic uint32_t *sleepers) {
  *    switches grew, checked once per step): more runnable threads than
  *    cores, so a spinner holds a core that the thread it waits for, or the
  *    process beside us, needs.  Both budgets drop to their minimum and stay
- *    there until CALM_NS pass without another switch: SPIN_MIN between
- *    steps, STEP_SPIN_MIN (a few microseconds: a phase's completer deciding
- *    and publishing the next, which a thread that slept at once would miss
- *    at every phase) inside them.
+ *    there until CALM_NS pass without another switch: STEP_SPIN_MIN, a few
+ *    microseconds (a phase's completer deciding and publishing the next, or
+ *    an env's C code between its step and its parallel loops, which a
+ *    thread that slept at once would miss every time).
  *  - an in-step wait slept but was woken within WAKE_NS (a futex wake-up
  *    costs about that): spinning longer would have caught it, so its budget
  *    doubles; one that slept longer halves it.
@@ -146,8 +146,7 @@ static void spin_check_load(seer_spin *sp) {
     sp->nivcsw = n;
     if (grew) {
         sp->contended_ns = now;
-        sp->idle_limit = SPIN_MIN;
-        sp->step_limit = STEP_SPIN_MIN < sp->idle_max ? STEP_SPIN_MIN : sp->idle_max;
+        sp->idle_limit = sp->step_limit = STEP_SPIN_MIN < sp->idle_max ? STEP_SPIN_MIN : sp->idle_max;
     } else if (sp->contended_ns && now - sp->contended_ns > CALM_NS) {
         sp->contended_ns = 0;
         sp->idle_limit = sp->idle_max;
@@ -276,6 +275,12 @@ typedef struct seer_worker {
     int64_t trace_window;           /* the window of the open trace record (-1: none) */
     seer_trace_window trace_open;
     _Alignas(SEER_CACHELINE) _Atomic uint64_t range;
+    /* Units of this home done in the open phase, and the smallest key they
+     * left: on the range's line, which the owner's claims hold in its
+     * cache, so that only the thread that finishes a home touches the
+     * phase's shared count and minimum (see run_unit). */
+    _Atomic uint32_t home_done;
+    _Atomic uint64_t home_min;
     /* The epoch this pool thread last went to wait at, its accounting
      * done (release).  Whoever reads or clears its stats or traces between
      * steps waits for it to reach the current epoch first (wait_accounted). */
@@ -331,7 +336,8 @@ typedef enum { PH_SCAN, PH_PREP, PH_RUN, PH_PREPRUN, PH_DELIVER, PH_FOR } phase_
 
 typedef struct seer_phase {
     int32_t kind;
-    uint32_t units;
+    uint32_t units;   /* in all homes */
+    uint32_t homes;   /* homes with units */
     int64_t step;     /* steps_begun of this step */
     double horizon;
     uint32_t win;     /* windows of this step begun, this one included: parity of outboxes and next_key */
@@ -404,7 +410,7 @@ struct seer_runtime {
     uint32_t ph_seq; /* phases published; written by the publisher only (the same rule as ph) */
     _Alignas(SEER_CACHELINE) _Atomic uint32_t epoch; /* seq << 2 | EP_* state; the futex word */
     _Atomic uint32_t epoch_sleepers;
-    _Alignas(SEER_CACHELINE) _Atomic uint32_t units_done; /* of the open phase */
+    _Alignas(SEER_CACHELINE) _Atomic uint32_t units_done; /* homes of the open phase whose units are all done */
     _Alignas(SEER_CACHELINE) _Atomic uint64_t next_key[2]; /* by window parity: min of what the units left */
     _Alignas(SEER_CACHELINE) _Atomic int shutdown;
     /* STEP_IDLE, STEP_RUNNING (seer_rt_step) or STEP_RECLAIMING (a push
@@ -1309,9 +1315,10 @@ static void run_step(seer_runtime *rt, int32_t wid) {
  * is cut into units, each worker's home share into its own units, and any
  * thread may claim any unit: the owner of a home takes its units from the
  * front, a helper from the back, one at a time, with a CAS on the home's
- * range word (tag = the phase's epoch, end, next).  A unit's work is done
- * when the done count's RMW says so; the thread whose RMW makes the count
- * reach the phase's units is the phase's completer, and it decides and
+ * range word (tag = the phase's epoch, end, next).  A unit is done when
+ * its home's done count's RMW says so; the thread that finishes a home
+ * counts it in the phase's done count, and the thread whose RMW makes that
+ * count reach the phase's homes is the phase's completer, which decides and
  * publishes the next phase itself (complete_phase): so nothing waits for a
  * particular thread, only for the units claimed, and a pool thread the OS
  * parks holds back at most the unit it holds.  The stepping thread claims
@@ -1324,16 +1331,19 @@ static void run_step(seer_runtime *rt, int32_t wid) {
  * visible before it reads the descriptor, so a unit reads the descriptor of
  * the phase it claimed from.  Each unit's writes (the lanes it ran, the
  * outboxes it filled, the claimed lists of PREP, the keys folded into the
- * minimum) come before its done RMW (acq_rel); the completer's RMW reads
- * the last value of that release sequence, so every unit of the phase
- * happens-before the completer, which then publishes the next phase: every
+ * home's minimum) come before its home's done RMW (acq_rel); the thread
+ * that finishes the home has read through that RMW chain, folds the home's
+ * minimum into the window's and does the phase's done RMW (acq_rel); the
+ * completer's RMW reads the last value of that chain, so every unit of the
+ * phase happens-before the completer, which then publishes the next phase: every
  * unit of a phase happens-before every unit of the next.  The epoch RMW
  * (seq_cst) wakes the waiters and carries the same edge to threads that
  * only wait on it (the stepping thread at a step's end, pool threads
  * deciding what the epoch says).
  *
  * Why the results do not depend on who ran what: every unit folds the keys
- * it left pending into next_key with an atomic minimum, and min is the same
+ * it left pending into next_key (through its home's minimum) with atomic
+ * minima, and min is the same
  * in any order, so the windows are those of the barrier jobs' argument
  * (run_step_parallel) for every pool size and interleaving; each entity's
  * events run one at a time in its lane's order; an entity's random stream,
@@ -1378,16 +1388,24 @@ static inline void trace_close(seer_worker *w) {
 static void publish_phase(seer_runtime *rt, uint32_t state) {
     const uint32_t e = ++rt->ph_seq << 2 | state;
     if (state == EP_WORK) {
-        uint32_t units = 0;
+        uint32_t units = 0, homes = 0;
         /* relaxed: published by the release stores of the range words, and
          * no RMW of the last phase is left (its completer is us). */
         atomic_store_explicit(&rt->units_done, 0, memory_order_relaxed);
-        for (int32_t w = 0; w < rt->num_workers; w++) units += home_units(rt, w);
+        for (int32_t w = 0; w < rt->num_workers; w++) {
+            const uint32_t n = home_units(rt, w);
+            units += n;
+            homes += n > 0;
+        }
         rt->ph.units = units;
+        rt->ph.homes = homes;
         for (int pass = 0; pass < 2; pass++) {
             for (int32_t w = 0; w < rt->num_workers; w++) {
                 const uint32_t n = home_units(rt, w);
                 if ((n > 0) != pass) continue;
+                /* relaxed: published by the release store below */
+                atomic_store_explicit(&rt->workers[w].home_done, 0, memory_order_relaxed);
+                atomic_store_explicit(&rt->workers[w].home_min, SEER_KEY_INF, memory_order_relaxed);
                 /* release: the descriptor, the done count's reset and what
                  * every unit of the last phase wrote (ordered before us by
                  * its done RMWs) happen-before the acquire CAS of whoever
@@ -1433,11 +1451,10 @@ static int claim_unit(seer_runtime *rt, const seer_worker *w, int32_t *home, uin
     return 0;
 }
 
-/* Fold a unit's smallest pending key into the window's minimum.  relaxed:
- * the done RMW after it orders it before the completer's read, and the
+/* Fold a smallest pending key into a minimum (a home's, the window's).
+ * relaxed: the done RMW after it orders it before the read, and the
  * minimum is the same in any order. */
-static inline void fold_min(seer_runtime *rt, uint32_t parity, uint64_t k) {
-    _Atomic uint64_t *x = &rt->next_key[parity];
+static inline void fold_min(_Atomic uint64_t *x, uint64_t k) {
     uint64_t cur = atomic_load_explicit(x, memory_order_relaxed);
     while (k < cur && !atomic_compare_exchange_weak_explicit(x, &cur, k, memory_order_relaxed,
                                                              memory_order_relaxed)) {
@@ -1531,16 +1548,26 @@ static void run_unit(seer_runtime *rt, seer_worker *w, int32_t h, uint32_t j) {
         break;
     }
     }
-    if (min_key != SEER_KEY_INF) fold_min(rt, parity, min_key);
-    const uint32_t units = ph->units; /* read before the done RMW: after it, ph may be rewritten */
+    /* Read before the done RMWs: after them, ph may be rewritten. */
+    const uint32_t homes = ph->homes, here = home_units(rt, h);
+    seer_worker *o = &rt->workers[h];
+    if (min_key != SEER_KEY_INF) fold_min(&o->home_min, min_key);
     if (stats && ph->kind != PH_FOR) {
         const int64_t t = now_ns();
         w->stats.bookkeeping_ns += book >= 0 ? book : t - u0;
         if (wid != 0) w->stats.step_ns += t - u0;
     }
     /* acq_rel: release, this unit's writes (and its reads of ph) happen-
-     * before the completer; acquire, for the completer, every other unit's. */
-    if (atomic_fetch_add_explicit(&rt->units_done, 1, memory_order_acq_rel) + 1 == units) complete_phase(rt);
+     * before whoever finishes the home; acquire, for that thread, every
+     * other unit of the home.  It then folds the home's minimum into the
+     * window's and counts the home done (acq_rel the same way: the thread
+     * that finishes the last home has every unit of the phase behind it,
+     * and completes it). */
+    if (atomic_fetch_add_explicit(&o->home_done, 1, memory_order_acq_rel) + 1 != here) return;
+    /* relaxed: the home's folds came before their units' done RMWs */
+    const uint64_t hm = atomic_load_explicit(&o->home_min, memory_order_relaxed);
+    if (hm != SEER_KEY_INF) fold_min(&rt->next_key[parity], hm);
+    if (atomic_fetch_add_explicit(&rt->units_done, 1, memory_order_acq_rel) + 1 == homes) complete_phase(rt);
 }
 
 /* The last window's minimum, and what follows from it: the next window,
@@ -1654,7 +1681,11 @@ int seer_rt_parallel_for(seer_runtime *rt, int64_t n, int64_t grain, seer_range_
 
 int32_t seer_rt_num_workers(const seer_runtime *rt) { return rt->num_workers; }
 
-/* A native step on the chunked phases: a SCAN phase, then windows. */
+/* Lanes the stepping thread scans alone at a step's start (more: a SCAN
+ * phase). */
+#define SCAN_ALONE_MAX 1024
+
+/* A native step on the chunked phases: a scan of the lanes, then windows. */
 static void run_chunked_step(seer_runtime *rt, double horizon) {
     seer_worker *w = &rt->workers[0];
     /* Lanes that a push from outside readied between steps are in the
@@ -1674,9 +1705,18 @@ static void run_chunked_step(seer_runtime *rt, double horizon) {
     ph->window = rt->windows_total;
     ph->defer = 0;
     ph->t0 = ph->t1 = horizon;
-    /* relaxed: published with the phase */
-    atomic_store_explicit(&rt->next_key[0], SEER_KEY_INF, memory_order_relaxed);
-    publish_phase(rt, EP_WORK);
+    if (rt->num_entities <= SCAN_ALONE_MAX || rt->num_workers == 1) {
+        /* A few lanes: scanning them here costs less than a phase (its
+         * publication, claims and wake-ups).  relaxed: as a SCAN unit's
+         * loads; no phase is open, so we are the one to publish next. */
+        atomic_store_explicit(&rt->next_key[0], seer_queue_min_key_range(rt->q, 0, rt->num_entities),
+                              memory_order_relaxed);
+        next_window(rt);
+    } else {
+        /* relaxed: published with the phase */
+        atomic_store_explicit(&rt->next_key[0], SEER_KEY_INF, memory_order_relaxed);
+        publish_phase(rt, EP_WORK);
+    }
     drive(rt, w);
     trace_close(w);
     rt->windows_total += ph->win;
