@@ -1,17 +1,26 @@
 /* SEER runtime: conservative windows over the dual-layer queue.
  *
  * A step runs windows [T, min(T + L, horizon)) where T is the earliest
- * pending time and L the model's lookahead.  Every worker (worker 0 is the
- * caller of seer_rt_step) reports at a window's end barrier the earliest time
- * it left pending; after it, all combine the same reports into the same next
- * window, copy their share of the snapshots and claim or ready their share
- * of the lanes (run_step_parallel; SEER_RT_BOOK_SERIAL keeps the old way,
- * worker 0 deciding alone).  Inside a window a worker runs the entities it
- * claimed, then helps the others (native models), or takes ready entities
- * from layer 2 (Python handlers), running each entity's events one at a
- * time and re-reading its lane after each handler so that events the
- * handler sends to its own entity keep their order.  Events to other entities are at least L later, hence after
- * the window: workers never wait for each other inside a window.
+ * pending time and L the model's lookahead.  Native models (the default,
+ * parallel bookkeeping) run each step as a chain of *phases* whose work is
+ * cut into units that any thread of the pool may claim (chunked phases,
+ * below): a scan of the lanes at the step's start, then per window the
+ * snapshot copies, outbox deliveries and lane claims of each chunk of lanes,
+ * and the chunk's entities' events; a phase ends when its last unit is
+ * done, not when every worker has arrived, and whoever completes that unit
+ * publishes the next phase.  The next window's start comes from an atomic
+ * minimum that every unit folds its pending keys into, so it is the same
+ * whichever thread ran which unit.  The stepping thread (worker 0) can run
+ * a whole step alone; a pool thread that the OS parks holds back at most
+ * the unit it holds, and one that wakes late finds its phase gone and joins
+ * the current one.  Models with Python handlers and the serial bookkeeping
+ * (SEER_RT_BOOK_SERIAL, kept to measure against) still run the old way, every
+ * worker at every window's barrier (run_step_parallel, run_step_serial).
+ * Inside a window a thread runs the entities it claimed, each entity's
+ * events one at a time, re-reading its lane after each handler so that
+ * events the handler sends to its own entity keep their order.  Events to
+ * other entities are at least L later, hence after the window: threads never
+ * wait for each other inside a window.
  */
 #define _GNU_SOURCE
 #include "seer_runtime.h"
@@ -22,6 +31,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+
+#ifdef __linux__
+#include <sys/resource.h>
+#endif
 
 #ifdef __linux__
 #include <linux/futex.h>
@@ -43,6 +56,9 @@
 #define TRACING(rt) ((rt)->tracing)
 #endif
 #define PY_BATCH 256
+/* relaxed: written between steps only; the epoch edges order the write
+ * before every read in the next step. */
+#define STATS_ON(rt) atomic_load_explicit(&(rt)->stats_on, memory_order_relaxed)
 
 /* ---- futex-backed waiting ---------------------------------------------- */
 
@@ -76,6 +92,116 @@ static void wake_all(_Atomic uint32_t *word, _Atomic uint32_t *sleepers) {
     (void)word;
     (void)sleepers;
 #endif
+}
+
+/* Spin-then-park, with spin budgets learnt from what the waits observe.
+ * A wait spins up to its budget of pauses, then sleeps on the futex.  Two
+ * budgets per thread: waits inside a step (for a phase's last unit, a few
+ * microseconds when every thread has a core) and waits between steps (as
+ * long as the model's own work between two steps, tens of microseconds).
+ * They follow two observations:
+ *  - the OS took the core from this thread (its involuntary context
+ *    switches grew, checked once per step): more runnable threads than
+ *    cores, so a spinner holds a core that the thread it waits for, or the
+ *    process beside us, needs.  Both budgets drop to their minimum and stay
+ *    there until CALM_NS pass without another switch: STEP_SPIN_MIN, a few
+ *    microseconds (a phase's completer deciding and publishing the next, or
+ *    an env's C code between its step and its parallel loops, which a
+ *    thread that slept at once would miss every time).
+ *  - an in-step wait slept but was woken within WAKE_NS (a futex wake-up
+ *    costs about that): spinning longer would have caught it, so its budget
+ *    doubles; one that slept longer halves it.
+ * Spinning is time taken from others either way, so each thread counts the
+ * time it spun and the times it slept (seer_rt_stats spin_ns, parks). */
+#define SPIN_MIN 16u
+#define STEP_SPIN_MIN 512u  /* pauses, some 5 us at the cost of a pause here */
+#define STEP_SPIN_MAX 4096u /* pauses, some 40 us at the cost of a pause here */
+#define WAKE_NS 100000
+#define CALM_NS 200000000
+
+typedef struct seer_spin {
+    uint32_t step_limit, idle_limit; /* pauses before sleeping */
+    uint32_t idle_max;               /* the runtime's spin setting */
+    int64_t nivcsw;                  /* involuntary switches at the last check */
+    int64_t contended_ns;            /* when they last grew (0: never) */
+} seer_spin;
+
+static void spin_init(seer_spin *sp, int spin) {
+    sp->idle_max = spin > (int)SPIN_MIN ? (uint32_t)spin : SPIN_MIN;
+    sp->idle_limit = sp->idle_max;
+    sp->step_limit = STEP_SPIN_MAX < sp->idle_max ? STEP_SPIN_MAX : sp->idle_max;
+    sp->nivcsw = -1;
+    sp->contended_ns = 0;
+}
+
+static inline int64_t now_ns(void);
+
+/* Once per step, on the thread that waits: did the OS preempt it since the
+ * last check?  Sets the budgets as said above. */
+static void spin_check_load(seer_spin *sp) {
+#if defined(__linux__) && defined(RUSAGE_THREAD)
+    struct rusage ru;
+    if (getrusage(RUSAGE_THREAD, &ru) != 0) return;
+    const int64_t now = now_ns(), n = (int64_t)ru.ru_nivcsw;
+    const int grew = sp->nivcsw >= 0 && n > sp->nivcsw;
+    sp->nivcsw = n;
+    if (grew) {
+        sp->contended_ns = now;
+        sp->idle_limit = sp->step_limit = STEP_SPIN_MIN < sp->idle_max ? STEP_SPIN_MIN : sp->idle_max;
+    } else if (sp->contended_ns && now - sp->contended_ns > CALM_NS) {
+        sp->contended_ns = 0;
+        sp->idle_limit = sp->idle_max;
+        sp->step_limit = STEP_SPIN_MAX < sp->idle_max ? STEP_SPIN_MAX : sp->idle_max;
+    }
+#else
+    (void)sp;
+#endif
+}
+
+/* Wait until *word differs from old; returns the new value.  idle: a wait
+ * between steps (the idle budget), else an in-step one.  Adds the time spun
+ * to *spin_ns and the sleeps to *parks. */
+static uint32_t wait_change(_Atomic uint32_t *word, uint32_t old, seer_spin *sp, int idle,
+                            _Atomic uint32_t *sleepers, int64_t *spin_ns, int64_t *parks) {
+    uint32_t *limit = idle ? &sp->idle_limit : &sp->step_limit;
+    const int64_t t0 = now_ns();
+    uint32_t v;
+    for (uint32_t i = 0; i < *limit; i++) {
+        /* acquire: pairs with the publisher's seq_cst RMW of the word (its
+         * release part), so what it wrote before publishing is visible. */
+        if ((v = atomic_load_explicit(word, memory_order_acquire)) != old) {
+            *spin_ns += now_ns() - t0;
+            return v;
+        }
+        seer_cpu_relax();
+    }
+    const int64_t t1 = now_ns();
+    *spin_ns += t1 - t0;
+    /* acquire: as above */
+    while ((v = atomic_load_explicit(word, memory_order_acquire)) == old) {
+#ifdef __linux__
+        /* seq_cst (Dekker with wake_all): either the waker sees us counted
+         * and calls FUTEX_WAKE, or the kernel sees the new value and does
+         * not put us to sleep. */
+        atomic_fetch_add_explicit(sleepers, 1, memory_order_seq_cst);
+        if (atomic_load_explicit(word, memory_order_seq_cst) == old) {
+            syscall(SYS_futex, (uint32_t *)word, FUTEX_WAIT_PRIVATE, old, NULL, NULL, 0);
+            (*parks)++;
+        }
+        atomic_fetch_sub_explicit(sleepers, 1, memory_order_seq_cst);
+#else
+        sched_yield();
+#endif
+    }
+    if (!idle && !sp->contended_ns) {
+        const int64_t slept = now_ns() - t1;
+        const uint32_t max = STEP_SPIN_MAX < sp->idle_max ? STEP_SPIN_MAX : sp->idle_max;
+        if (slept < WAKE_NS)
+            *limit = *limit * 2 > max ? max : *limit * 2;
+        else
+            *limit = *limit / 2 < STEP_SPIN_MIN ? (STEP_SPIN_MIN < max ? STEP_SPIN_MIN : max) : *limit / 2;
+    }
+    return v;
 }
 
 typedef struct seer_barrier {
@@ -126,8 +252,8 @@ typedef struct seer_worker {
     _Alignas(SEER_CACHELINE) seer_ctx ctx;
     int32_t held; /* the entity run_native runs (-1: none): what ctx->entity must name */
     seer_node_cache cache;
-    int64_t pending_delta; /* pushed minus handed out, applied at window end */
-    uint32_t decision;     /* window decisions seen; the same in every worker */
+    int64_t pending_delta; /* pushed minus handed out; settled at window end (barrier jobs) or step end */
+    uint32_t decision;     /* window decisions seen; the same in every worker (barrier jobs) */
     int64_t events;
     seer_trace_event *trace_ev;
     int64_t trace_ev_cap, trace_ev_n;
@@ -137,59 +263,52 @@ typedef struct seer_worker {
     seer_event batch[PY_BATCH];
     seer_event sorted[PY_BATCH];
     uint32_t batch_entity[PY_BATCH];
-    /* Parallel window bookkeeping (run_step_parallel). */
-    int32_t lane_lo, lane_hi; /* this worker's share of the lanes          */
+    int32_t lane_lo, lane_hi; /* this worker's home share of the lanes      */
     uint64_t window_key;      /* the window's end t1 as a key               */
-    uint64_t min_key;         /* smallest key >= t1 this worker left behind */
-    uint32_t win_seq;         /* windows run; the same in every worker      */
+    uint64_t min_key;         /* smallest key >= t1 left behind by the unit (or, barrier jobs, the window) */
+    uint32_t win_seq;         /* windows of this step begun (outbox parity) */
     seer_rt_stats stats;
-    /* The step_gen of the last job this pool thread finished, its
-     * accounting included (release).  A pool thread adds its step's time
-     * after the step's last barrier, when worker 0 may already have
-     * returned, so whoever reads or clears its stats between steps waits
-     * for this to reach step_gen first (wait_accounted). */
-    _Atomic uint32_t done_gen;
-    /* Native windows: the lanes of this worker's share that have events in
-     * the window, claimed at the window's start.  The owner runs them from the front;
-     * an idle worker steals from the back while STEAL_MIN or more are left
-     * (own_range = end << 32 | next, both moved by CAS).
-     * own_tag = tag_seq << 32 | count, published with release after the
-     * list is written, so a thief never reads another window's list (the
-     * count never restarts: a step's first window must not match the last
-     * step's first window). */
-    uint32_t *own;
-    uint32_t tag_seq; /* parallel windows run since creation, in every worker alike */
-    _Alignas(SEER_CACHELINE) _Atomic uint64_t own_tag;
-    _Atomic uint64_t own_range;
-    /* This worker's home share of a parallel loop (seer_rt_parallel_for),
-     * next | end << 32, moved by CAS: the owner takes slices from the front,
-     * an idle worker steals from the back. */
-    _Atomic uint64_t pf_range;
-    /* Written before a window's end barrier, read by every worker after it.
-     * Two slots by the parity of the barrier count (the same in every
-     * worker): worker 0 may return and start the next step, writing its
-     * next report, while a slower worker still reads this one. */
+    seer_spin spin;
+    /* Chunked phases: the home chunks of this worker, [chunk_base,
+     * chunk_base + chunk_count), claimed from `range` (see publish_phase). */
+    int32_t chunk_base, chunk_count;
+    int64_t seen_step, seen_window; /* the last step and window this pool thread took part in (its counts) */
+    int64_t trace_window;           /* the window of the open trace record (-1: none) */
+    seer_trace_window trace_open;
+    _Alignas(SEER_CACHELINE) _Atomic uint64_t range;
+    /* Units of this home done in the open phase, and the smallest key they
+     * left: on the range's line, which the owner's claims hold in its
+     * cache, so that only the thread that finishes a home touches the
+     * phase's shared count and minimum (see run_unit). */
+    _Atomic uint32_t home_done;
+    _Atomic uint64_t home_min;
+    /* The epoch this pool thread last went to wait at, its accounting
+     * done (release).  Whoever reads or clears its stats or traces between
+     * steps waits for it to reach the current epoch first (wait_accounted). */
+    _Atomic uint32_t idle_epoch;
+    /* Barrier jobs (run_step_parallel for Python handlers): written before
+     * a window's end barrier, read by every worker after it.  Two slots by
+     * the parity of the barrier count (the same in every worker). */
     _Alignas(SEER_CACHELINE) uint64_t report_key[2];
     int32_t report_abort[2];
-    uint32_t phase; /* report barriers passed */
-    /* Deferred publication (native windows of the parallel bookkeeping, all
-     * but a step's last): an event for another entity is filled in a node
-     * of ours, and its id goes to outbox[window parity][the worker whose
-     * share holds its lane] instead of onto the lane; the owner pushes the
-     * ids at the start of the next window (deliver_outboxes).  Such an event
-     * is >= the window's end (the lookahead rule), so nothing needs it
-     * sooner.  So inside a deferred window no thread pushes onto any lane,
-     * and between the end barrier and its claim a worker has its share's
-     * lanes to itself: it pushes with plain stores (seer_queue_push_private_many)
-     * and unclaims without the push/unclaim handshake
-     * (seer_queue_unclaim_private), no RMW and no fence per event where a
-     * push cost a CAS, a CAS-min and a seq_cst load, and an unclaim an
-     * exchange and a seq_cst reload.  A crossing event's lane line also no
-     * longer moves between cores once per event.  The barrier between the
-     * two windows orders the sender's writes before the owner's reads; the
-     * parity keeps this window's appends off the list being delivered. */
+    uint32_t phase; /* report barriers passed (barrier jobs) */
+    /* Deferred publication (native windows but a step's last): an event for
+     * another entity is filled in a node of ours, and its id goes to
+     * ob[window parity][the chunk that holds its lane] instead of onto the
+     * lane; whoever prepares that chunk in the next window pushes the ids
+     * (deliver_chunk).  Such an event is >= the window's end (the lookahead
+     * rule), so nothing needs it sooner.  So inside a deferred window no
+     * thread pushes onto any lane, and between the window's end and its
+     * claim a chunk's lanes belong to the unit that prepares it: it pushes
+     * with plain stores (seer_queue_push_private_many) and the window's
+     * unclaims skip the push/unclaim handshake (seer_queue_unclaim_private),
+     * no RMW and no fence per event where a push cost a CAS, a CAS-min and a
+     * seq_cst load, and an unclaim an exchange and a seq_cst reload.  The
+     * end of the window's run phase orders the sender's writes before the
+     * deliverer's reads; the parity keeps this window's appends off the
+     * lists being delivered. */
     int defer;          /* this window defers (see above)        */
-    seer_outbox *ob[2]; /* [window parity][destination worker]   */
+    seer_outbox *ob[2]; /* [window parity][destination chunk]    */
 } seer_worker;
 
 typedef struct snapshot_region {
@@ -197,6 +316,40 @@ typedef struct snapshot_region {
     void *snap;
     uint64_t nbytes;
 } snapshot_region;
+
+/* Chunked phases.  The epoch word says what the pool does: EP_IDLE
+ * (nothing: between steps), EP_WORK (claim units of the open phase),
+ * EP_BARRIER (every worker runs run_step: a barrier job), EP_SHUTDOWN. */
+#define EP_IDLE 0u
+#define EP_WORK 1u
+#define EP_BARRIER 2u
+#define EP_SHUTDOWN 3u
+#define EP_STATE(e) ((e) & 3u)
+
+/* What a phase's units do.  SCAN: fold a chunk's lanes' keys (a step's
+ * start).  PREP: copy the chunk's share of the snapshots, deliver the
+ * events deferred to its lanes, claim its lanes with events in the window.
+ * RUN: run the chunk's claimed lanes.  PREPRUN: both in one unit (models
+ * without snapshots: no handler reads what another unit's PREP writes).
+ * DELIVER: publish the last window's deferred events (a step that ends
+ * early).  FOR: slices of seer_rt_parallel_for. */
+typedef enum { PH_SCAN, PH_PREP, PH_RUN, PH_PREPRUN, PH_DELIVER, PH_FOR } phase_kind;
+
+typedef struct seer_phase {
+    int32_t kind;
+    uint32_t units;   /* in all homes */
+    uint32_t homes;   /* homes with units */
+    int64_t step;     /* steps_begun of this step */
+    double horizon;
+    uint32_t win;     /* windows of this step begun, this one included: parity of outboxes and next_key */
+    int64_t window;   /* the window's index over the runtime's life */
+    double t0, t1;
+    int defer;        /* the window defers cross-entity events */
+    int32_t deliver;  /* how PREP delivers the last window's outboxes (push_mode) */
+    seer_range_fn fn; /* FOR */
+    void *arg;
+    int64_t n, grain;
+} seer_phase;
 
 struct seer_runtime {
     seer_runtime_head head; /* first: plug-ins reach the API through it */
@@ -222,12 +375,12 @@ struct seer_runtime {
     int num_snaps;
     int tracing;
     int32_t bookkeeping; /* SEER_RT_BOOK_PARALLEL (default) or _SERIAL (kept to measure against) */
-    int32_t stats_on;
+    _Atomic int32_t stats_on; /* written between steps (set_stats); relaxed: the epoch edges order it */
 
-    /* Step control.  The window decision is written by worker 0 between the
-     * two barriers of a window and read by all after the first; two slots so
-     * a slow reader of the final "done" is never overwritten by the next
-     * step's first decision. */
+    /* Barrier jobs (Python handlers, serial bookkeeping).  The window
+     * decision is written by worker 0 between the two barriers of a window
+     * and read by all after the first; two slots so a slow reader of the
+     * final "done" is never overwritten by the next step's first decision. */
     _Alignas(SEER_CACHELINE) double horizon;
     double window_t0[2];
     double window_t1[2];
@@ -236,19 +389,31 @@ struct seer_runtime {
     int64_t windows_total;
     int64_t events_total;
     int64_t events_base; /* events run by the workers of pools before the last resize */
+    int64_t steps_begun; /* steps started since creation: the step a pool thread's counts belong to */
     seer_barrier barrier;
-    /* What the pool does on the next step_gen bump: a step or a parallel
-     * loop.  Written by the stepping thread before the bump (release), read
-     * by each worker after it (acquire); rewritten only after a barrier that
-     * every worker reaches after reading it. */
-    int32_t job;
-    seer_range_fn pf_fn;
-    void *pf_arg;
-    int64_t pf_n, pf_grain;
-    _Alignas(SEER_CACHELINE) _Atomic int64_t pf_next;
-    _Alignas(SEER_CACHELINE) _Atomic uint32_t step_gen;
-    _Atomic uint32_t step_sleepers;
-    _Atomic int shutdown;
+
+    /* Chunked phases (see publish_phase).  The lanes are cut into chunks
+     * inside each worker's home share; chunk c holds lanes
+     * [chunk_lo[c], chunk_lo[c + 1]) and its claimed lanes go to
+     * claimed[chunk_lo[c] ..] (chunk_n[c] of them).  chunk_of[e]: the chunk
+     * of lane e, where events for e are deferred to. */
+    int32_t num_chunks;
+    int32_t *chunk_lo;  /* num_chunks + 1 */
+    int32_t *chunk_n;   /* num_chunks */
+    int32_t *chunk_of;  /* num_entities */
+    uint32_t *claimed;  /* num_entities */
+    /* The open phase: written by its publisher before the release stores of
+     * the range words, read by a claimant only after its acquire CAS took a
+     * unit, so never while it is rewritten (the next publisher writes it
+     * after every unit of this phase is done, each unit's reads sequenced
+     * before its done RMW). */
+    seer_phase ph;
+    uint32_t ph_seq; /* phases published; written by the publisher only (the same rule as ph) */
+    _Alignas(SEER_CACHELINE) _Atomic uint32_t epoch; /* seq << 2 | EP_* state; the futex word */
+    _Atomic uint32_t epoch_sleepers;
+    _Alignas(SEER_CACHELINE) _Atomic uint32_t units_done; /* homes of the open phase whose units are all done */
+    _Alignas(SEER_CACHELINE) _Atomic uint64_t next_key[2]; /* by window parity: min of what the units left */
+    _Alignas(SEER_CACHELINE) _Atomic int shutdown;
     /* STEP_IDLE, STEP_RUNNING (seer_rt_step) or STEP_RECLAIMING (a push
      * from outside taking the worker caches back: reclaim_caches); the two
      * exclude each other. */
@@ -272,7 +437,7 @@ static void *zalloc(size_t bytes) {
     return p;
 }
 
-static void free_workers(seer_worker *ws, int32_t n);
+static void free_workers(seer_worker *ws, int32_t n, int32_t chunks);
 
 /* Every entity draws from the stream of its own name (until a relabel). */
 static void own_streams(seer_runtime *rt) {
@@ -311,12 +476,38 @@ static int reclaim_caches(void *arg) {
     return any;
 }
 
-/* A fresh worker array for a pool of n: lanes cut evenly, every per-worker
- * counter at zero (the counters that must agree between workers, phase,
- * decision and tag_seq, all start together). */
-static seer_worker *new_workers(seer_runtime *rt, int32_t n) {
+/* Chunks of the lanes for a pool of n: each worker's home share is cut
+ * into about UNITS_PER_HOME chunks of at least CHUNK_MIN_LANES lanes (one
+ * chunk for a pool of one: no one to share with).  Small enough that a
+ * parked worker holds back little, big enough that the claim, done and
+ * minimum RMWs of a unit stay small beside its work.  Results do not depend
+ * on the cut (see publish_phase), so it may follow the pool size. */
+#define UNITS_PER_HOME 8
+#define CHUNK_MIN_LANES 32
+
+typedef struct pool_geom {
+    int32_t num_chunks;
+    int32_t *chunk_lo, *chunk_n, *chunk_of;
+    uint32_t *claimed;
+} pool_geom;
+
+static void free_geom(pool_geom *g) {
+    free(g->chunk_lo);
+    free(g->chunk_n);
+    free(g->chunk_of);
+    free(g->claimed);
+    memset(g, 0, sizeof *g);
+}
+
+/* A fresh worker array for a pool of n, with its chunks in *g: lanes cut
+ * evenly, every per-worker counter at zero (the counters that must agree
+ * between workers in barrier jobs, phase and decision, start together). */
+static seer_worker *new_workers(seer_runtime *rt, int32_t n, pool_geom *g) {
+    const int32_t E = rt->num_entities;
+    memset(g, 0, sizeof *g);
     seer_worker *ws = zalloc(sizeof(seer_worker) * (size_t)n);
     if (!ws) return NULL;
+    int32_t chunks = 0;
     for (int32_t w = 0; w < n; w++) {
         ws[w].ctx.api = seer_api_table();
         ws[w].ctx.rt = rt;
@@ -324,29 +515,67 @@ static seer_worker *new_workers(seer_runtime *rt, int32_t n) {
         ws[w].ctx.model = rt->model;
         ws[w].held = -1;
         ws[w].cache.limit = seer_node_cache_limit(seer_queue_capacity(rt->q), n);
-        ws[w].lane_lo = (int32_t)((int64_t)rt->num_entities * w / n);
-        ws[w].lane_hi = (int32_t)((int64_t)rt->num_entities * (w + 1) / n);
-        ws[w].own = zalloc(sizeof(uint32_t) * (size_t)(ws[w].lane_hi - ws[w].lane_lo + 1));
-        ws[w].ob[0] = calloc((size_t)n, sizeof(seer_outbox));
-        ws[w].ob[1] = calloc((size_t)n, sizeof(seer_outbox));
-        if (!ws[w].own || !ws[w].ob[0] || !ws[w].ob[1]) {
-            free_workers(ws, w + 1);
-            return NULL;
+        ws[w].lane_lo = (int32_t)((int64_t)E * w / n);
+        ws[w].lane_hi = (int32_t)((int64_t)E * (w + 1) / n);
+        ws[w].seen_step = ws[w].seen_window = ws[w].trace_window = -1;
+        spin_init(&ws[w].spin, rt->spin);
+        const int32_t len = ws[w].lane_hi - ws[w].lane_lo;
+        int32_t ch = n == 1 ? (len > 0 ? len : 1) : (len + UNITS_PER_HOME - 1) / UNITS_PER_HOME;
+        if (n > 1 && ch < CHUNK_MIN_LANES) ch = CHUNK_MIN_LANES;
+        ws[w].chunk_base = chunks;
+        ws[w].chunk_count = len > 0 ? (len + ch - 1) / ch : 0;
+        chunks += ws[w].chunk_count;
+    }
+    g->num_chunks = chunks;
+    g->chunk_lo = malloc(sizeof(int32_t) * (size_t)(chunks + 1));
+    g->chunk_n = calloc((size_t)chunks + 1, sizeof(int32_t));
+    g->chunk_of = malloc(sizeof(int32_t) * (size_t)E);
+    g->claimed = malloc(sizeof(uint32_t) * (size_t)E);
+    int ok = g->chunk_lo && g->chunk_n && g->chunk_of && g->claimed;
+    for (int32_t w = 0; ok && w < n; w++) {
+        const int32_t len = ws[w].lane_hi - ws[w].lane_lo, k = ws[w].chunk_count;
+        for (int32_t j = 0; j < k; j++) {
+            const int32_t lo = ws[w].lane_lo + (int32_t)((int64_t)len * j / k);
+            const int32_t hi = ws[w].lane_lo + (int32_t)((int64_t)len * (j + 1) / k);
+            g->chunk_lo[ws[w].chunk_base + j] = lo;
+            for (int32_t e = lo; e < hi; e++) g->chunk_of[e] = ws[w].chunk_base + j;
         }
+    }
+    if (ok) g->chunk_lo[chunks] = E;
+    for (int32_t w = 0; ok && w < n; w++) {
+        ws[w].ob[0] = calloc((size_t)chunks + 1, sizeof(seer_outbox));
+        ws[w].ob[1] = calloc((size_t)chunks + 1, sizeof(seer_outbox));
+        ok = ws[w].ob[0] && ws[w].ob[1];
+    }
+    if (!ok) {
+        free_workers(ws, n, chunks);
+        free_geom(g);
+        return NULL;
     }
     return ws;
 }
 
-static void free_workers(seer_worker *ws, int32_t n) {
+static void free_workers(seer_worker *ws, int32_t n, int32_t chunks) {
     if (!ws) return;
     for (int32_t w = 0; w < n; w++) {
-        free(ws[w].own);
         for (int p = 0; p < 2; p++) {
-            for (int32_t d = 0; ws[w].ob[p] && d < n; d++) free(ws[w].ob[p][d].ids);
+            for (int32_t d = 0; ws[w].ob[p] && d < chunks; d++) free(ws[w].ob[p][d].ids);
             free(ws[w].ob[p]);
         }
     }
     free(ws);
+}
+
+static void set_geom(seer_runtime *rt, const pool_geom *g) {
+    rt->num_chunks = g->num_chunks;
+    rt->chunk_lo = g->chunk_lo;
+    rt->chunk_n = g->chunk_n;
+    rt->chunk_of = g->chunk_of;
+    rt->claimed = g->claimed;
+}
+
+static void take_geom(seer_runtime *rt, pool_geom *g) {
+    *g = (pool_geom){rt->num_chunks, rt->chunk_lo, rt->chunk_n, rt->chunk_of, rt->claimed};
 }
 
 seer_runtime *seer_rt_new(seer_queue *q, int32_t num_workers, double lookahead, int32_t spin) {
@@ -362,7 +591,9 @@ seer_runtime *seer_rt_new(seer_queue *q, int32_t num_workers, double lookahead, 
     rt->lookahead = lookahead;
     rt->spin = spin;
     rt->py_batch = PY_BATCH;
-    rt->workers = new_workers(rt, num_workers);
+    pool_geom g;
+    rt->workers = new_workers(rt, num_workers, &g);
+    set_geom(rt, &g);
     rt->rng_counter = zalloc(sizeof(uint64_t) * (size_t)rt->num_entities);
     rt->stream_of = zalloc(sizeof(int32_t) * (size_t)rt->num_entities);
     rt->emit_seq = zalloc(sizeof(uint32_t) * (size_t)rt->num_entities);
@@ -385,21 +616,31 @@ seer_runtime *seer_rt_new(seer_queue *q, int32_t num_workers, double lookahead, 
 int seer_rt_resize(seer_runtime *rt, int32_t num_workers, int32_t spin) {
     if (num_workers < 1) return SEER_E_ARG;
     if (rt->tracing) return SEER_E_ARG; /* trace buffers are per worker */
-    seer_worker *ws = new_workers(rt, num_workers);
-    if (!ws) return SEER_E_FULL;
-    /* Between steps every worker's pending count is settled (run_window
-     * adds it before its end barrier); its node cache goes back to the
-     * queue here, and only the event count outlives the worker. */
+    const int spin_was = rt->spin;
+    rt->spin = spin; /* new_workers sets the spin budgets from it */
+    pool_geom g, old;
+    seer_worker *ws = new_workers(rt, num_workers, &g);
+    if (!ws) {
+        rt->spin = spin_was;
+        return SEER_E_FULL;
+    }
+    /* Between steps every worker's pending count is settled (a step's end
+     * adds them); its node cache goes back to the queue here, and only the
+     * event count outlives the worker. */
     flush_caches(rt);
     for (int32_t w = 0; w < rt->num_workers; w++) rt->events_base += rt->workers[w].events;
-    free_workers(rt->workers, rt->num_workers);
+    free_workers(rt->workers, rt->num_workers, rt->num_chunks);
+    take_geom(rt, &old);
+    free_geom(&old);
     rt->workers = ws;
     rt->num_workers = num_workers;
-    rt->spin = spin;
+    set_geom(rt, &g);
     /* relaxed: no pool thread runs (the caller joined them); the threads it
      * starts next synchronize with it through their creation. */
-    atomic_store_explicit(&rt->step_gen, 0, memory_order_relaxed);
-    atomic_store_explicit(&rt->step_sleepers, 0, memory_order_relaxed);
+    atomic_store_explicit(&rt->epoch, rt->ph_seq << 2 | EP_IDLE, memory_order_relaxed); /* epochs only grow */
+    for (int32_t w = 0; w < num_workers; w++) /* idle until started: nothing to account for */
+        atomic_store_explicit(&ws[w].idle_epoch, rt->ph_seq << 2 | EP_IDLE, memory_order_relaxed);
+    atomic_store_explicit(&rt->epoch_sleepers, 0, memory_order_relaxed);
     atomic_store_explicit(&rt->shutdown, 0, memory_order_relaxed);
     atomic_store_explicit(&rt->barrier.count, 0, memory_order_relaxed);
     atomic_store_explicit(&rt->barrier.sleepers, 0, memory_order_relaxed);
@@ -412,7 +653,10 @@ void seer_rt_free(seer_runtime *rt) {
         flush_caches(rt);
         seer_queue_set_reclaim(rt->q, NULL, NULL);
     }
-    free_workers(rt->workers, rt->num_workers);
+    free_workers(rt->workers, rt->num_workers, rt->num_chunks);
+    pool_geom g;
+    take_geom(rt, &g);
+    free_geom(&g);
     free(rt->rng_counter);
     free(rt->stream_of);
     free(rt->emit_seq);
@@ -461,7 +705,7 @@ void seer_rt_reset(seer_runtime *rt, uint64_t seed) {
         rt->workers[w].pending_delta = 0;
         /* ids a failed step left undelivered: their nodes are free again */
         for (int p = 0; p < 2; p++)
-            for (int32_t d = 0; d < rt->num_workers; d++) rt->workers[w].ob[p][d].len = 0;
+            for (int32_t d = 0; d < rt->num_chunks; d++) rt->workers[w].ob[p][d].len = 0;
     }
     /* relaxed: reset runs while no step does; the next step's step_gen /
      * barrier edges publish it. */
@@ -544,26 +788,28 @@ void seer_rt_set_bookkeeping(seer_runtime *rt, int32_t mode) {
 }
 
 /* Between steps, from the stepping thread: wait until pool thread w has
- * finished the last job it was woken for, its accounting included.
- * step_gen does not move between steps (only seer_rt_step, seer_rt_parallel_for
- * and seer_rt_shutdown move it, all from this thread), and a pool thread
- * stores done_gen after every job and before it returns at shutdown, so
- * this ends as soon as that thread gets a core.  Worker 0 is this thread. */
+ * gone to wait at the current epoch, its accounting (stats, trace records)
+ * done.  The epoch does not move between steps (only the stepping thread
+ * opens a step, a loop or a shutdown, and a phase's completer publishes
+ * only inside one), and a pool thread stores idle_epoch before every wait
+ * and before it returns at shutdown, so this ends as soon as that thread
+ * gets a core.  Worker 0 is this thread. */
 static void wait_accounted(seer_runtime *rt, int32_t w) {
     if (w == 0) return;
-    /* relaxed: our own last write of step_gen (or the pool's creation). */
-    const uint32_t gen = atomic_load_explicit(&rt->step_gen, memory_order_relaxed);
+    /* relaxed: the stepping thread saw the step's last epoch with acquire
+     * (or wrote it), and nothing moves it until this thread does. */
+    const uint32_t e = atomic_load_explicit(&rt->epoch, memory_order_relaxed);
     unsigned spins = 0;
-    /* acquire: pairs with the release store of done_gen in worker_main, so
-     * the thread's stats writes before it are visible (and done) here. */
-    while (atomic_load_explicit(&rt->workers[w].done_gen, memory_order_acquire) != gen) seer_backoff(&spins);
+    /* acquire: pairs with the release store of idle_epoch in worker_main, so
+     * the thread's stats and trace writes before it are visible (and done). */
+    while (atomic_load_explicit(&rt->workers[w].idle_epoch, memory_order_acquire) != e) seer_backoff(&spins);
 }
 
 void seer_rt_set_stats(seer_runtime *rt, int32_t on) {
     for (int32_t i = 0; i < rt->num_workers; i++) wait_accounted(rt, i);
-    /* Plain stores: every pool thread is idle now, and reads stats_on only
-     * in its next job, after the step_gen RMW that publishes these. */
-    rt->stats_on = on != 0;
+    /* relaxed: every pool thread is waiting now, and reads stats_on only
+     * after the epoch RMW that opens its next work, which publishes these. */
+    atomic_store_explicit(&rt->stats_on, on != 0, memory_order_relaxed);
     for (int32_t i = 0; i < rt->num_workers; i++) memset(&rt->workers[i].stats, 0, sizeof(seer_rt_stats));
 }
 
@@ -629,22 +875,13 @@ static inline void note_key(seer_worker *w, uint64_t k) {
     if (k >= w->window_key && k < w->min_key) w->min_key = k;
 }
 
-/* The worker whose share of the lanes holds entity e (new_workers' cut). */
-static inline int32_t owner_of(const seer_runtime *rt, int32_t e) {
-    int32_t d = (int32_t)((int64_t)e * rt->num_workers / rt->num_entities);
-    while (d + 1 < rt->num_workers && rt->workers[d + 1].lane_lo <= e) d++;
-    while (rt->workers[d].lane_lo > e) d--;
-    return d;
-}
-
-/* Put node id, filled for target, in this window's outbox for the owner of
- * target's lane (ourselves included); 0: no memory to grow the outbox (the
- * emit fails: publishing it now would break the window's no-pusher rule). */
+/* Put node id, filled for target, in this window's outbox for the chunk
+ * that holds target's lane; 0: no memory to grow the outbox (the emit
+ * fails: publishing it now would break the window's no-pusher rule). */
 static int defer_publish(seer_runtime *rt, seer_worker *w, int32_t target, uint32_t id) {
-    const int32_t d = owner_of(rt, target);
-    seer_outbox *ob = &w->ob[w->win_seq & 1][d];
+    seer_outbox *ob = &w->ob[w->win_seq & 1][rt->chunk_of[target]];
     if (ob->len == ob->cap) {
-        int32_t cap = ob->cap ? 2 * ob->cap : 256;
+        int32_t cap = ob->cap ? 2 * ob->cap : 64;
         uint32_t *ids = realloc(ob->ids, sizeof(uint32_t) * (size_t)cap);
         if (!ids) return 0;
         ob->ids = ids;
@@ -654,17 +891,17 @@ static int defer_publish(seer_runtime *rt, seer_worker *w, int32_t target, uint3
     return 1;
 }
 
-/* How deliver_outboxes pushes (see run_step_parallel): with plain stores
- * (the lanes are ours until the claim), with the full push but without
- * readying (claim_range claims them next), or with the full push. */
+/* How deliver_chunk pushes: with plain stores (the lanes are the unit's
+ * until its claim), with the full push but without readying (the claim
+ * comes next), or with the full push. */
 typedef enum { PUSH_PRIVATE, PUSH_QUIET, PUSH_PUBLISH } push_mode;
 
-/* Push what the workers deferred to our lanes in the window of this
+/* Push what the workers deferred to chunk c's lanes in the window of this
  * parity.  The ids' nodes and pending counts are the senders'; only the
- * lanes are ours. */
-static void deliver_outboxes(seer_runtime *rt, seer_worker *w, uint32_t parity, push_mode how) {
+ * lanes are the unit's. */
+static void deliver_chunk(seer_runtime *rt, int32_t c, uint32_t parity, push_mode how) {
     for (int32_t i = 0; i < rt->num_workers; i++) {
-        seer_outbox *ob = &rt->workers[i].ob[parity][w->ctx.worker];
+        seer_outbox *ob = &rt->workers[i].ob[parity][c];
         if (how == PUSH_PRIVATE)
             seer_queue_push_private_many(rt->q, ob->ids, ob->len);
         else
@@ -741,6 +978,7 @@ void seer_rt_set_trace(seer_runtime *rt, int32_t worker, seer_trace_event *event
 
 void seer_rt_take_trace(seer_runtime *rt, int32_t worker, int64_t *n_events, int64_t *n_windows,
                         int64_t *dropped) {
+    wait_accounted(rt, worker);
     seer_worker *w = &rt->workers[worker];
     *n_events = w->trace_ev_n;
     *n_windows = w->trace_win_n;
@@ -812,89 +1050,6 @@ static void window_native(seer_runtime *rt, seer_worker *w, double t1, window_st
         }
         run_entity(rt, w, e, t1, st, window);
     }
-}
-
-/* Take `take` indices of a range packed as next | end << 32 (own_range,
- * pf_range) off its front (the owner) or its back (a helper): a CAS from
- * *r, its last value.  1 and the first index in *first, or 0 with *r
- * reloaded.  relaxed: the CAS only hands out distinct indices; what they
- * index came with the edges that published the range. */
-static inline int range_take(_Atomic uint64_t *range, uint64_t *r, uint32_t take, int back, uint32_t *first) {
-    const uint32_t next = (uint32_t)*r, end = (uint32_t)(*r >> 32);
-    const uint64_t want = back ? ((uint64_t)(end - take) << 32 | next) : *r + take;
-    if (!atomic_compare_exchange_weak_explicit(range, r, want, memory_order_relaxed, memory_order_relaxed))
-        return 0;
-    *first = back ? end - take : next;
-    *r = want;
-    return 1;
-}
-
-/* A thief leaves a list alone once fewer entries than this are left: the
- * owner is about to finish them, and a stolen entity's rows (its tables,
- * its lane, the nodes it frees) move to the thief's cache and back.  On
- * uav_swarm_v0 'large' (some 110 entities per worker and window, 10 us of
- * work) a pool of two stealing one entry at a time from the front, as the
- * owner takes them, ran its events 1.25x slower than with no stealing at
- * all; from the back with STEAL_MIN 8, 1.2x; with 32, as fast.  Stealing
- * stays for what it is for: a worker the OS holds back. */
-#define STEAL_MIN 32
-
-/* The owner takes its list's entries in shrinking chunks, a 2W-th of
- * what is left but at least OWNER_CHUNK, and all that is left once fewer
- * than STEAL_MIN are (no thief may take any of them then), as OpenMP's
- * guided schedule does: a pool of two takes some 110 entries in 6 CASes
- * instead of 70.  Each CAS on own_range is a locked RMW, a full fence that
- * waits for the handlers' pending store misses; perf put 70% of
- * run_claimed on it on uav_swarm_v0 'large', 2 workers. */
-#define OWNER_CHUNK 8
-
-/* Take entries of worker o's claimed list for window `seq` until none is
- * left (the owner, from the front) or fewer than STEAL_MIN (a thief, from
- * the back), through range_take; the list's contents came with the
- * acquire load of own_tag. */
-static void run_claimed(seer_runtime *rt, seer_worker *w, seer_worker *o, uint32_t seq, double t1,
-                        window_stats *st, int32_t window) {
-    /* acquire: pairs with the owner's release store of the tag, after it
-     * wrote the list and reset own_range. */
-    uint64_t tag = atomic_load_explicit(&o->own_tag, memory_order_acquire);
-    if ((uint32_t)(tag >> 32) != seq) return; /* not published yet: its owner runs it */
-    const int thief = o != w;
-    uint64_t r = atomic_load_explicit(&o->own_range, memory_order_relaxed);
-    for (;;) {
-        const uint32_t next = (uint32_t)r, end = (uint32_t)(r >> 32);
-        if (next >= end || (thief && end - next < STEAL_MIN)) return;
-        const uint32_t left = end - next, guided = left / (2u * (uint32_t)rt->num_workers);
-        const uint32_t take = thief                                      ? 1
-                              : rt->num_workers == 1 || left < STEAL_MIN ? left
-                              : guided > OWNER_CHUNK                     ? guided
-                                                                         : OWNER_CHUNK;
-        uint32_t first;
-        if (!range_take(&o->own_range, &r, take, thief, &first)) continue;
-        const uint32_t last = first + take;
-        if (take > 1) seer_queue_prefetch_ahead(rt->q, SEER_NIL, o->own[first]);
-        for (uint32_t i = first; i < last; i++) {
-            /* In a big swarm the next entities' lanes and nodes are cache
-             * misses: start them while this one runs (only of entries we
-             * took: a thief may hold the others). */
-            if (i + 1 < last)
-                seer_queue_prefetch_ahead(rt->q, i + 2 < last ? o->own[i + 2] : SEER_NIL, o->own[i + 1]);
-            if (aborted(rt)) /* give the claim back unrun (it is readied if it still has events) */
-                seer_queue_unclaim(rt->q, o->own[i]);
-            else
-                run_entity(rt, w, o->own[i], t1, st, window);
-        }
-    }
-}
-
-/* Native-only models, parallel bookkeeping: the window's lanes were claimed
- * by the workers that own them; run our own list, then help the others,
- * then whatever sits in the ready ring (lanes that were queued already). */
-static void window_native_claimed(seer_runtime *rt, seer_worker *w, uint32_t seq, double t1, window_stats *st,
-                                  int32_t window) {
-    run_claimed(rt, w, w, seq, t1, st, window);  /* seq: tag_seq of this window */
-    for (int32_t i = 1; i < rt->num_workers; i++)
-        run_claimed(rt, w, &rt->workers[(w->ctx.worker + i) % rt->num_workers], seq, t1, st, window);
-    window_native(rt, w, t1, st, window);
 }
 
 /* Models with Python handlers: take one event from each of up to PY_BATCH
@@ -983,8 +1138,7 @@ static void decide_window(seer_runtime *rt) {
 }
 
 static inline void timed_barrier(seer_runtime *rt, seer_worker *w);
-static void run_window(seer_runtime *rt, seer_worker *w, int32_t wid, double t0, double t1, int32_t window,
-                       int claimed);
+static void run_window(seer_runtime *rt, seer_worker *w, int32_t wid, double t0, double t1, int32_t window);
 
 /* The serial bookkeeping (SEER_RT_BOOK_SERIAL, kept to measure against):
  * worker 0 alone scans every lane for the next time, copies the snapshots
@@ -993,9 +1147,9 @@ static void run_step_serial(seer_runtime *rt, int32_t wid) {
     seer_worker *w = &rt->workers[wid];
     for (;;) {
         if (wid == 0) {
-            int64_t b0 = rt->stats_on ? now_ns() : 0;
+            int64_t b0 = STATS_ON(rt) ? now_ns() : 0;
             decide_window(rt);
-            if (rt->stats_on) {
+            if (STATS_ON(rt)) {
                 int64_t d = now_ns() - b0;
                 w->stats.bookkeeping_ns += d;
                 w->stats.serial_ns += d;
@@ -1011,7 +1165,7 @@ static void run_step_serial(seer_runtime *rt, int32_t wid) {
         w->min_key = SEER_KEY_INF;
         w->stats.windows++;
         int32_t window = (int32_t)rt->windows_total;
-        run_window(rt, w, wid, t0, t1, window, 0);
+        run_window(rt, w, wid, t0, t1, window);
         timed_barrier(rt, w);
         if (rt->last[slot]) break;
     }
@@ -1019,7 +1173,7 @@ static void run_step_serial(seer_runtime *rt, int32_t wid) {
 
 
 static inline void timed_barrier(seer_runtime *rt, seer_worker *w) {
-    if (rt->stats_on) {
+    if (STATS_ON(rt)) {
         int64_t t0 = now_ns();
         barrier_wait(&rt->barrier, rt->num_workers, rt->spin);
         w->stats.barrier_ns += now_ns() - t0;
@@ -1028,14 +1182,14 @@ static inline void timed_barrier(seer_runtime *rt, seer_worker *w) {
     }
 }
 
-/* This worker's share of every snapshot region, cut at cache lines. */
-static void copy_snapshots(seer_runtime *rt, int32_t wid) {
-    const uint64_t W = (uint64_t)rt->num_workers;
+/* Part k of n of every snapshot region, cut at cache lines: a barrier
+ * job's worker share (k = worker), or a chunked PREP unit's (k = chunk). */
+static void copy_snapshots(seer_runtime *rt, uint64_t k, uint64_t n) {
     for (int i = 0; i < rt->num_snaps; i++) {
         const snapshot_region *r = &rt->snaps[i];
-        uint64_t lo = r->nbytes * (uint64_t)wid / W, hi = r->nbytes * (uint64_t)(wid + 1) / W;
-        lo = wid == 0 ? 0 : lo / SEER_CACHELINE * SEER_CACHELINE;
-        hi = (uint64_t)wid + 1 == W ? r->nbytes : hi / SEER_CACHELINE * SEER_CACHELINE;
+        uint64_t lo = r->nbytes * k / n, hi = r->nbytes * (k + 1) / n;
+        lo = k == 0 ? 0 : lo / SEER_CACHELINE * SEER_CACHELINE;
+        hi = k + 1 == n ? r->nbytes : hi / SEER_CACHELINE * SEER_CACHELINE;
         if (hi <= lo) continue;
         /* A plain copy, also in pools of two and more.  Writing only the
          * 64-byte blocks that differ spares the other cores' cached copies
@@ -1047,15 +1201,12 @@ static void copy_snapshots(seer_runtime *rt, int32_t wid) {
     }
 }
 
-/* Run one window's events (both bookkeeping modes). */
-static void run_window(seer_runtime *rt, seer_worker *w, int32_t wid, double t0, double t1, int32_t window,
-                       int claimed) {
+/* Run one window's events (barrier jobs: Python handlers, serial). */
+static void run_window(seer_runtime *rt, seer_worker *w, int32_t wid, double t0, double t1, int32_t window) {
     window_stats st = {0, 0, 0, 0};
     int64_t start = TRACING(rt) ? now_ns() : 0;
     if (rt->has_python)
         window_batched(rt, w, t1, &st, window);
-    else if (claimed)
-        window_native_claimed(rt, w, w->tag_seq, t1, &st, window);
     else
         window_native(rt, w, t1, &st, window);
     /* Settle shared counts before the barrier: after it, worker 0 may
@@ -1064,14 +1215,9 @@ static void run_window(seer_runtime *rt, seer_worker *w, int32_t wid, double t0,
         seer_queue_add_pending(rt->q, w->pending_delta);
         w->pending_delta = 0;
     }
-    /* Native windows keep the worker's node cache from window to window
-     * and step to step, so it refills the nodes it freed itself, lines its
-     * own core still holds.  Flushed every window, every node went round
-     * the whole FIFO free ring between two uses, a cold line each time once
-     * the pool outgrew L2 (uav_swarm_v0 xlarge: 11 MB).  Pushes from
-     * outside a step take the caches back (reclaim_caches).  The modes that
-     * run Python handlers or decide on worker 0 alone still flush. */
-    if (!claimed) seer_queue_flush_cache(rt->q, &w->cache);
+    /* The chunked phases keep the worker's node cache from window to window
+     * and step to step (see run_unit); the barrier jobs flush it. */
+    seer_queue_flush_cache(rt->q, &w->cache);
     w->events += st.events;
     if (TRACING(rt)) {
         if (w->trace_win_n < w->trace_win_cap)
@@ -1082,14 +1228,14 @@ static void run_window(seer_runtime *rt, seer_worker *w, int32_t wid, double t0,
     }
 }
 
-/* Parallel bookkeeping: no worker decides alone.  Each worker reports at
- * the end barrier the smallest time it left pending (the exact keys of the
- * lanes it unclaimed, the events it sent, the lanes of its share that the
- * window did not reach); after the barrier every worker combines the same
- * reports into the same next window, copies its share of the snapshots and
- * readies its share of the lanes.  A second barrier keeps handlers off the
- * snapshots until every share is copied (models without snapshots skip it:
- * a worker that finds the ready ring empty early just waits at the end).
+/* Parallel bookkeeping of a barrier job (Python handlers): no worker
+ * decides alone.  Each worker reports at the end barrier the smallest time
+ * it left pending (the exact keys of the lanes it unclaimed, the events it
+ * sent, the lanes of its share that the window did not reach); after the
+ * barrier every worker combines the same reports into the same next
+ * window, copies its share of the snapshots and readies its share of the
+ * lanes.  A second barrier keeps handlers off the snapshots until every
+ * share is copied.
  *
  * Why the reports give the exact minimum: after a window every pending
  * event is >= t1 (cross-entity events by the lookahead rule, self-sent ones
@@ -1098,13 +1244,14 @@ static void run_window(seer_runtime *rt, seer_worker *w, int32_t wid, double t0,
  * lower; or it was not, and its key at the window's start (>= t1, read by
  * advance_range) was only lowered by pushes.  Pushes are noted by their
  * senders.  So min(reports) is the smallest pending time: the same value,
- * hence the same windows, for every pool size and interleaving. */
+ * hence the same windows, for every pool size and interleaving.  The
+ * chunked phases rest on the same argument, unit by unit (publish_phase). */
 static void run_step_parallel(seer_runtime *rt, int32_t wid) {
     seer_worker *w = &rt->workers[wid];
-    const int stats = rt->stats_on;
+    const int stats = STATS_ON(rt);
     /* Read once: worker 0 sets the next step's horizon and window count as
      * soon as it leaves this step's last barrier, which may be before we
-     * are done reading.  Both were written before the step_gen RMW that
+     * are done reading.  Both were written before the epoch RMW that
      * started this step (or by this thread, for worker 0). */
     const double horizon = rt->horizon;
     const int64_t window_base = rt->windows_total;
@@ -1127,53 +1274,21 @@ static void run_step_parallel(seer_runtime *rt, int32_t wid) {
         }
         double t0 = seer_queue_key_time(m);
         if (stop || !(t0 < horizon)) {
-            /* Nothing left before the horizon, but the window just run
-             * (not the step's last, or we would have left) may have
-             * deferred events: publish them before the step returns. */
-            if (!rt->has_python && w->win_seq > 0) {
-                deliver_outboxes(rt, w, w->win_seq & 1, PUSH_PUBLISH);
-                if (rt->num_workers > 1) timed_barrier(rt, w);
-            }
-            w->defer = 0;
             if (stats) w->stats.bookkeeping_ns += now_ns() - b0;
             break;
         }
         double t1 = t0 + rt->lookahead;
         if (!(t1 < horizon)) t1 = horizon;
-        copy_snapshots(rt, wid);
+        copy_snapshots(rt, (uint64_t)wid, (uint64_t)rt->num_workers);
         w->window_key = seer_time_key(t1);
         w->ctx.window_end = t1;
         w->win_seq++;
         w->stats.windows++;
         const int32_t window = (int32_t)(window_base + w->win_seq);
-        if (!rt->has_python) {
-            w->defer = t1 < horizon; /* a step's last window publishes at once */
-            /* The last window's; claim_range below claims them.  With plain
-             * stores only if this window defers too: otherwise another
-             * worker's handlers may push onto our lanes as soon as they run,
-             * which (with no snapshot barrier) can be before we are done. */
-            deliver_outboxes(rt, w, (w->win_seq - 1) & 1, w->defer ? PUSH_PRIVATE : PUSH_QUIET);
-        }
-        if (rt->has_python) {
-            w->min_key = seer_queue_advance_range(rt->q, t1, w->lane_lo, w->lane_hi);
-        } else {
-            /* Claim our share's lanes ourselves: no ready ring, so no ring
-             * traffic between the workers inside the window. */
-            uint64_t rest;
-            int32_t n = (w->defer ? seer_queue_claim_range_private : seer_queue_claim_range)(
-                rt->q, t1, w->lane_lo, w->lane_hi, w->own, &rest);
-            w->min_key = rest;
-            /* relaxed: published by the release store of the tag below. */
-            atomic_store_explicit(&w->own_range, (uint64_t)(uint32_t)n << 32, memory_order_relaxed);
-            /* release: the list and the reset above happen-before a thief's
-             * acquire load of this tag (run_claimed).  The window seq keeps
-             * a thief from taking a list of another window. */
-            w->tag_seq++;
-            atomic_store_explicit(&w->own_tag, ((uint64_t)w->tag_seq << 32) | (uint32_t)n, memory_order_release);
-        }
+        w->min_key = seer_queue_advance_range(rt->q, t1, w->lane_lo, w->lane_hi);
         if (stats) w->stats.bookkeeping_ns += now_ns() - b0;
         if (rt->num_snaps) timed_barrier(rt, w);
-        run_window(rt, w, wid, t0, t1, window, !rt->has_python);
+        run_window(rt, w, wid, t0, t1, window);
         w->report_key[w->phase & 1] = w->min_key;
         w->report_abort[w->phase & 1] = aborted(rt);
         if (!(t1 < horizon)) { /* the step ends with this window */
@@ -1183,63 +1298,368 @@ static void run_step_parallel(seer_runtime *rt, int32_t wid) {
     }
 }
 
+/* A barrier job's step, on every worker of the pool. */
 static void run_step(seer_runtime *rt, int32_t wid) {
     seer_worker *w = &rt->workers[wid];
-    w->defer = 0; /* only run_step_parallel's windows set it */
-    int64_t t0 = rt->stats_on ? now_ns() : 0;
+    w->defer = 0; /* barrier jobs publish every event at once */
+    int64_t t0 = STATS_ON(rt) ? now_ns() : 0;
     if (rt->bookkeeping == SEER_RT_BOOK_SERIAL)
         run_step_serial(rt, wid);
     else
         run_step_parallel(rt, wid);
-    if (rt->stats_on) {
+    if (STATS_ON(rt)) {
         w->stats.step_ns += now_ns() - t0;
         w->stats.steps++;
     }
 }
 
-#define JOB_STEP 0
-#define JOB_FOR 1
+/* ---- chunked phases ---------------------------------------------------------------- *
+ *
+ * A native step (and a parallel loop) is a chain of phases.  A phase's work
+ * is cut into units, each worker's home share into its own units, and any
+ * thread may claim any unit: the owner of a home takes its units from the
+ * front, a helper from the back, one at a time, with a CAS on the home's
+ * range word (tag = the phase's epoch, end, next).  A unit is done when
+ * its home's done count's RMW says so; the thread that finishes a home
+ * counts it in the phase's done count, and the thread whose RMW makes that
+ * count reach the phase's homes is the phase's completer, which decides and
+ * publishes the next phase itself (complete_phase): so nothing waits for a
+ * particular thread, only for the units claimed, and a pool thread the OS
+ * parks holds back at most the unit it holds.  The stepping thread claims
+ * like any other and may run every unit of a step alone.
+ *
+ * Edges.  Publishing (publish_phase): the descriptor rt->ph, the reset of
+ * the done count and of the next window's minimum are written, then each
+ * range word is stored with release; a claimant's CAS (acquire; the
+ * other claimants' CASes continue the store's release sequence) makes them
+ * visible before it reads the descriptor, so a unit reads the descriptor of
+ * the phase it claimed from.  Each unit's writes (the lanes it ran, the
+ * outboxes it filled, the claimed lists of PREP, the keys folded into the
+ * home's minimum) come before its home's done RMW (acq_rel); the thread
+ * that finishes the home has read through that RMW chain, folds the home's
+ * minimum into the window's and does the phase's done RMW (acq_rel); the
+ * completer's RMW reads the last value of that chain, so every unit of the
+ * phase happens-before the completer, which then publishes the next phase: every
+ * unit of a phase happens-before every unit of the next.  The epoch RMW
+ * (seq_cst) wakes the waiters and carries the same edge to threads that
+ * only wait on it (the stepping thread at a step's end, pool threads
+ * deciding what the epoch says).
+ *
+ * Why the results do not depend on who ran what: every unit folds the keys
+ * it left pending into next_key (through its home's minimum) with atomic
+ * minima, and min is the same
+ * in any order, so the windows are those of the barrier jobs' argument
+ * (run_step_parallel) for every pool size and interleaving; each entity's
+ * events run one at a time in its lane's order; an entity's random stream,
+ * emit sequence and clock are per entity; node ids (per-worker caches) and
+ * outbox order affect no order (a lane sorts by time, source and seq). */
 
-/* Run slices of worker o's home share of the loop: from the front if it is
- * ours, from the back if we help (range_take).  The loop's inputs came with
- * the step_gen edge, its outputs go out through the barrier after it. */
-static void pfor_take(seer_runtime *rt, seer_worker *o, int32_t wid, uint32_t g, int thief) {
-    uint64_t r = atomic_load_explicit(&o->pf_range, memory_order_relaxed);
-    for (;;) {
-        const uint32_t next = (uint32_t)r, end = (uint32_t)(r >> 32);
-        if (next >= end) return;
-        const uint32_t take = end - next < g ? end - next : g;
-        uint32_t lo;
-        if (!range_take(&o->pf_range, &r, take, thief, &lo)) continue;
-        rt->pf_fn(rt->pf_arg, lo, (int64_t)lo + take, wid);
+#define UNITS_MAX 0xffffu /* per home: 16 bits of a range word */
+
+static inline uint64_t range_word(uint32_t tag, uint32_t next, uint32_t end) {
+    return (uint64_t)tag << 32 | (uint64_t)end << 16 | next;
+}
+
+/* Units of home w in the phase rt->ph describes. */
+static uint32_t home_units(const seer_runtime *rt, int32_t w) {
+    const seer_phase *ph = &rt->ph;
+    if (ph->kind != PH_FOR) return (uint32_t)rt->workers[w].chunk_count;
+    const int64_t W = rt->num_workers, lo = ph->n * w / W, hi = ph->n * (w + 1) / W;
+    return (uint32_t)((hi - lo + ph->grain - 1) / ph->grain);
+}
+
+static inline void trace_close(seer_worker *w) {
+    if (w->trace_window < 0) return;
+    if (w->trace_win_n < w->trace_win_cap)
+        w->trace_win[w->trace_win_n++] = w->trace_open;
+    else
+        w->trace_dropped++;
+    w->trace_window = -1;
+}
+
+/* Publish what the epoch says next: for EP_WORK the phase rt->ph (written
+ * by the caller), whose units go into the range words.  The caller is the
+ * one thread allowed to: the completer of the last phase, or the stepping
+ * thread between jobs (see above for the edges that make it the only one).
+ *
+ * Once the last range word with units is stored, other threads may claim
+ * and finish every unit and publish the phase after it while we are still
+ * here.  So that store is the last thing we do with the phase: the homes
+ * without units are stored first (a store of ours after their next phase's
+ * would take its units away), nothing reads rt->ph after it, and the epoch
+ * only ever moves forward (a CAS that leaves a newer epoch alone: ours
+ * would otherwise overwrite, say, the step's end with this phase). */
+static void publish_phase(seer_runtime *rt, uint32_t state) {
+    const uint32_t e = ++rt->ph_seq << 2 | state;
+    if (state == EP_WORK) {
+        uint32_t units = 0, homes = 0;
+        /* relaxed: published by the release stores of the range words, and
+         * no RMW of the last phase is left (its completer is us). */
+        atomic_store_explicit(&rt->units_done, 0, memory_order_relaxed);
+        for (int32_t w = 0; w < rt->num_workers; w++) {
+            const uint32_t n = home_units(rt, w);
+            units += n;
+            homes += n > 0;
+        }
+        rt->ph.units = units;
+        rt->ph.homes = homes;
+        for (int pass = 0; pass < 2; pass++) {
+            for (int32_t w = 0; w < rt->num_workers; w++) {
+                const uint32_t n = home_units(rt, w);
+                if ((n > 0) != pass) continue;
+                /* relaxed: published by the release store below */
+                atomic_store_explicit(&rt->workers[w].home_done, 0, memory_order_relaxed);
+                atomic_store_explicit(&rt->workers[w].home_min, SEER_KEY_INF, memory_order_relaxed);
+                /* release: the descriptor, the done count's reset and what
+                 * every unit of the last phase wrote (ordered before us by
+                 * its done RMWs) happen-before the acquire CAS of whoever
+                 * claims a unit. */
+                atomic_store_explicit(&rt->workers[w].range, range_word(e, 0, n), memory_order_release);
+            }
+        }
+    }
+    /* seq_cst: release part, as above for the threads that wait on the
+     * epoch instead of claiming (a step's end, a barrier job, shutdown);
+     * seq_cst for the Dekker handshake with the sleepers count (wake_all).
+     * Epochs compare by their sequence (wrapping): a newer one stays. */
+    uint32_t cur = atomic_load_explicit(&rt->epoch, memory_order_relaxed);
+    while ((int32_t)(e - cur) > 0 &&
+           !atomic_compare_exchange_weak_explicit(&rt->epoch, &cur, e, memory_order_seq_cst, memory_order_relaxed)) {
+    }
+    wake_all(&rt->epoch, &rt->epoch_sleepers);
+}
+
+/* Claim one unit of the open phase, our home first: 1 with its home and
+ * index, 0 when every unit of the phase whose range words we read is
+ * claimed. */
+static int claim_unit(seer_runtime *rt, const seer_worker *w, int32_t *home, uint32_t *unit) {
+    const int32_t W = rt->num_workers;
+    for (int32_t i = 0; i < W; i++) {
+        const int32_t h = (w->ctx.worker + i) % W;
+        _Atomic uint64_t *range = &rt->workers[h].range;
+        /* relaxed: only a guess for the CAS, which acquires */
+        uint64_t r = atomic_load_explicit(range, memory_order_relaxed);
+        for (;;) {
+            const uint32_t next = (uint32_t)r & 0xffffu, end = (uint32_t)(r >> 16) & 0xffffu;
+            if (next >= end) break;
+            const uint64_t want = i ? range_word((uint32_t)(r >> 32), next, end - 1) : r + 1;
+            /* acquire: pairs with publish_phase's release store of the word
+             * (through the release sequence of the claims before ours) */
+            if (atomic_compare_exchange_weak_explicit(range, &r, want, memory_order_acquire, memory_order_relaxed)) {
+                *home = h;
+                *unit = i ? end - 1 : next;
+                return 1;
+            }
+        }
+    }
+    return 0;
+}
+
+/* Fold a smallest pending key into a minimum (a home's, the window's).
+ * relaxed: the done RMW after it orders it before the read, and the
+ * minimum is the same in any order. */
+static inline void fold_min(_Atomic uint64_t *x, uint64_t k) {
+    uint64_t cur = atomic_load_explicit(x, memory_order_relaxed);
+    while (k < cur && !atomic_compare_exchange_weak_explicit(x, &cur, k, memory_order_relaxed,
+                                                             memory_order_relaxed)) {
     }
 }
 
-/* A parallel loop runs each worker's home share [n w / W, n (w + 1) / W)
- * on that worker first, and only then helps the others, from the back.
- * Loops over entities (uav_swarm_v0's readout and candidate lists) so cut
- * them as the step's windows cut the lanes, and a row stays in the cache of
- * the core that wrote it during the windows.  With slices handed out first
- * come, first served, half of them went to the other core: on 'large' (256
- * UAVs, ids in space order) perf put 3.0x the CPU time of one worker on
- * observe_one (the readout) with 2 workers, and 1.6x on cand_slice; with
- * home shares, 1.1x and 1.0x.  Loops too long for the 32-bit ranges are
- * handed out first come, first served. */
-/* A loop is cut into home shares if its ranges fit range_take's 32 bits. */
-static inline int pf_home(int64_t n, int64_t grain) { return n <= (int64_t)UINT32_MAX && grain <= (int64_t)UINT32_MAX; }
+static void complete_phase(seer_runtime *rt);
 
-static void pfor_run(seer_runtime *rt, int32_t wid) {
-    const int64_t n = rt->pf_n, g = rt->pf_grain;
-    if (!pf_home(n, g)) {
-        for (;;) {
-            int64_t lo = atomic_fetch_add_explicit(&rt->pf_next, g, memory_order_relaxed);
-            if (lo >= n) return;
-            rt->pf_fn(rt->pf_arg, lo, lo + g < n ? lo + g : n, wid);
+/* Run unit j of home h of the open phase. */
+static void run_unit(seer_runtime *rt, seer_worker *w, int32_t h, uint32_t j) {
+    const seer_phase *ph = &rt->ph;
+    const int stats = STATS_ON(rt);
+    const int32_t wid = w->ctx.worker;
+    const int64_t u0 = stats ? now_ns() : 0;
+    int64_t book = -1; /* a unit that runs events: its bookkeeping time before them */
+    if (stats && wid != 0 && ph->step != w->seen_step && ph->kind != PH_FOR) {
+        w->seen_step = ph->step;
+        w->stats.steps++;
+    }
+    const int32_t c = rt->workers[h].chunk_base + (int32_t)j;
+    const uint32_t parity = ph->win & 1;
+    uint64_t min_key = SEER_KEY_INF;
+    switch (ph->kind) {
+    case PH_FOR: {
+        const int64_t W = rt->num_workers, lo = ph->n * h / W, hi = ph->n * (h + 1) / W;
+        const int64_t a = lo + (int64_t)j * ph->grain, b = a + ph->grain < hi ? a + ph->grain : hi;
+        ph->fn(ph->arg, a, b, wid);
+        break;
+    }
+    case PH_SCAN:
+        /* relaxed loads (see seer_queue_min_key_range): the step's start
+         * ordered every earlier unclaim and push before this unit */
+        min_key = seer_queue_min_key_range(rt->q, rt->chunk_lo[c], rt->chunk_lo[c + 1]);
+        break;
+    case PH_DELIVER:
+        deliver_chunk(rt, c, parity, PUSH_PUBLISH);
+        break;
+    default: {
+        const int32_t lo = rt->chunk_lo[c], hi = rt->chunk_lo[c + 1];
+        w->defer = ph->defer;
+        w->win_seq = ph->win;
+        if (ph->kind != PH_RUN) {
+            copy_snapshots(rt, (uint64_t)c, (uint64_t)rt->num_chunks);
+            /* The last window's outboxes; the claim below claims their lanes.
+             * With plain stores only if this window defers too: otherwise a
+             * handler of another unit may push onto these lanes as soon as
+             * it runs, which (with no snapshot phase) can be now. */
+            deliver_chunk(rt, c, (ph->win - 1) & 1, (push_mode)ph->deliver);
+            uint64_t rest;
+            rt->chunk_n[c] = (ph->defer ? seer_queue_claim_range_private : seer_queue_claim_range)(
+                rt->q, ph->t1, lo, hi, &rt->claimed[lo], &rest);
+            min_key = rest;
+        }
+        if (ph->kind == PH_PREP) break;
+        if (stats) {
+            book = now_ns() - u0;
+            if (wid != 0 && w->seen_window != ph->window) {
+                w->seen_window = ph->window;
+                w->stats.windows++;
+            }
+        }
+        window_stats st = {0, 0, 0, 0};
+        if (TRACING(rt) && w->trace_window != ph->window) {
+            trace_close(w);
+            w->trace_window = ph->window;
+            w->trace_open = (seer_trace_window){now_ns(), 0, 0, 0, 0, 0, ph->t0, ph->t1, (int32_t)ph->window, wid};
+        }
+        w->window_key = seer_time_key(ph->t1);
+        w->ctx.window_end = ph->t1;
+        w->min_key = min_key;
+        const uint32_t *own = &rt->claimed[lo];
+        const int32_t n = rt->chunk_n[c];
+        if (n > 1) seer_queue_prefetch_ahead(rt->q, SEER_NIL, own[0]);
+        for (int32_t i = 0; i < n; i++) {
+            /* In a big swarm the next entities' lanes and nodes are cache
+             * misses: start them while this one runs. */
+            if (i + 1 < n) seer_queue_prefetch_ahead(rt->q, i + 2 < n ? own[i + 2] : SEER_NIL, own[i + 1]);
+            if (aborted(rt)) /* give the claim back unrun (it is readied if it still has events) */
+                seer_queue_unclaim(rt->q, own[i]);
+            else
+                run_entity(rt, w, own[i], ph->t1, &st, (int32_t)ph->window);
+        }
+        min_key = w->min_key;
+        w->events += st.events;
+        if (TRACING(rt)) {
+            w->trace_open.end_ns = now_ns();
+            w->trace_open.busy_ns += st.busy_ns;
+            w->trace_open.events += st.events;
+        }
+        if (book < 0) book = 0;
+        break;
+    }
+    }
+    /* Read before the done RMWs: after them, ph may be rewritten. */
+    const uint32_t homes = ph->homes, here = home_units(rt, h);
+    seer_worker *o = &rt->workers[h];
+    if (min_key != SEER_KEY_INF) fold_min(&o->home_min, min_key);
+    if (stats && ph->kind != PH_FOR) {
+        const int64_t t = now_ns();
+        w->stats.bookkeeping_ns += book >= 0 ? book : t - u0;
+        if (wid != 0) w->stats.step_ns += t - u0;
+    }
+    /* acq_rel: release, this unit's writes (and its reads of ph) happen-
+     * before whoever finishes the home; acquire, for that thread, every
+     * other unit of the home.  It then folds the home's minimum into the
+     * window's and counts the home done (acq_rel the same way: the thread
+     * that finishes the last home has every unit of the phase behind it,
+     * and completes it). */
+    if (atomic_fetch_add_explicit(&o->home_done, 1, memory_order_acq_rel) + 1 != here) return;
+    /* relaxed: the home's folds came before their units' done RMWs */
+    const uint64_t hm = atomic_load_explicit(&o->home_min, memory_order_relaxed);
+    if (hm != SEER_KEY_INF) fold_min(&rt->next_key[parity], hm);
+    if (atomic_fetch_add_explicit(&rt->units_done, 1, memory_order_acq_rel) + 1 == homes) complete_phase(rt);
+}
+
+/* The last window's minimum, and what follows from it: the next window,
+ * or the step's end (after a DELIVER phase if that window deferred). */
+static void next_window(seer_runtime *rt) {
+    seer_phase *ph = &rt->ph;
+    /* relaxed: every fold came before its unit's done RMW, which the
+     * completer (us) has read through */
+    const uint64_t m = atomic_load_explicit(&rt->next_key[ph->win & 1], memory_order_relaxed);
+    const double t0 = seer_queue_key_time(m);
+    if (aborted(rt) || !(t0 < ph->horizon)) {
+        if (ph->win > 0 && ph->defer) { /* the last window deferred: publish its events before returning */
+            ph->kind = PH_DELIVER;
+            publish_phase(rt, EP_WORK);
+        } else {
+            publish_phase(rt, EP_IDLE);
+        }
+        return;
+    }
+    double t1 = t0 + rt->lookahead;
+    if (!(t1 < ph->horizon)) t1 = ph->horizon;
+    ph->win++;
+    ph->window++;
+    ph->t0 = t0;
+    ph->t1 = t1;
+    ph->defer = t1 < ph->horizon; /* a step's last window publishes at once */
+    ph->deliver = ph->defer ? PUSH_PRIVATE : PUSH_QUIET;
+    ph->kind = rt->num_snaps ? PH_PREP : PH_PREPRUN;
+    /* relaxed: published with the phase (release stores of the ranges) */
+    atomic_store_explicit(&rt->next_key[ph->win & 1], SEER_KEY_INF, memory_order_relaxed);
+    publish_phase(rt, EP_WORK);
+}
+
+/* On the completer of the open phase (see above): open the next one. */
+static void complete_phase(seer_runtime *rt) {
+    seer_phase *ph = &rt->ph;
+    switch (ph->kind) {
+    case PH_PREP:
+        ph->kind = PH_RUN;
+        publish_phase(rt, EP_WORK);
+        return;
+    case PH_RUN:
+    case PH_PREPRUN:
+        if (!(ph->t1 < ph->horizon)) { /* the step ends with this window */
+            publish_phase(rt, EP_IDLE);
+            return;
+        }
+        next_window(rt);
+        return;
+    case PH_SCAN:
+        next_window(rt);
+        return;
+    default: /* PH_DELIVER, PH_FOR */
+        publish_phase(rt, EP_IDLE);
+        return;
+    }
+}
+
+/* Claim and run units until the epoch says EP_IDLE: the stepping thread's
+ * part of a native step or a parallel loop it opened. */
+static void drive(seer_runtime *rt, seer_worker *w) {
+    int32_t h;
+    uint32_t j;
+    for (;;) {
+        if (claim_unit(rt, w, &h, &j)) {
+            run_unit(rt, w, h, j);
+            continue;
+        }
+        /* acquire: pairs with the epoch RMW of the phase's publisher (a
+         * step's end: every unit of the step happens-before our return) */
+        const uint32_t e = atomic_load_explicit(&rt->epoch, memory_order_acquire);
+        if (EP_STATE(e) != EP_WORK) return;
+        /* Again, now that the ranges of epoch e are visible (they were
+         * stored before it): a phase published after our first try would
+         * otherwise wait for its units' claimants while we sleep. */
+        if (claim_unit(rt, w, &h, &j)) {
+            run_unit(rt, w, h, j);
+            continue;
+        }
+        trace_close(w);
+        int64_t spin = 0, parks = 0, t0 = STATS_ON(rt) ? now_ns() : 0;
+        wait_change(&rt->epoch, e, &w->spin, 0, &rt->epoch_sleepers, &spin, &parks);
+        if (STATS_ON(rt)) {
+            w->stats.barrier_ns += now_ns() - t0;
+            w->stats.spin_ns += spin;
+            w->stats.parks += parks;
         }
     }
-    const int32_t W = rt->num_workers;
-    pfor_take(rt, &rt->workers[wid], wid, (uint32_t)g, 0);
-    for (int32_t i = 1; i < W; i++) pfor_take(rt, &rt->workers[(wid + i) % W], wid, (uint32_t)g, 1);
 }
 
 int seer_rt_parallel_for(seer_runtime *rt, int64_t n, int64_t grain, seer_range_fn fn, void *arg) {
@@ -1249,35 +1669,76 @@ int seer_rt_parallel_for(seer_runtime *rt, int64_t n, int64_t grain, seer_range_
         fn(arg, 0, n, 0);
         return SEER_OK;
     }
-    rt->job = JOB_FOR;
-    rt->pf_fn = fn;
-    rt->pf_arg = arg;
-    rt->pf_n = n;
-    rt->pf_grain = grain;
-    /* relaxed: published by the step_gen RMW below; every worker's last
-     * fetch_add of the previous loop came before the barrier that ended it. */
-    atomic_store_explicit(&rt->pf_next, 0, memory_order_relaxed);
-    for (int32_t w = 0; pf_home(n, grain) && w < rt->num_workers; w++) {
-        const uint64_t lo = (uint64_t)(n * w / rt->num_workers), hi = (uint64_t)(n * (w + 1) / rt->num_workers);
-        atomic_store_explicit(&rt->workers[w].pf_range, hi << 32 | lo, memory_order_relaxed); /* (as pf_next) */
-    }
-    /* seq_cst (release part): the job and the loop's inputs happen-before
-     * the pool's acquire load of the new generation; seq_cst for the
-     * sleepers handshake (wake_all). */
-    atomic_fetch_add_explicit(&rt->step_gen, 1, memory_order_seq_cst);
-    wake_all(&rt->step_gen, &rt->step_sleepers);
-    pfor_run(rt, 0);
-    /* Every slice's writes happen-before our return (the barrier's edges). */
-    barrier_wait(&rt->barrier, rt->num_workers, rt->spin);
+    /* A home of more than UNITS_MAX slices takes bigger slices. */
+    const int64_t home = n / rt->num_workers + 1;
+    if ((home + grain - 1) / grain > (int64_t)UNITS_MAX) grain = (home + UNITS_MAX - 1) / UNITS_MAX;
+    seer_phase *ph = &rt->ph;
+    ph->kind = PH_FOR;
+    ph->fn = fn;
+    ph->arg = arg;
+    ph->n = n;
+    ph->grain = grain;
+    publish_phase(rt, EP_WORK);
+    drive(rt, &rt->workers[0]); /* every slice's writes happen-before our return */
     return SEER_OK;
 }
 
 int32_t seer_rt_num_workers(const seer_runtime *rt) { return rt->num_workers; }
 
+/* Lanes the stepping thread scans alone at a step's start (more: a SCAN
+ * phase). */
+#define SCAN_ALONE_MAX 1024
+
+/* A native step on the chunked phases: a scan of the lanes, then windows. */
+static void run_chunked_step(seer_runtime *rt, double horizon) {
+    seer_worker *w = &rt->workers[0];
+    /* Lanes that a push from outside readied between steps are in the
+     * ready ring, which the chunked phases do not read (inside them no lane
+     * is readied: cross-entity events are at least a window later, the
+     * deliveries do not ready, and the unclaims find nothing left before
+     * the window's end).  No other thread touches the queue now (the pool
+     * threads find no unit to claim), so make them idle lanes again, which
+     * the claims then take. */
+    uint32_t e;
+    while (seer_queue_take(rt->q, &e)) (void)seer_queue_unclaim_private(rt->q, e);
+    seer_phase *ph = &rt->ph;
+    ph->kind = PH_SCAN;
+    ph->step = ++rt->steps_begun;
+    ph->horizon = horizon;
+    ph->win = 0;
+    ph->window = rt->windows_total;
+    ph->defer = 0;
+    ph->t0 = ph->t1 = horizon;
+    if (rt->num_entities <= SCAN_ALONE_MAX || rt->num_workers == 1) {
+        /* A few lanes: scanning them here costs less than a phase (its
+         * publication, claims and wake-ups).  relaxed: as a SCAN unit's
+         * loads; no phase is open, so we are the one to publish next. */
+        atomic_store_explicit(&rt->next_key[0], seer_queue_min_key_range(rt->q, 0, rt->num_entities),
+                              memory_order_relaxed);
+        next_window(rt);
+    } else {
+        /* relaxed: published with the phase */
+        atomic_store_explicit(&rt->next_key[0], SEER_KEY_INF, memory_order_relaxed);
+        publish_phase(rt, EP_WORK);
+    }
+    drive(rt, w);
+    trace_close(w);
+    rt->windows_total += ph->win;
+    if (STATS_ON(rt)) w->stats.windows += ph->win;
+    /* Every unit happened-before the step's end, which we acquired (drive),
+     * and no pool thread writes these again before the next step opens. */
+    int64_t delta = 0;
+    for (int32_t i = 0; i < rt->num_workers; i++) {
+        delta += rt->workers[i].pending_delta;
+        rt->workers[i].pending_delta = 0;
+    }
+    if (delta) seer_queue_add_pending(rt->q, delta);
+}
+
 int seer_rt_step(seer_runtime *rt, double horizon) {
     /* Wait out a reclaim in progress (a push from another thread taking
      * the caches back; it is short).  acquire: its cache writes happen-
-     * before this step, and through step_gen before the pool's. */
+     * before this step, and through the epoch before the pool's. */
     unsigned spins = 0;
     for (int idle = STEP_IDLE;; idle = STEP_IDLE) {
         if (atomic_compare_exchange_weak_explicit(&rt->stepping, &idle, STEP_RUNNING, memory_order_acquire,
@@ -1286,23 +1747,30 @@ int seer_rt_step(seer_runtime *rt, double horizon) {
         if (idle == STEP_RUNNING) break; /* a step inside a step: the callers' guards report that misuse */
         seer_backoff(&spins);
     }
+    seer_worker *w0 = &rt->workers[0];
+    spin_check_load(&w0->spin);
     rt->horizon = horizon;
-    rt->job = JOB_STEP;
-    if (rt->num_workers > 1) {
-        /* seq_cst (release part): the horizon and the pushed actions happen-
-         * before the pool's acquire load of the new generation. */
-        atomic_fetch_add_explicit(&rt->step_gen, 1, memory_order_seq_cst);
-        wake_all(&rt->step_gen, &rt->step_sleepers);
+    if (rt->has_python || rt->bookkeeping == SEER_RT_BOOK_SERIAL) {
+        /* a barrier job: every pool thread runs run_step; the epoch RMW
+         * (release part) publishes the horizon and the pushed actions */
+        if (rt->num_workers > 1) publish_phase(rt, EP_BARRIER);
+        run_step(rt, 0);
+        if (rt->bookkeeping != SEER_RT_BOOK_SERIAL) rt->windows_total += w0->win_seq;
+    } else {
+        const int64_t t0 = STATS_ON(rt) ? now_ns() : 0;
+        run_chunked_step(rt, horizon);
+        if (STATS_ON(rt)) {
+            w0->stats.step_ns += now_ns() - t0;
+            w0->stats.steps++;
+        }
     }
-    run_step(rt, 0);
-    if (rt->bookkeeping != SEER_RT_BOOK_SERIAL) rt->windows_total += rt->workers[0].win_seq;
-    /* Pool workers add their counts before each window's end barrier, whose
-     * edges order them before this read. */
+    /* Every worker's counts were written before the step's end (the last
+     * barrier, or the epoch RMW that ended the phases), ordered before us. */
     int64_t events = rt->events_base;
     for (int32_t i = 0; i < rt->num_workers; i++) events += rt->workers[i].events;
     rt->events_total = events;
-    /* release: the workers' cache writes (ordered before us by the end
-     * barrier) happen-before a reclaim's acquire. */
+    /* release: the workers' cache writes (ordered before us by the step's
+     * end) happen-before a reclaim's acquire. */
     atomic_store_explicit(&rt->stepping, STEP_IDLE, memory_order_release);
     /* acquire: pairs with fail()'s release store, so a nonzero code comes
      * with its record (seer_rt_last_error). */
@@ -1310,49 +1778,65 @@ int seer_rt_step(seer_runtime *rt, double horizon) {
 }
 
 void seer_rt_worker_main(seer_runtime *rt, int32_t wid) {
-    /* Start from the generation the runtime was created with, not from what
-     * is there now: a step may already have begun before this thread ran. */
-    uint32_t seen = 0;
+    seer_worker *w = &rt->workers[wid];
+    uint32_t barrier_done = EP_IDLE; /* the epoch of the last barrier job run (never an EP_BARRIER one at start) */
+    int32_t h;
+    uint32_t j;
     for (;;) {
-        /* acquire (inside): pairs with the step_gen RMW (release part) of
-         * seer_rt_step or seer_rt_shutdown: the horizon, the pushed actions
-         * and the shutdown flag written before it are visible after it. */
-        wait_while_equal(&rt->step_gen, seen, rt->spin, &rt->step_sleepers);
-        seen = atomic_load_explicit(&rt->step_gen, memory_order_acquire);
-        /* acquire: see seer_rt_shutdown (the step_gen edge above already
-         * carries the flag; this pair is belt and braces). */
-        if (atomic_load_explicit(&rt->shutdown, memory_order_acquire)) {
-            /* release: see done_gen; a joined thread needs no wait, but the
-             * count has to match step_gen for wait_accounted all the same. */
-            atomic_store_explicit(&rt->workers[wid].done_gen, seen, memory_order_release);
+        /* acquire: pairs with the epoch RMW (release part) of its publisher:
+         * a barrier job's horizon and the pushed actions, the shutdown flag,
+         * are visible after it. */
+        const uint32_t e = atomic_load_explicit(&rt->epoch, memory_order_acquire);
+        const uint32_t state = EP_STATE(e);
+        if (state == EP_SHUTDOWN) {
+            trace_close(w);
+            /* release: see idle_epoch; a joined thread needs no wait, but
+             * wait_accounted must find it all the same. */
+            atomic_store_explicit(&w->idle_epoch, e, memory_order_release);
             return;
         }
-        if (rt->job == JOB_FOR) {
-            pfor_run(rt, wid);
-            barrier_wait(&rt->barrier, rt->num_workers, rt->spin);
-        } else {
+        if (state == EP_BARRIER && e != barrier_done) {
             run_step(rt, wid);
+            barrier_done = e;
+            continue;
         }
-        /* release: this job's writes, its stats after the last barrier
-         * among them, happen-before wait_accounted's acquire load. */
-        atomic_store_explicit(&rt->workers[wid].done_gen, seen, memory_order_release);
+        /* the ranges of epoch e (stored before it) or later ones */
+        if (state == EP_WORK && claim_unit(rt, w, &h, &j)) {
+            run_unit(rt, w, h, j);
+            continue;
+        }
+        trace_close(w);
+        if (state != EP_WORK) spin_check_load(&w->spin); /* once per step, between steps */
+        /* release: this thread's stats and trace records happen-before
+         * wait_accounted's acquire load. */
+        atomic_store_explicit(&w->idle_epoch, e, memory_order_release);
+        int64_t spin = 0, parks = 0;
+        const int64_t t0 = now_ns();
+        wait_change(&rt->epoch, e, &w->spin, state != EP_WORK, &rt->epoch_sleepers, &spin, &parks);
+        if (STATS_ON(rt)) { /* read after the new epoch: see set_stats */
+            w->stats.spin_ns += spin;
+            w->stats.parks += parks;
+            if (state == EP_WORK) {
+                const int64_t d = now_ns() - t0;
+                w->stats.barrier_ns += d;
+                w->stats.step_ns += d;
+            }
+        }
     }
 }
 
 void seer_rt_shutdown(seer_runtime *rt) {
-    /* release: pairs with the acquire load in worker_main after waking; the
-     * flag is also carried by the step_gen RMW below (release part), which
-     * is what the waking worker synchronizes with first. */
+    /* release: pairs with an acquire load after the epoch's; the flag is
+     * also carried by the epoch RMW below (release part), which is what a
+     * waking worker synchronizes with first. */
     atomic_store_explicit(&rt->shutdown, 1, memory_order_release);
-    /* seq_cst: release part as said; seq_cst for the sleepers handshake. */
-    atomic_fetch_add_explicit(&rt->step_gen, 1, memory_order_seq_cst);
-    wake_all(&rt->step_gen, &rt->step_sleepers);
+    publish_phase(rt, EP_SHUTDOWN);
 }
 
 void seer_rt_interrupt(seer_runtime *rt) {
     /* The same first-failure record a handler error takes: workers poll it
-     * between events (aborted()), worker 0 ends the step at its next window
-     * decision, and seer_rt_step returns the code. */
+     * between events (aborted()), a phase's completer ends the step at its
+     * next window decision, and seer_rt_step returns the code. */
     fail(rt, SEER_E_CLOSED, -1, NULL, -1, -1, NAN);
 }
 

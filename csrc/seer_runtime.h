@@ -62,7 +62,9 @@ typedef struct seer_rt_stats {
     int64_t step_ns;        /* inside seer_rt_step's run (worker 0: the step's wall time) */
     int64_t bookkeeping_ns; /* window decisions, snapshot copies, readying lanes */
     int64_t serial_ns;      /* bookkeeping done by this worker alone while the others wait */
-    int64_t barrier_ns;     /* waiting at window barriers                  */
+    int64_t barrier_ns;     /* waiting for the others: at window barriers, or for a phase's last units */
+    int64_t spin_ns;        /* spinning in waits before a wake-up or a sleep (in and between steps) */
+    int64_t parks;          /* waits that slept on the futex */
 } seer_rt_stats;
 
 seer_runtime *seer_rt_new(seer_queue *q, int32_t num_workers, double lookahead, int32_t spin);

@@ -8,7 +8,7 @@ from seer._seer_c import ffi, lib
 
 __all__ = ["PoolStats", "WorkerTimes"]
 
-_FIELDS = ("steps", "windows", "step_ns", "bookkeeping_ns", "serial_ns", "barrier_ns")
+_FIELDS = ("steps", "windows", "step_ns", "bookkeeping_ns", "serial_ns", "barrier_ns", "spin_ns", "parks")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -17,15 +17,23 @@ class WorkerTimes:
 
     Attributes:
         worker: The worker's index (0 is the thread that calls ``step``).
-        steps: Steps it took part in.
-        windows: Windows it ran.
+        steps: Steps it took part in (worker 0: every step; a pool thread
+            counts the steps in which it ran some of the work, since a step
+            never waits for a particular pool thread).
+        windows: Windows it ran some of the events of (worker 0: every
+            window of the steps).
         step_s: Seconds inside the steps' runs (worker 0: the steps' wall time
             in the runtime, without the model's own work before and after).
         bookkeeping_s: Seconds deciding windows: reporting what it left
             pending, copying its share of the snapshots, readying its lanes.
         serial_s: Seconds of bookkeeping it did alone while the others
             waited (0 with the parallel bookkeeping, the default).
-        barrier_s: Seconds waiting at window barriers for the others.
+        barrier_s: Seconds waiting for the others: at window barriers, or
+            for the last units of a phase that others hold.
+        spin_s: Seconds spent spinning in waits, inside steps and between
+            them, before the awaited change came or the thread slept: time
+            taken from other threads on the cores.
+        parks: Waits that ended in a sleep on the futex.
     """
 
     worker: int
@@ -35,6 +43,8 @@ class WorkerTimes:
     bookkeeping_s: float
     serial_s: float
     barrier_s: float
+    spin_s: float = 0.0
+    parks: int = 0
 
 
 class PoolStats:
@@ -86,7 +96,7 @@ class PoolStats:
     def workers(self) -> tuple[WorkerTimes, ...]:
         """Each worker's times, by worker index."""
         return tuple(WorkerTimes(w, a["steps"], a["windows"], a["step_ns"] / 1e9, a["bookkeeping_ns"] / 1e9,
-                                 a["serial_ns"] / 1e9, a["barrier_ns"] / 1e9)
+                                 a["serial_ns"] / 1e9, a["barrier_ns"] / 1e9, a["spin_ns"] / 1e9, a["parks"])
                      for w, a in sorted(self._ns.items()))
 
     def _worker0(self, name: str) -> int:
@@ -126,10 +136,27 @@ class PoolStats:
         """Share of worker 0's step time spent waiting at window barriers."""
         return self._fraction("barrier_ns")
 
+    @property
+    def spin_s(self) -> float:
+        """Seconds all workers spent spinning in waits (time taken from the
+        other threads on the cores without doing work)."""
+        return sum(a["spin_ns"] for a in self._ns.values()) / 1e9
+
+    @property
+    def spin_per_step_s(self) -> float:
+        """:attr:`spin_s` per step of the block (0 without steps)."""
+        return self.spin_s / self.steps if self.steps else 0.0
+
+    @property
+    def parks(self) -> int:
+        """Waits, over all workers, that ended in a sleep on the futex."""
+        return sum(a["parks"] for a in self._ns.values())
+
     def __repr__(self) -> str:
         if self._open:
             return "PoolStats(open: filled when its with-block ends)"
         return (f"PoolStats(steps={self.steps}, windows={self.windows}, workers={len(self._ns)}, "
                 f"step_s={self.step_s:.6f}, serial_fraction={self.serial_fraction:.3f}, "
                 f"bookkeeping_fraction={self.bookkeeping_fraction:.3f}, "
-                f"barrier_fraction={self.barrier_fraction:.3f})")
+                f"barrier_fraction={self.barrier_fraction:.3f}, spin_per_step_s={self.spin_per_step_s:.6f}, "
+                f"parks={self.parks})")
