@@ -135,6 +135,26 @@ class _Core:
         if self.pool_stats is not None:
             self.pool_stats.take(self.rt, self.num_workers)
 
+    def watch_rows(self) -> None:
+        """Debug mode: wrap each Python handler in a check that it wrote only its entities' rows."""
+        import dataclasses
+
+        from seer._debug import RowWatch
+
+        watch = RowWatch(self.num_entities)
+
+        def guarded(spec):
+            handler, what = spec.handler, f"the handler of event kind {spec.name!r}"
+
+            def run(ctx, events):
+                with watch.lock:
+                    before = watch.take(self.model.state)
+                    handler(ctx, events)
+                    watch.check(self.model.state, before, ctx.events["entity"], what)
+            return dataclasses.replace(spec, handler=run)
+
+        self.kinds = [spec if spec.native else guarded(spec) for spec in self.kinds]
+
     def check_handling(self, what: str) -> None:
         """Calls that only a running handler may make."""
         if self.closed:

@@ -77,6 +77,12 @@ class MisuseError(SeerError, RuntimeError):
     call is running, or from inside one of its own handlers."""
 
 
+class EntityWriteError(MisuseError):
+    """Debug mode (``seer.Runtime(..., debug=True)`` or ``SEER_DEBUG=1``):
+    a handler wrote a row of a per-entity state array that belongs to an
+    entity it was not handling."""
+
+
 class WorkerError(SeerError, RuntimeError):
     """A worker (thread or process) died or stopped answering."""
 

@@ -20,6 +20,7 @@ from seer._host import usable_cores
 from seer._runtime_blocks import _Exclusive, _NativeStep, _PoolStatsBlock
 from seer._runtime_core import TraceBuffers, _Core, _finalize
 from seer._seer_c import ffi, lib
+from seer._debug import resolve_debug
 from seer._step_errors import step_error
 from seer.capi import pointer_address
 from seer.errors import ClosedError, InvalidArgumentError, PastEventError
@@ -67,6 +68,16 @@ class Runtime:
         python_batch: Most entities a worker takes per round for Python
             handlers (1..256).  Large batches amortize the Python call; 1
             spreads slow per-entity handlers over the pool.
+        debug: Check what handlers write: a Python handler that writes a
+            row of a per-entity state array (first axis of length
+            ``num_entities``) of an entity it was not handed fails the step
+            with :class:`~seer.errors.HandlerError` caused by
+            :class:`~seer.errors.EntityWriteError` (naming kind, entity,
+            array and row); ``shared_state`` arrays too, whose other rows
+            a handler reads through ``ctx.snapshot``.  Python handlers run
+            one at a time then.  None (default): on when
+            the environment sets ``SEER_DEBUG=1``.  Off, nothing is checked
+            and nothing costs.  Read back as :attr:`debug`.
 
     Attributes:
         trace_entity_ids: For a model that keeps its agents in renamed
@@ -85,8 +96,10 @@ class Runtime:
     """
 
     def __init__(self, model: Model, workers: int = 1, *, capacity: int | None = None,
-                 trace: bool = False, trace_capacity: int = 1 << 20, seed: int = 0, python_batch: int = 256):
+                 trace: bool = False, trace_capacity: int = 1 << 20, seed: int = 0, python_batch: int = 256,
+                 debug: bool | None = None):
         validate_model(model)
+        debug = resolve_debug(debug)
         check_seed(seed)
         if isinstance(workers, str):
             # choosing a pool size is STPA's job, a layer above the runtime
@@ -109,6 +122,10 @@ class Runtime:
         self.workers = int(workers)
         self.queue = EventQueue(model.num_entities, capacity, num_kinds=len(model.kinds))
         self._core = core = _Core(model, self.queue, self.workers)
+        #: whether this runtime checks what its handlers write (see ``debug`` above)
+        self.debug = debug
+        if debug:
+            core.watch_rows()
         self._finalizer = weakref.finalize(self, _finalize, core)
         for k, spec in enumerate(model.kinds):
             fn = ffi.cast("seer_handler_fn", spec.handler.address) if spec.native else ffi.NULL
