@@ -105,6 +105,7 @@ class NativeEnv(ParallelEnv):
         spec: The rows: agents, observation and action space.
         model: The :class:`seer.Model` the runtime runs, or None (no runtime).
         workers: The runtime's pool size, ``"auto"`` or an integer.
+        debug: The runtime's debug mode (:class:`seer.Runtime`; None: on with ``SEER_DEBUG=1``).
         trace: Build the runtime with ``trace=True`` (then seer.vector steps
             this env through Python, so the trace sees every step).
         capacity: The runtime's queue capacity (default: ``max(4096, 16 * slots)``).
@@ -125,7 +126,7 @@ class NativeEnv(ParallelEnv):
 
     def __init__(self, spec: NativeSpec, model=None, *, workers: int | str = 1, trace: bool = False,
                  capacity: int | None = None, render_mode: str | None = None, black_death: bool = False,
-                 strict_actions: bool = False):
+                 strict_actions: bool = False, debug: bool | None = None):
         from seer.vector.native import NativeSpec
 
         self._closed = True  # until the runtime exists: close() and __del__ have nothing to free
@@ -159,7 +160,7 @@ class NativeEnv(ParallelEnv):
             import seer.stpa
 
             cap = max(4096, 16 * spec.slots) if capacity is None else capacity
-            self._runtime = seer.stpa.make_runtime(model, workers, capacity=cap, trace=trace)
+            self._runtime = seer.stpa.make_runtime(model, workers, capacity=cap, trace=trace, debug=debug)
         self._closed = False
 
     # ---- what the author writes ----------------------------------------------------------------

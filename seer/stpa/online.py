@@ -348,7 +348,8 @@ def attach_tuner(runtime, *, max_workers: int | None = None) -> PoolTuner | None
 
 
 def make_runtime(model, workers: int | str = "auto", *, capacity: int | None = None, trace: bool = False,
-                 choose: Callable[[], int] | None = None, max_workers: int | None = None):
+                 choose: Callable[[], int] | None = None, max_workers: int | None = None,
+                 debug: bool | None = None):
     """A :class:`seer.Runtime` for ``model`` whose ``workers`` may be ``"auto"``: what an env that owns a runtime
     does with its own ``workers=`` argument.
 
@@ -366,6 +367,7 @@ def make_runtime(model, workers: int | str = "auto", *, capacity: int | None = N
         trace: Record a trace (its pool then stays at the chosen size).
         choose: For ``"auto"``: returns the starting pool size.
         max_workers: Cap for ``"auto"``'s choice and tuner.
+        debug: The runtime's debug mode (see :class:`seer.Runtime`; None: ``SEER_DEBUG``).
 
     Example:
         >>> import seer
@@ -382,7 +384,7 @@ def make_runtime(model, workers: int | str = "auto", *, capacity: int | None = N
             raise InvalidArgumentError(f"choose() returned {picked!r}: expected an integer pool size in [1, 1024]")
         workers = int(picked)
     workers = resolve_workers(workers, model, capacity=capacity, max_workers=max_workers)
-    runtime = Runtime(model, workers=workers, capacity=capacity, trace=trace)
+    runtime = Runtime(model, workers=workers, capacity=capacity, trace=trace, debug=debug)
     if auto:
         attach_tuner(runtime, max_workers=max_workers)
     return runtime
