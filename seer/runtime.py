@@ -46,6 +46,14 @@ class StepStats:
     horizon: float
 
 
+def _handler_address(spec, debug: bool) -> int:
+    """A native handler's address; in debug mode a seer.numba handler's variant with bounds checks."""
+    owner = spec.handler.owner
+    if debug and callable(getattr(owner, "compile", None)) and hasattr(owner, "state"):
+        return owner.compile(debug=True).address
+    return spec.handler.address
+
+
 class Runtime:
     """Runs a :class:`seer.Model`'s event streams on a pool of worker threads.
 
@@ -75,7 +83,9 @@ class Runtime:
             :class:`~seer.errors.EntityWriteError` (naming kind, entity,
             array and row); ``shared_state`` arrays too, whose other rows
             a handler reads through ``ctx.snapshot``.  Python handlers run
-            one at a time then.  None (default): on when
+            one at a time then, and :mod:`seer.numba` handlers run a variant
+            compiled with bounds checks (cached apart), so an out-of-range
+            index is a :class:`~seer.errors.HandlerError`, not a fault.  None (default): on when
             the environment sets ``SEER_DEBUG=1``.  Off, nothing is checked
             and nothing costs.  Read back as :attr:`debug`.
 
@@ -128,7 +138,7 @@ class Runtime:
             core.watch_rows()
         self._finalizer = weakref.finalize(self, _finalize, core)
         for k, spec in enumerate(model.kinds):
-            fn = ffi.cast("seer_handler_fn", spec.handler.address) if spec.native else ffi.NULL
+            fn = ffi.cast("seer_handler_fn", _handler_address(spec, debug)) if spec.native else ffi.NULL
             lib.seer_rt_set_handler(core.rt, k, fn)
         lib.seer_rt_set_dispatch(core.rt, lib.seer_py_dispatch, core.handle)
         lib.seer_rt_set_python_batch(core.rt, int(python_batch))

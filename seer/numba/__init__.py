@@ -370,20 +370,23 @@ class Handler:
         self.__name__ = getattr(fn, "__name__", "handler")
         self.__qualname__ = getattr(fn, "__qualname__", self.__name__)
         self.__doc__ = fn.__doc__
-        self._cfunc = None
+        self._cfuncs: dict[bool, object] = {}
 
     @property
     def address(self) -> int:
         """The compiled C function's address (compiles on first access)."""
         return self.compile().address
 
-    def compile(self):
+    def compile(self, debug: bool = False):
+        """The compiled cfunc; ``debug=True``: the variant with bounds checks that a
+        ``seer.Runtime(debug=True)`` runs (compiled and cached apart)."""
         with _LOCK:
-            if self._cfunc is None:
+            cfunc = self._cfuncs.get(debug)
+            if cfunc is None:
                 from seer.numba._compile import compile_handler
 
-                self._cfunc = compile_handler(self, NumbaCompileError)
-        return self._cfunc
+                cfunc = self._cfuncs[debug] = compile_handler(self, NumbaCompileError, debug=debug)
+        return cfunc
 
     def check_native_model(self, bound, where: str) -> None:
         """Refuse a table bound by a State of another layout than this handler's."""

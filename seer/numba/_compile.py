@@ -82,8 +82,11 @@ def source(state, key: str, qualname: str, rows=None) -> str:
 REGISTRY: dict = {}
 
 
-def compile_handler(h, compile_error: type):
-    """The cfunc of handler ``h``; ``compile_error`` (NumbaCompileError) when it does not compile."""
+def compile_handler(h, compile_error: type, debug: bool = False):
+    """The cfunc of handler ``h``; ``compile_error`` (NumbaCompileError) when it does not compile.
+
+    ``debug``: the debug-mode variant (``seer.Runtime(debug=True)``), compiled with
+    bounds checks under a key (and so a module and cache entry) of its own."""
     fn = h.py_func
     ident = f"{fn.__module__}.{fn.__qualname__}"
     cache = h.cache
@@ -105,11 +108,12 @@ def compile_handler(h, compile_error: type):
     rows = h.rows
     layout = repr(h.state.fields) + ("" if rows is None else repr((rows.slots, rows.observation, rows.action)))
     digest = hashlib.sha256("\0".join([ident, src, layout, str(frozen), numba.__version__,
-                                             str(numba.config.BOUNDSCHECK), "guard-3"]).encode()).hexdigest()[:16]
+                                             str(numba.config.BOUNDSCHECK), "guard-3"] + (["debug"] if debug else [])).encode()).hexdigest()[:16]
     key = f"{re.sub(r'[^A-Za-z0-9_]', '_', ident)}_{digest}"
     try:
         upgrade_helpers(fn)
-        REGISTRY[key] = numba.njit(cache=False)(fn)  # compiled into the entry, which is what is cached
+        flags = {"boundscheck": True} if debug else {}
+        REGISTRY[key] = numba.njit(cache=False, **flags)(fn)  # compiled into the entry, which is what is cached
         REGISTRY[key + ":state"] = h.state.tuple_type
         text = source(h.state, key, fn.__qualname__, rows)
         name = f"seer_numba_{key}"
@@ -120,7 +124,7 @@ def compile_handler(h, compile_error: type):
             sig = numba.types.int32(numba.types.voidptr, numba.types.voidptr)
         else:
             sig = numba.types.int32(numba.types.voidptr, numba.types.voidptr, numba.types.int32)
-        return numba.cfunc(sig, nopython=True, cache=cache)(module.entry)
+        return numba.cfunc(sig, nopython=True, cache=cache, **flags)(module.entry)
     except numba.core.errors.NumbaError as exc:
         raise compile_error(f"seer.numba handler {fn.__qualname__!r} does not compile in nopython mode: "
                                      f"{exc}") from exc

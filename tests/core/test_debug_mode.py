@@ -94,3 +94,53 @@ def test_results_are_identical_with_and_without_debug_mode():
             ev = rt.step(4.0).events
         out.append((ev, model.state["x"].tobytes(), model.state["v"].tobytes()))
     assert all(o == out[0] for o in out[1:])
+
+
+@pytest.mark.timeout(240)
+def test_an_out_of_bounds_numba_index_is_a_handler_error_in_debug_mode(tmp_path):
+    # a fresh process: NUMBA_BOUNDSCHECK unset, caches of its own; the debug variant must bring the checks
+    import os
+    import subprocess
+    import sys
+    import textwrap
+
+    pytest.importorskip("numba")
+    script = tmp_path / "bounds.py"
+    script.write_text(textwrap.dedent(f"""
+        import sys
+        sys.path.insert(0, {os.path.dirname(__file__)!r})
+        import seer, test_numba_errors as t
+        model = t.Model(t.INDEX)
+        with seer.Runtime(model, 2, debug=True) as rt:
+            try:
+                rt.step(4.5)
+            except seer.HandlerError as exc:
+                print("HandlerError:", exc)
+            else:
+                print("no error")
+    """))
+    env = {k: v for k, v in os.environ.items() if k not in ("NUMBA_BOUNDSCHECK", "SEER_DEBUG")}
+    env.update(SEER_CACHE_DIR=str(tmp_path / "cache"), NUMBA_CACHE_DIR=str(tmp_path / "nb"))
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=200)
+    assert out.returncode == 0, out.stderr
+    assert "HandlerError: native handler 'tick' failed at entity 2, kind 0, time 2.0" in out.stdout, out.stdout
+    assert "IndexError: index is out of bounds" in out.stdout
+
+
+@pytest.mark.timeout(240)
+def test_the_debug_variant_of_a_numba_handler_is_compiled_apart_from_the_normal_one(tmp_path, monkeypatch):
+    pytest.importorskip("numba")
+    import sys
+
+    monkeypatch.setenv("SEER_CACHE_DIR", str(tmp_path / "cache"))
+    sys.path.insert(0, __import__("os").path.dirname(__file__))
+    try:
+        import test_numba_errors as t
+    finally:
+        sys.path.pop(0)
+    normal, debug = t.tick.compile(), t.tick.compile(debug=True)
+    assert normal.address != debug.address
+    assert t.tick.compile() is normal and t.tick.compile(debug=True) is debug
+    model = t.Model(t.CODE, numerator=0)
+    with seer.Runtime(model, 2, debug=True) as rt:
+        rt.step(4.5)  # in range: runs as without debug mode
