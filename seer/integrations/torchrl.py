@@ -43,7 +43,8 @@ other envs' ``state()`` is called on each copy after every step.
 **Speed.**  Whole arrays become tensors with ``torch.from_numpy`` (no copy,
 no per-agent loop); the TensorDicts are built unchecked from them, random
 actions are drawn in one call, and TorchRL's per-step spec completion is
-skipped (every key is always set), so TorchRL's ``rollout`` costs a fixed
+skipped (every key is always set), as is its generic ``step_mdp`` (the next
+root is the step's TensorDict minus the reward), so TorchRL's ``rollout`` costs a fixed
 amount per step whatever the number of copies.
 
 **Unbatched specs.**  ``batched=False`` (one copy) gives ``batch_size=[]``
@@ -267,6 +268,23 @@ class SeerTorchRLEnv(EnvBase):
         if self.run_type_checks:
             return super()._step_proc_data(next_tensordict_out)
         return next_tensordict_out
+
+    def step_and_maybe_reset(self, tensordict: TensorDictBase) -> tuple[TensorDictBase, TensorDictBase]:
+        # TorchRL's rollout and collectors call this each step; its generic step_mdp walks every key
+        # of both TensorDicts to copy the observations and flags forward.  _out's keys are fixed,
+        # so the next root is its TensorDict minus the reward, built unchecked from the same tensors.
+        if (self.run_type_checks or tensordict.device != self.device or tensordict.batch_size != self.batch_size
+                or "next" in tensordict.keys()):
+            return super().step_and_maybe_reset(tensordict)
+        nxt = self._step(tensordict)
+        tensordict.set("next", nxt)
+        g = self.group
+        agents = dict(nxt.get(g).items())
+        del agents["reward"]
+        root = {k: v for k, v in nxt.items() if k != g}
+        root[g] = TensorDict._new_unsafe(agents, batch_size=self._lead, device=self.device)
+        nxt_root = TensorDict._new_unsafe(root, batch_size=self._root, device=self.device)
+        return tensordict, self.maybe_reset(nxt_root)
 
     def _out(self, obs: np.ndarray, rew: np.ndarray | None) -> TensorDictBase:
         C, A = self.num_copies, self.agents_per_copy

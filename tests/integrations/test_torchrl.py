@@ -85,6 +85,35 @@ def test_uav_swarm_rollout_and_clipped_actions():
         env.close()
 
 
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("batched", [True, False])
+def test_fast_step_and_reset_matches_torchrl_generic_path(batched):
+    # the env's own step_and_maybe_reset skips TorchRL's step_mdp: the rollout it gives (keys, values,
+    # partial resets of finished copies, the state) must be TorchRL's generic one
+    from torchrl.envs import EnvBase
+
+    from seer.envs import uav_swarm_v0
+
+    class Generic(SeerTorchRLEnv):
+        step_and_maybe_reset = EnvBase.step_and_maybe_reset
+
+    outs = []
+    for cls in (Generic, SeerTorchRLEnv):
+        e = cls(lambda: uav_swarm_v0.parallel_env(scenario="small", max_cycles=7, workers=1),
+                2 if batched else None, batched=batched, return_state=True, backend="thread", workers=1)
+        try:
+            e.set_seed(3)
+            torch.manual_seed(0)
+            outs.append(e.rollout(20, break_when_any_done=False))
+        finally:
+            e.close()
+    generic, fast = outs
+    assert set(fast.keys(True, True)) == set(generic.keys(True, True))
+    for k in generic.keys(True, True):
+        assert torch.equal(fast[k], generic[k]), k
+    assert fast["next", "done"].sum() >= 2  # episodes ended and were reset inside the rollout
+
+
 def test_example_trains():
     path = pathlib.Path(__file__).resolve().parents[2] / "examples" / "torchrl_uav.py"
     spec = importlib.util.spec_from_file_location("torchrl_uav_example", path)
