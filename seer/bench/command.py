@@ -26,7 +26,8 @@ def main(args) -> int:
         with Progress(console=console, transient=True) as bar:
             task = bar.add_task("seer bench", total=len(plan(args.quick)))
             doc = run(args.quick, lambda label: bar.update(task, advance=1,
-                                                           description=f"seer bench: done {markup_safe(label)}"))
+                                                           description=f"seer bench: done {markup_safe(label)}"),
+                      conditions=getattr(args, "conditions", None) or ("quiet", "loaded"))
     except (UnknownEnvError, EnvLoadError) as exc:  # an env the comparison needs is missing here
         print(f"seer bench: error: {for_terminal(exc)}", file=sys.stderr)
         return 1

@@ -38,17 +38,17 @@ def plot(doc: dict, path: str) -> None:
 def markdown(doc: dict) -> str:
     """The step-latency rows and SEER's reductions as one markdown table."""
     red = {(d["domain"], d["scenario"], d["against"]): d for d in doc["reductions"]}
-    lines = ["| domain | scenario | entities | system | model | mean ms | p50 ms | p99 ms | SEER (auto) reduction |",
-             "|---|---|---|---|---|---|---|---|---|"]
+    lines = ["| domain | scenario | condition | entities | system | model | mean ms | p50 ms | p99 ms | "
+             "SEER (auto) reduction |", "|---|---|---|---|---|---|---|---|---|---|"]
     for r in doc["rows"]:
+        head = (f"| {r['domain']} | {r['scenario']} | {r.get('condition', 'quiet')} | {r['entities']} | "
+                f"{r['system']} | {r['kind']} | ")
         if not r["steps"]:
-            lines.append(f"| {r['domain']} | {r['scenario']} | {r['entities']} | {r['system']} | {r['kind']} | "
-                         f"- | - | - | skipped: {r['note']} |")
+            lines.append(f"{head}- | - | - | skipped: {r['note']} |")
             continue
         d = red.get((r["domain"], r["scenario"], r["system"]))
         cut = f"{d['reduction_pct']:.1f}% ({d['speedup']:.1f}x)" if d else ""
-        lines.append(f"| {r['domain']} | {r['scenario']} | {r['entities']} | {r['system']} | {r['kind']} | "
-                     f"{r['mean_ms']:.3f} | {r['p50_ms']:.3f} | {r['p99_ms']:.3f} | {cut} |")
+        lines.append(f"{head}{r['mean_ms']:.3f} | {r['p50_ms']:.3f} | {r['p99_ms']:.3f} | {cut} |")
     return "\n".join(lines)
 
 
@@ -57,11 +57,12 @@ def auto_markdown(doc: dict) -> str:
     checks = doc.get("auto_vs_fixed") or []
     if not checks:
         return ""
-    lines = ["| domain | scenario | auto chose | best fixed | auto mean ms | best fixed mean ms | "
-             "auto / best throughput | fixed sizes (mean ms) |", "|---|---|---|---|---|---|---|---|"]
+    lines = ["| domain | scenario | condition | auto chose | best fixed | auto mean ms | best fixed mean ms | "
+             "auto / best throughput | fixed sizes (mean ms) |", "|---|---|---|---|---|---|---|---|---|"]
     for d in checks:
         fixed = ", ".join(f"{w}: {v:.3f}" for w, v in d["fixed_mean_ms"].items())
-        lines.append(f"| {d['domain']} | {d['scenario']} | {d['auto_workers']} | {d['best_fixed_workers']} | "
+        lines.append(f"| {d['domain']} | {d['scenario']} | {d.get('condition', 'quiet')} | {d['auto_workers']} | "
+                     f"{d['best_fixed_workers']} | "
                      f"{d['auto_mean_ms']:.3f} | {d['best_fixed_mean_ms']:.3f} | {d['auto_frac_of_best']:.3f}"
                      f"{' (warning)' if d['warning'] else ''} | {fixed} |")
     return "\n".join(lines + [""] + warnings_lines(doc))
@@ -93,13 +94,14 @@ def table(doc: dict):
     from rich.table import Table
 
     t = Table(title="seer bench: step latency")
-    for col in ("domain", "scenario", "entities", "system", "model", "workers", "mean ms", "p50 ms", "p99 ms",
-                "steps", "note"):
+    for col in ("domain", "scenario", "condition", "entities", "system", "model", "workers", "mean ms", "p50 ms",
+                "p99 ms", "steps", "note"):
         t.add_column(col)
     for r in doc["rows"]:
         num = (lambda v: f"{v:.3f}") if r["steps"] else (lambda v: "-")
         # The note may hold an exception's message: shown as text, never as markup.
-        t.add_row(*map(markup_safe, (r["domain"], r["scenario"], str(r["entities"]), r["system"], r["kind"],
+        t.add_row(*map(markup_safe, (r["domain"], r["scenario"], r.get("condition", "quiet"), str(r["entities"]),
+                                     r["system"], r["kind"],
                                      str(r["workers"] or "-"), num(r["mean_ms"]), num(r["p50_ms"]), num(r["p99_ms"]),
                                      str(r["steps"]), r["note"])))
     red = Table(title="latency reduction of SEER (auto), as the paper reports it")
@@ -110,12 +112,13 @@ def table(doc: dict):
                     f"{d['speedup']:.2f}x",
                     f"{d['paper_reduction_pct']}%" + (" (up to)" if d["domain"] == "wireless" else ""))
     auto = Table(title="workers=\"auto\" against the best fixed pool size measured in the same run")
-    for col in ("domain", "scenario", "auto chose", "best fixed", "auto mean ms", "best fixed mean ms",
+    for col in ("domain", "scenario", "condition", "auto chose", "best fixed", "auto mean ms", "best fixed mean ms",
                 "auto / best throughput"):
         auto.add_column(col)
     for d in doc.get("auto_vs_fixed") or []:
         frac = f"{d['auto_frac_of_best']:.3f}"
-        auto.add_row(markup_safe(d["domain"]), markup_safe(d["scenario"]), str(d["auto_workers"]), str(d["best_fixed_workers"]),
+        auto.add_row(markup_safe(d["domain"]), markup_safe(d["scenario"]), markup_safe(d.get("condition", "quiet")),
+                     str(d["auto_workers"]), str(d["best_fixed_workers"]),
                      f"{d['auto_mean_ms']:.3f}", f"{d['best_fixed_mean_ms']:.3f}",
                      f"[bold red]{frac}[/]" if d["warning"] else frac)
     return t, red, auto

@@ -24,6 +24,7 @@ class Row:
     p99_ms: float = float("nan")
     steps: int = 0
     note: str = ""
+    condition: str = "quiet"  # "quiet", or "loaded": timed beside one busy process (`seer bench`'s own rows)
 
     @property
     def ok(self) -> bool:

@@ -15,6 +15,16 @@ DESCRIPTION = ("SEER's headline comparisons on this machine: step latency of uav
                "than 5%.")
 
 
+def conditions_arg(text: str) -> tuple[str, ...]:
+    import argparse
+
+    names = tuple(c.strip() for c in text.split(",") if c.strip())
+    known = ("quiet", "loaded")  # seer.bench.harness.CONDITIONS, without importing the harness
+    if not names or any(c not in known for c in names):
+        raise argparse.ArgumentTypeError(f"{text!r} is invalid: expected a comma-separated list of {', '.join(known)}")
+    return names
+
+
 def cmd_bench(args) -> int:
     from seer.bench.command import main
 
@@ -24,6 +34,10 @@ def cmd_bench(args) -> int:
 def add_bench_parser(sub) -> None:
     p = sub.add_parser("bench", help="SEER's headline comparisons on this machine", description=DESCRIPTION)
     p.add_argument("--quick", action="store_true", help="small scenarios and short runs (under a minute)")
+    p.add_argument("--conditions", type=conditions_arg, default=("quiet", "loaded"), metavar="LIST",
+                   help="machine states SEER's own rows are timed in, comma-separated: quiet (nothing started "
+                        "beside them), loaded (beside one busy process pinned to a usable core, as a training "
+                        "loop's learner; the envs are built under it, so auto's probe sees it); default: both")
     p.add_argument("--json", metavar="PATH", type=output_path_arg,
                    help=f"write every number, with the machine's features, as JSON; {OUTPUT_HELP}")
     p.add_argument("--md", metavar="PATH", type=output_path_arg,

@@ -6,6 +6,10 @@
   to the usable cores on a quiet machine, less while other jobs run.  The
   probe records it as the ``free_cores`` feature, so the model sees the load
   a choice is made under.
+* :class:`ForeignLoad` reads, from ``/proc/stat``, how many cores' worth of
+  CPU time other processes used on this process's CPUs since its last
+  reading: cheap enough (tens of microseconds) for a running tuner to
+  notice a learner or a second job that starts or stops.
 * :func:`cpu_pressure` reads ``/proc/pressure/cpu`` where the kernel has it
   (recorded with measurements; too slow-moving to be a feature: it is a
   10-second average).
@@ -29,7 +33,7 @@ from typing import Iterator
 
 from seer._host import usable_cpus
 
-__all__ = ["free_cores", "cpu_pressure", "background_load", "restricted_affinity", "forget_reference"]
+__all__ = ["free_cores", "ForeignLoad", "cpu_pressure", "background_load", "restricted_affinity", "forget_reference"]
 
 _BUF = bytes(32 << 10)  # one update: tens of us of pure compute, GIL released (hashlib does for >= 2 KiB)
 _lock = threading.Lock()
@@ -99,6 +103,73 @@ def free_cores(threads: int | None = None, *, seconds: float = 0.008, rounds: in
         ref = _reference_rate
     # The mean of the many-thread runs: a burst of foreign load is part of what is measured.
     return float(min(n, max(0.0, (sum(many) / len(many)) / ref))) if ref > 0 else float(n)
+
+
+class ForeignLoad:
+    """Cores' worth of CPU time used by other processes on this process's CPUs, between readings.
+
+    Each :meth:`read` returns the busy time of the usable CPUs (``/proc/stat``:
+    everything but idle and iowait) less this process's own CPU time
+    (``os.times``), over the wall time since the previous reading.  A thread
+    of this process that competes with the steps (a learner's threads in the
+    same process) counts as its own time: it shows only as slower steps.
+
+    Args:
+        cpus: The CPUs to count (default: the usable ones).
+        proc_root: Where ``/proc`` is (tests).
+
+    Example:
+        >>> load = ForeignLoad()
+        >>> load.read() is None   # the first reading only starts the clock
+        True
+    """
+
+    #: /proc/stat's per-CPU fields that are busy time: user, nice, system, irq, softirq, steal.
+    _BUSY_FIELDS = (0, 1, 2, 5, 6, 7)
+
+    def __init__(self, cpus=None, proc_root: str | os.PathLike = "/proc"):
+        self.cpus = {int(c) for c in (usable_cpus() if cpus is None else cpus)}
+        self._path = Path(proc_root) / "stat"
+        self._hz = float(os.sysconf("SC_CLK_TCK")) if hasattr(os, "sysconf") else 100.0
+        self._last: tuple[float, float, float] | None = None
+
+    @property
+    def available(self) -> bool:
+        """Whether this platform reports per-CPU busy time."""
+        return self._busy() is not None
+
+    def _busy(self) -> float | None:
+        try:
+            text = self._path.read_text()
+        except OSError:
+            return None
+        total, seen = 0, False
+        for line in text.splitlines():
+            if not line.startswith("cpu") or line.startswith("cpu "):
+                continue
+            name, *fields = line.split()
+            try:
+                cpu = int(name[3:])
+            except ValueError:
+                continue
+            if cpu in self.cpus:
+                total += sum(int(fields[i]) for i in self._BUSY_FIELDS if i < len(fields))
+                seen = True
+        return total / self._hz if seen else None
+
+    def read(self) -> float | None:
+        """Other processes' cores of CPU since the last reading, in [0, len(cpus)];
+        None on the first reading and where ``/proc/stat`` is missing."""
+        busy = self._busy()
+        if busy is None:
+            return None
+        t = os.times()
+        now = (time.monotonic(), busy, t.user + t.system)
+        last, self._last = self._last, now
+        if last is None or now[0] - last[0] <= 0:
+            return None
+        foreign = (now[1] - last[1]) - (now[2] - last[2])
+        return float(min(max(foreign / (now[0] - last[0]), 0.0), len(self.cpus)))
 
 
 def cpu_pressure(proc_root: str | os.PathLike = "/proc") -> float | None:

@@ -207,6 +207,11 @@ def allowed_sizes(candidates, cores: int, raw: Mapping[str, Any]) -> list[int]:
       (:func:`measured_faster`): threads beyond the cores only add barrier
       and scheduling cost on a machine of one's own, and a model trained
       elsewhere must not talk a 1-core machine into a pool of 4.
+    * Never more workers than the cores the probe found free (``free_cores``,
+      rounded), unless the probe timed that size faster than every size it
+      timed within them: beside a busy process the free cores are fewer than
+      the usable ones, and a pool that counts on the usable ones stalls on
+      the threads the scheduler parks.
     * Never more than 2 workers beyond what a traced probe showed a window
       can use (its ``parallelism``, busy time over the busiest entity's, and
       its active entities per window): on a machine with more cores than any
@@ -223,8 +228,22 @@ def allowed_sizes(candidates, cores: int, raw: Mapping[str, Any]) -> list[int]:
         usable = min(float(raw.get("parallelism", 1.0)), max(float(raw.get("active_entities", 1.0)), 1.0))
         bound = max(2, math.ceil(usable))
     cands = sorted({int(w) for w in candidates})
-    out = [w for w in cands if (w <= cores and w <= bound) or w in faster]
+    free = free_bound(cores, raw)
+    measured = probe_measured(raw)
+    within_free = max(sp for w, sp in measured.items() if w <= free)
+    timed_faster = {w for w, sp in measured.items() if w > free and sp > within_free}
+    out = [w for w in cands if (w <= cores and w <= bound and (w <= free or w in timed_faster)) or w in faster]
     return out or cands[:1] or [1]
+
+
+def free_bound(cores: int, raw: Mapping[str, Any]) -> int:
+    """The pool size the probe's ``free_cores`` reading allows without a
+    measurement: the free cores rounded to the nearest whole one, in
+    [1, ``cores``]; ``cores`` where the probe did not read them."""
+    free = raw.get("free_cores")
+    if free is None:
+        return max(int(cores), 1)
+    return min(max(int(math.floor(float(free) + 0.5)), 1), max(int(cores), 1))
 
 
 def choose_by_rules(scores: Mapping[int, float], cores: int, raw: Mapping[str, Any],

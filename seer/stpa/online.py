@@ -44,6 +44,7 @@ from seer.errors import InvalidArgumentError
 from seer.model import Model
 from seer.runtime import Runtime
 from seer.stpa.hardware import machine_features
+from seer.stpa.load import ForeignLoad
 from seer.stpa.model import candidate_sizes
 from seer.stpa.selector import current_pool_limit, resolve_workers
 
@@ -90,12 +91,19 @@ class PoolTuner:
     what the last round of comparisons took: a round's extra cost stays a
     small share of the stepping time, for short steps and long ones alike.
     It compares again sooner when its steps run :attr:`WATCH_FACTOR` times
-    slower than it measured the kept size (:attr:`alarms` counts those), as
-    soon as the last round's cost floor allows.
+    slower or faster than it measured the kept size (:attr:`alarms` counts
+    those), as soon as the last round's cost floor allows, and when the load
+    of other processes on its cores moves by :attr:`LOAD_SHIFT` cores for two
+    readings :attr:`LOAD_PERIOD_S` apart (:attr:`load_alarms`; a learner or a
+    second job starting or stopping), after at least :attr:`LOAD_FACTOR`
+    times the last round's step time: a pool size that stopped paying when
+    the load came (or that the load's leaving made pay) is found again
+    within about a second, also where the steps themselves run no slower
+    (one worker beside a busy process on two cores).
 
     With ``above_cores`` it tries at most one size above the usable cores
     (or above ``start``, where the selector's probe already measured a
-    larger pool faster), and takes it only ``above_gain`` faster: threads
+    larger pool faster), and takes (and keeps) it only ``above_gain`` faster: threads
     beyond the cores gain only CPU share from other processes.  Runtimes
     with Python handlers must not (:func:`attach_tuner` says so): their
     threads beyond the cores convoy on the GIL, and under foreign load run
@@ -122,12 +130,17 @@ class PoolTuner:
         recheck_max_s: The longest wait between checks.
         delay_s: Seconds of steps before the first round (0: at once).
         cores: Usable cores (default: this process's).
+        load: A :class:`~seer.stpa.load.ForeignLoad` to watch, True (one on
+            this process's CPUs), False (none), or None (default: one where
+            ``cores`` is this process's, none where ``cores`` was given: a
+            tuner of other cores than these has no load to read).
 
     Attributes:
         workers: The size it keeps (the one it settled on, or the base of
             the comparison running now).
         settled: Whether no comparison runs now.
-        alarms: Rounds started because the steps ran slower than measured.
+        alarms: Rounds started because the steps ran slower (or faster) than measured.
+        load_alarms: Rounds started because other processes' load moved.
         history: One dict per finished comparison: ``step``, ``base``,
             ``candidate``, their median seconds per step, and ``moved``.
 
@@ -148,11 +161,17 @@ class PoolTuner:
     #: steps ran this many times slower than its size measured (a pool beyond
     #: the cores that the scheduler turned against, or load that came).
     WATCH_FACTOR = 1.5
+    #: Seconds of wall time between two readings of other processes' load.
+    LOAD_PERIOD_S = 0.25
+    #: Cores by which other processes' load must move (two readings running) to compare again.
+    LOAD_SHIFT = 0.35
+    #: A load alarm waits at least this many times its last round's step time.
+    LOAD_FACTOR = 4.0
 
     def __init__(self, start: int, *, max_workers: int | None = None, min_gain: float = 0.03,
                  above_gain: float = 0.10, above_cores: bool = True, visits: int = 4,
                  settle_steps: int = 1, visit_s: float = 0.005, visit_steps: int = 32, recheck_s: float = 1.0,
-                 recheck_max_s: float = 60.0, delay_s: float = 0.5, cores: int | None = None):
+                 recheck_max_s: float = 60.0, delay_s: float = 0.5, cores: int | None = None, load=None):
         optional = {"max_workers": max_workers, "cores": cores}
         for name, v, lo in (("start", start, 1), ("visits", visits, 1), ("settle_steps", settle_steps, 0),
                             ("visit_steps", visit_steps, 1),
@@ -163,6 +182,7 @@ class PoolTuner:
                         ("recheck_max_s", recheck_max_s), ("delay_s", delay_s)):
             if not isinstance(v, numbers.Real) or isinstance(v, bool) or not 0 <= v < math.inf:
                 raise ValueError(f"{name}={v!r} is invalid: expected a finite number >= 0")
+        self._load = _load_watch(load, own_cores=cores is None)
         cores = int(machine_features()["usable_cores"]) if cores is None else int(cores)
         start = int(start)
         hi = max(start, cores) + (1 if above_cores else 0)
@@ -181,6 +201,10 @@ class PoolTuner:
         self._kept_s: float | None = None  # the kept size's median visit, last measured
         self._slow_blocks = 0
         self.alarms = 0
+        self.load_alarms = 0
+        self._load_t = -math.inf
+        self._load_base: float | None = None
+        self._load_skip, self._load_far = 1, 0
         self._tried: set[int] = set()
         self._direction = 0
         self.delay_s = float(delay_s)
@@ -222,7 +246,12 @@ class PoolTuner:
         base, cand = self.workers, self._candidate
         b = statistics.median(self._samples[base])
         c = statistics.median(self._samples[cand])
-        moved = c < b * (1.0 - (self.above_gain if cand > max(self.cores, base) else self.min_gain))
+        if cand > max(self.cores, base):
+            moved = c < b * (1.0 - self.above_gain)
+        elif base > self.cores >= cand:  # staying above the cores takes the same clear gain as going there
+            moved = not b < c * (1.0 - self.above_gain)
+        else:
+            moved = c < b * (1.0 - self.min_gain)
         self.history.append({"step": self.steps, "base": base, "candidate": cand, "base_s": b, "candidate_s": c,
                              "moved": moved})
         self._kept_s = statistics.median(self._samples[cand if moved else base])
@@ -241,20 +270,44 @@ class PoolTuner:
         self._base_s = min(2 * self._base_s, self.recheck_max_s)
         self._since_s = 0.0
         self._visit_sum, self._visit_n, self._slow_blocks = 0.0, 0, 0
+        # The next reading spans the round (other pool sizes): it is no baseline.
+        self._load_base, self._load_skip, self._load_far = None, 1, 0
 
     def _watch(self, seconds: float, steps: int) -> bool:
         """While settled: whether the steps have run :attr:`WATCH_FACTOR` times
-        slower than the kept size measured, for two visit-long blocks running."""
+        slower (or faster) than the kept size measured, for two visit-long blocks running."""
         if self._kept_s is None:
             return False
         self._visit_sum += seconds
         self._visit_n += steps
         if self._visit_sum < self.visit_s and self._visit_n < self.visit_steps:
             return False
-        slow = self._visit_sum / self._visit_n > self.WATCH_FACTOR * self._kept_s
+        mean = self._visit_sum / self._visit_n
+        off = mean > self.WATCH_FACTOR * self._kept_s or mean * self.WATCH_FACTOR < self._kept_s
         self._visit_sum, self._visit_n = 0.0, 0
-        self._slow_blocks = self._slow_blocks + 1 if slow else 0
+        self._slow_blocks = self._slow_blocks + 1 if off else 0
         return self._slow_blocks >= 2
+
+    def _load_moved(self) -> bool:
+        """While settled: whether other processes' load on the cores has moved
+        by :attr:`LOAD_SHIFT` from what it was after settling, for two readings running."""
+        if self._load is None:
+            return False
+        now = time.monotonic()
+        if now - self._load_t < self.LOAD_PERIOD_S:
+            return False
+        self._load_t = now
+        foreign = self._load.read()
+        if foreign is None:
+            return False
+        if self._load_skip:
+            self._load_skip -= 1
+            return False
+        if self._load_base is None:
+            self._load_base = foreign
+            return False
+        self._load_far = self._load_far + 1 if abs(foreign - self._load_base) >= self.LOAD_SHIFT else 0
+        return self._load_far >= 2
 
     @property
     def hold_s(self) -> float:
@@ -272,10 +325,15 @@ class PoolTuner:
             self._since_s += seconds if ok else 0.0
             if self._skip:
                 self._skip = max(0, self._skip - steps)
-            elif (ok and workers == self.workers and self._watch(seconds, steps)
-                  and self._since_s >= self.RECHECK_FACTOR * self._round_s):  # rounds stay a small share
-                self.alarms += 1
-                self._since_s = self._wait_s
+            elif ok and workers == self.workers:
+                # Both floors keep rounds a small share of the stepping time.
+                if self._watch(seconds, steps) and self._since_s >= self.RECHECK_FACTOR * self._round_s:
+                    self.alarms += 1
+                    self._since_s = self._wait_s
+                elif self._load_moved() and self._since_s >= self.LOAD_FACTOR * self._round_s:
+                    self.load_alarms += 1
+                    self._base_s = self.recheck_s  # new conditions: look again soon after this round too
+                    self._since_s = self._wait_s
             if self._since_s >= self._wait_s:
                 self._round_s = 0.0
                 self._begin_round()
@@ -317,6 +375,19 @@ class PoolTuner:
     def __repr__(self) -> str:
         state = "settled" if self.settled else f"comparing {self.workers} with {self._candidate}"
         return f"PoolTuner(workers={self.workers}, {state}, steps={self.steps}, max={self.hi})"
+
+
+def _load_watch(load, *, own_cores: bool):
+    if load is None:
+        load = own_cores
+    if load is True:
+        watch = ForeignLoad()
+        return watch if watch.available else None
+    if load is False:
+        return None
+    if not callable(getattr(load, "read", None)):
+        raise ValueError(f"load={load!r} is invalid: expected a seer.stpa.load.ForeignLoad, True, False or None")
+    return load
 
 
 def attach_tuner(runtime, *, max_workers: int | None = None) -> PoolTuner | None:

@@ -160,20 +160,48 @@ def test_the_tables_carry_the_auto_and_best_columns_and_the_warning_lines(measur
     lines = report.warnings_lines(measured)
     assert len(lines) == 2 and lines[0].startswith("warning: uav large") and lines[1].startswith("warning: wireless")
     md = report.document(measured)
-    assert "| uav | large | 2 | 1 | 0.300 | 0.200 | 0.667 (warning) |" in md
-    assert "| uav | small | 1 | 1 | 0.100 | 0.101 | 1.010 |" in md
+    assert "| uav | large | quiet | 2 | 1 | 0.300 | 0.200 | 0.667 (warning) |" in md
+    assert "| uav | small | quiet | 1 | 1 | 0.100 | 0.101 | 1.010 |" in md
     assert lines[0] in md and lines[1] in md
 
 
 def test_the_command_prints_the_warning_lines(monkeypatch, measured, capsys, tmp_path):
     import argparse
 
-    monkeypatch.setattr(command, "run", lambda quick, progress: measured)
+    monkeypatch.setattr(command, "run", lambda quick, progress, conditions: measured)
     args = argparse.Namespace(quick=True, json=None, plot=None, md=tmp_path / "b.md")
     assert command.main(args) == 0
     out = " ".join(capsys.readouterr().out.split())
     assert "warning: uav large: auto (2 workers)" in out
     assert "workers=\"auto\" against the best fixed pool size" in (tmp_path / "b.md").read_text()
+
+
+def test_own_rows_are_timed_quiet_and_beside_a_busy_process(monkeypatch):
+    from seer.stpa import load
+
+    started = []
+    real = load.background_load
+
+    def recording(processes=1, cpus=None):
+        started.append(processes)
+        return real(processes, cpus)
+
+    monkeypatch.setattr(load, "background_load", recording)
+    rows = harness.uav_rows("small", steps=4, budget_s=0.2, conditions=("loaded", "quiet"))
+    assert started == [0, 1]  # quiet first, then beside one busy process
+    own = {(r.condition, r.system) for r in rows if r.kind == "seer"}
+    systems = [s for s, _, _ in harness.own_systems(reference=False)]
+    assert {("quiet", s) for s in systems} | {("loaded", s) for s in systems} <= own
+    loaded = [r for r in rows if r.condition == "loaded"]
+    assert loaded and all(r.kind == "seer" and r.steps > 0 for r in loaded)  # no reference, no peers under load
+    checks = harness.auto_vs_fixed(rows)
+    assert sorted(d["condition"] for d in checks) == ["loaded", "quiet"]
+    others = [r for r in rows if r.kind != "seer" and r.ok]
+    assert len(harness.reductions(rows)) == len(others)  # against quiet auto only: the others ran quiet
+    md = report.markdown({"rows": [dataclasses.asdict(r) for r in rows], "reductions": []})
+    assert "| uav | small | loaded |" in md and "| uav | small | quiet |" in md
+    with pytest.raises(ValueError, match=r"conditions=\['busy'\] is invalid"):
+        harness.check_conditions(["busy"])
 
 
 def test_fixed_sizes_go_up_to_the_usable_cores():

@@ -220,6 +220,7 @@ def test_trace_into_a_missing_directory_is_refused_not_created(tmp_path):
     (["tune", "--loaded-share", "1.5"], ["--loaded-share", "'1.5' is out of range", "[0, 1]"]),
     (["tune", "--conditions", "quiet,busy"], ["--conditions", "'quiet,busy' is invalid", "quiet, loaded, 1core"]),
     (["bench", "--md", "/no/such/dir/b.md"], ["--md", "does not exist"]),
+    (["bench", "--conditions", "quiet,busy"], ["--conditions", "'quiet,busy' is invalid", "quiet, loaded"]),
     (["info", "--sys-root", "/no/such/sys"], ["--sys-root", "'/no/such/sys' is not an existing directory"]),
     (["info", "--json", "/no/such/dir/info.json"], ["--json", "does not exist"]),
 ])

@@ -58,6 +58,9 @@ def test_tries_one_size_above_the_cores_and_takes_it_only_for_a_clear_gain():
     over = stpa.PoolTuner(3, cores=2, visit_s=0.0, recheck_s=1e9)
     ran = drive(over, lambda w, k: {1: 1.0, 2: 0.6, 3: 0.8, 4: 0.5, 5: 0.1}[w], 100, 3)
     assert max(ran) == 4 and over.workers == 4  # started above the cores: one more is tried from there
+    down = stpa.PoolTuner(3, cores=2, visit_s=0.0, recheck_s=1e9, above_cores=False)
+    drive(down, lambda w, k: {1: 1.0, 2: 0.5, 3: 0.48}[w], 100, 3)
+    assert down.workers == 2  # above the cores, 4% faster is not enough to stay there
     # without above_cores (runtimes with Python handlers) it stays within the cores
     inside = stpa.PoolTuner(1, cores=2, visit_s=0.0, recheck_s=1e9, above_cores=False)
     ran = drive(inside, lambda w, k: 1.0 / w, 300, 1)
@@ -167,6 +170,62 @@ def test_visits_gather_short_steps_until_visit_s():
     # six visits of ten 1 ms steps each on the first pool (fewer on the faster one)
     assert ran[:10] == [1] * 10 and ran[10] == 2
     assert tuner.workers == 2
+
+
+class ScriptedLoad:
+    """A ForeignLoad stand-in: other processes' cores, set by the test."""
+
+    def __init__(self):
+        self.cores = 0.0
+        self.readings = 0
+
+    def read(self):
+        self.readings += 1
+        return self.cores
+
+
+def test_load_that_arrives_or_leaves_starts_a_round_even_where_the_steps_run_no_slower(monkeypatch):
+    # One worker beside a busy process on two cores runs as fast as quiet:
+    # only the load reading can tell that the comparison is due.
+    monkeypatch.setattr(stpa.PoolTuner, "LOAD_PERIOD_S", 0.0)
+    load = ScriptedLoad()
+    times = {1: 1.0, 2: 0.6, 3: 0.9}
+    tuner = stpa.PoolTuner(1, cores=2, visit_s=0.0, recheck_s=1e9, load=load)
+    ran = drive(tuner, lambda w, k: times[w], 300, 1)
+    assert tuner.settled and tuner.workers == 2 and tuner.load_alarms == 0 and load.readings > 10
+    times[2], times[3] = 1.2, 1.5  # the busy process arrives: more workers now lose
+    load.cores = 1.0
+    ran = drive(tuner, lambda w, k: times[w], 100, 2)
+    assert tuner.load_alarms == 1 and tuner.workers == 1
+    # at once (the last round was long ago): two far readings, 2 against 3, then 2 against 1
+    assert ran.index(3) <= 3 and ran.index(1) <= 3 + 2 * 2 * tuner.visits
+    times[2], times[3] = 0.6, 0.9  # it leaves: one worker's steps are unchanged, yet two win again
+    load.cores = 0.0
+    ran = drive(tuner, lambda w, k: times[w], 200, 1)
+    assert tuner.load_alarms == 2 and tuner.workers == 2
+
+
+def test_steady_or_flickering_load_starts_no_round(monkeypatch):
+    monkeypatch.setattr(stpa.PoolTuner, "LOAD_PERIOD_S", 0.0)
+    load = ScriptedLoad()
+    tuner = stpa.PoolTuner(1, cores=2, visit_s=0.0, recheck_s=1e9, load=load)
+    for k in range(400):
+        load.cores = 1.0 if k % 2 else 0.3  # one far reading at a time: a burst, not a change
+        tuner.next_workers({1: 1.0, 2: 0.6, 3: 0.9}[tuner.workers] if tuner.settled else 1.0, tuner.workers)
+    assert tuner.load_alarms == 0
+    assert stpa.PoolTuner(1, cores=2)._load is None  # a tuner of given cores reads no load
+    with pytest.raises(ValueError, match="load=3"):
+        stpa.PoolTuner(1, load=3)
+
+
+def test_steps_that_turn_much_faster_start_a_round_too():
+    def seconds(w, k):
+        fast = k >= 300  # the load that slowed the kept pool is gone
+        return {1: 0.5 if fast else 1.0, 2: 0.26 if fast else 1.2, 3: 2.0}[w]
+
+    tuner = stpa.PoolTuner(1, cores=2, visit_s=0.0, recheck_s=1e9, load=False)
+    ran = drive(tuner, seconds, 600, 1)
+    assert ran[299] == 1 and tuner.alarms == 1 and tuner.workers == 2
 
 
 @pytest.mark.parametrize("bad", [{"start": 0}, {"start": 1.5}, {"visits": 0}, {"min_gain": -0.1},

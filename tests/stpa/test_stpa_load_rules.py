@@ -41,6 +41,54 @@ def test_free_cores_is_in_range():
         stpa.free_cores(1, seconds=-1)
 
 
+def test_foreign_load_counts_other_processes_busy_time_on_our_cpus(tmp_path, monkeypatch):
+    stat = tmp_path / "stat"
+
+    def write(cpu0, cpu1, cpu5):  # busy fields: user nice system _ _ irq softirq steal
+        stat.write_text("cpu  0 0 0 0 0 0 0 0 0 0\n"
+                        + "".join(f"cpu{i} {b} 0 0 9999 7 0 0 0 0 0\n" for i, b in ((0, cpu0), (1, cpu1), (5, cpu5)))
+                        + "intr 1 2 3\n")
+
+    clock = {"t": 100.0}
+    monkeypatch.setattr(LD.time, "monotonic", lambda: clock["t"])
+    monkeypatch.setattr(LD.os, "times", lambda: os.times_result((0.0, 0.0, 0.0, 0.0, 0.0)))
+    write(0, 0, 0)
+    load = LD.ForeignLoad(cpus=[0, 1], proc_root=tmp_path)
+    hz = load._hz
+    assert load.available and load.read() is None  # the first reading starts the clock
+    clock["t"] += 2.0
+    write(int(1.5 * hz), int(0.5 * hz), int(9 * hz))  # cpu5 is not ours: not counted
+    assert load.read() == pytest.approx(1.0)  # 2 s of busy time over 2 s: one core's worth
+    clock["t"] += 1.0
+    monkeypatch.setattr(LD.os, "times", lambda: os.times_result((0.5, 0.0, 0.0, 0.0, 0.0)))
+    write(int(2.0 * hz), int(1.0 * hz), 0)  # 1 s more busy, half of it ours
+    assert load.read() == pytest.approx(0.5)
+    assert LD.ForeignLoad(proc_root=tmp_path / "none").read() is None  # no /proc/stat: no reading
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/stat"), reason="needs /proc/stat")
+def test_foreign_load_sees_a_busy_process_and_not_our_own_threads():
+    """Behavioural, on a shared machine whose other jobs come and go: against
+    a reading taken idle just before, our own spinning threads add nothing and
+    a busy process we start adds most of a core.  A few tries are allowed."""
+    seen = []
+    for _ in range(6):
+        load = LD.ForeignLoad()
+        load.read()
+        time.sleep(0.3)
+        idle = load.read()
+        stpa.free_cores(seconds=0.05, rounds=3)  # our own threads spinning: not foreign
+        own = load.read()
+        with stpa.background_load(1):
+            load.read()
+            time.sleep(0.3)
+            busy = load.read()
+        seen.append((round(idle, 2), round(own, 2), round(busy, 2)))
+        if own <= idle + 0.3 and busy >= idle + 0.6:
+            return
+    pytest.fail(f"ForeignLoad (idle, own threads spinning, one busy process) per try: {seen}")
+
+
 @pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs two usable cores")
 def test_free_cores_drops_when_a_busy_process_runs():
     """Behavioural, not timing-exact: beside busy processes (one per usable
@@ -320,6 +368,18 @@ def test_allowed_sizes():
     assert M.allowed_sizes(range(1, 129), 64, {**big, "active_entities": 3.0}) == [1, 2, 3]
     assert M.allowed_sizes(range(1, 9), 8, {**big, "probe_traced": 0.0}) == list(range(1, 9))  # no trace: no bound
     assert M.allowed_sizes([2, 3], 1, {}) == [2]  # never empty
+
+
+def test_allowed_sizes_stay_within_the_free_cores_unless_timed_faster():
+    # 16 usable cores, 6 of them free: nothing above 6 without a measurement
+    busy = {"free_cores": 6.3, "probe2_workers": 2.0, "probe2_speedup": 1.8}
+    assert M.allowed_sizes(range(1, 33), 16, busy) == [1, 2, 3, 4, 5, 6]
+    assert M.free_bound(16, busy) == 6 and M.free_bound(16, {}) == 16 and M.free_bound(4, {"free_cores": 0.2}) == 1
+    # two cores beside one busy process (1.33 free): two workers only where the probe timed them faster
+    loaded = {"free_cores": 1.33, "probe2_workers": 2.0}
+    assert M.allowed_sizes([1, 2, 3, 4], 2, {**loaded, "probe2_speedup": 0.9}) == [1]
+    assert M.allowed_sizes([1, 2, 3, 4], 2, {**loaded, "probe2_speedup": 1.1}) == [1, 2]
+    assert M.allowed_sizes([1, 2, 3, 4], 2, {**loaded, "free_cores": 1.8, "probe2_speedup": 0.9}) == [1, 2]
 
 
 def test_the_shipped_model_extrapolates_sensibly():
