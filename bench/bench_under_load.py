@@ -10,7 +10,11 @@ process (a child spinning a Python loop), and beside two.  Workloads:
 - a synthetic model (``seer.synthetic.SyntheticModel``, native handlers) at
   about 0.5, 2 and 20 us per event, stepped through ``Runtime.step``;
 - ``examples/seer_consensus`` ``large`` with C and with Numba handlers, when
-  the package is installed (``pip install examples/seer_consensus``).
+  the package is installed (``pip install examples/seer_consensus``);
+- the CleanRL-style PPO example (``examples/cleanrl_ppo_uav.py``, torch
+  learner in the same process, ``uav_swarm_v0`` ``large``, 2 copies) end to
+  end: a block is a few PPO iterations (rollout and update), its time per
+  agent-step taken over all but the first; when torch is installed.
 
 Rounds are interleaved (every condition, workload and pool size once per
 round, the order rotating), since the machine is shared and its load moves;
@@ -54,6 +58,8 @@ WORKLOADS = {
     "synth_20us": ("synth", {"entities": 512, "work": 19500, "step": 0.2}, 10),
     "consensus_c": ("consensus", {"scenario": "large", "engine": "seer"}, 300),
     "consensus_numba": ("consensus", {"scenario": "large", "engine": "numba"}, 300),
+    # steps: PPO iterations per block (of 128 vector steps each)
+    "ppo_uav_large": ("ppo", {"scenario": "large", "copies": 2}, 4),
 }
 POOLS = (1, 2, "auto")
 CONDITIONS = ("quiet", "busy1", "busy2")
@@ -68,7 +74,15 @@ class Workload:
     def __init__(self, name: str, workers):
         kind, args, _ = WORKLOADS[name]
         self.kind = kind
-        if kind == "uav":
+        self.runtime = None
+        if kind == "ppo":
+            sys.path.insert(0, os.path.join(os.path.dirname(HERE), "examples"))
+            import cleanrl_ppo_uav
+
+            self.argv = ["--scenario", args["scenario"], "--num-copies", str(args["copies"]), "--workers",
+                         str(workers)]
+            self.ppo = cleanrl_ppo_uav
+        elif kind == "uav":
             from seer.envs import uav_swarm_v0
 
             self.env = uav_swarm_v0.parallel_env(scenario=args["scenario"], workers=workers, max_cycles=10**9)
@@ -108,7 +122,16 @@ class Workload:
         env.step(acts)
         return 0
 
+    def ppo_block(self, iterations: int) -> dict:
+        """A fresh training run of ``iterations`` PPO iterations: seconds per agent-step after the first."""
+        hist = self.ppo.train(self.ppo.parse(self.argv + ["--iterations", str(max(iterations, 2))]))["history"]
+        steps = hist[-1]["agent_steps"] - hist[0]["agent_steps"]
+        return {"s_per_step": (hist[-1]["wall_s"] - hist[0]["wall_s"]) / max(steps, 1), "events": 0,
+                "workers_now": None}
+
     def block(self, steps: int, stats: bool) -> dict:
+        if self.kind == "ppo":
+            return self.ppo_block(steps)
         events = 0
         t0 = time.perf_counter()
         if stats and hasattr(self.runtime, "pool_stats"):
@@ -149,7 +172,8 @@ def serve() -> None:
         try:
             if key not in live:
                 live[key] = Workload(*key)
-                live[key].block(max(2, req["steps"] // 5), False)  # warm-up
+                if live[key].kind != "ppo":  # a PPO block is a whole fresh run
+                    live[key].block(max(2, req["steps"] // 5), False)  # warm-up
             res = live[key].block(req["steps"], req.get("stats", False))
         except Exception as exc:  # noqa: BLE001 - reported to the driver, which skips the row
             res = {"error": f"{type(exc).__name__}: {exc}"}
@@ -157,7 +181,7 @@ def serve() -> None:
     for w in live.values():
         if hasattr(w, "env"):
             w.env.close()
-        else:
+        elif w.runtime is not None:
             w.runtime.close()
 
 
@@ -215,6 +239,14 @@ def consensus_available() -> bool:
     return True
 
 
+def torch_available() -> bool:
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
 def numba_available() -> bool:
     try:
         import numba  # noqa: F401
@@ -249,6 +281,8 @@ def main() -> None:
             skipped[n] = "seer_consensus is not installed"
         elif n == "consensus_numba" and not numba_available():
             skipped[n] = "numba is not installed"
+        elif WORKLOADS[n][0] == "ppo" and not torch_available():
+            skipped[n] = "torch is not installed"
     names = [n for n in names if n not in skipped]
     conditions = [c for c in args.conditions.split(",") if c]
     builds = [Server("after", None)]
@@ -322,7 +356,8 @@ def render_md(res, markdown_table) -> str:
     lines = ["# Parallel steps beside busy processes", "",
              f"Machine: {res['cpu']}, nproc {res['nproc']}. Load before: `{res['uptime_before']}`; "
              f"after: `{res['uptime_after']}`. {res['rounds']} interleaved rounds, {res['wall_s']:.0f} s; "
-             "medians over rounds. Busy process: a child spinning a Python loop.", "",
+             "medians over rounds. Busy process: a child spinning a Python loop. `ppo_uav_large`: milliseconds per "
+             "agent-step of the whole PPO loop (rollout and torch update), not per env step.", "",
              "Speed ratios (time per step of the one over the other, > 1: faster): `w2/w1` is workers=2 against "
              "workers=1, `auto/best` is `\"auto\"` against the faster of the two fixed sizes, all from the same "
              "run.", ""]
@@ -344,7 +379,7 @@ def render_md(res, markdown_table) -> str:
                     row += ["", "", "", ""]
                     continue
                 any_ = True
-                row += [f"{x['ms_w1']:.3f}", f"{x['ms_w2']:.3f}", f"{x['w2_over_w1']:.2f}",
+                row += [f"{x['ms_w1']:.4g}", f"{x['ms_w2']:.4g}", f"{x['w2_over_w1']:.2f}",
                         "" if x["auto_over_best"] is None else f"{x['auto_over_best']:.2f}"]
             if any_:
                 table.append(row)
