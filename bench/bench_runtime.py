@@ -104,46 +104,37 @@ def bench_overhead(quick):
 
 
 def bench_bookkeeping(quick, entities=4096, rounds=3):
-    """Window bookkeeping, serial (worker 0 alone scans every lane, copies the
-    snapshots and advances while the others wait: the previous design) vs
-    parallel (each worker reports what it left at the end barrier, copies
-    and advances its share), interleaved rounds in one runtime, 2 workers.
-    Workload: many short windows with little work each (each entity ticks
-    every 10 ms with a 1-message fan-out 10 ms away; lookahead 10 ms, 100
-    windows per step), where bookkeeping that grows with the entity count
-    shows.  Serial fraction = worker 0's bookkeeping while the others wait /
-    the step's wall time (``Runtime.pool_stats``)."""
-    from seer._seer_c import ffi, lib
-
+    """Window bookkeeping shared by the pool (each worker reports what it
+    left pending, copies its share of the snapshots and readies its share
+    of the lanes), rounds in one runtime, 2 workers.  Workload: many short
+    windows with little work each (each entity ticks every 10 ms with a
+    1-message fan-out 10 ms away; lookahead 10 ms, 100 windows per step),
+    where bookkeeping that grows with the entity count shows.  Fractions are
+    worker 0's, of the step's wall time (``Runtime.pool_stats``)."""
     steps = 3 if quick else 10
     model = SyntheticModel(entities, fanout=1, work=20, period=0.01, delay=0.01)
     out = {"entities": entities, "workers": 2, "steps_per_round": steps, "rounds": rounds}
-    rows = {"serial": [], "parallel": []}
+    rows = []
     with seer.Runtime(model, workers=2, capacity=1 << 20) as rt:
-        h = ffi.cast("seer_runtime *", rt.native_address)
         t = 0.0
         for _ in range(2):
             t += 1.0
             rt.step(t)
         for _ in range(rounds):
-            for name, mode in (("serial", lib.SEER_RT_BOOK_SERIAL), ("parallel", lib.SEER_RT_BOOK_PARALLEL)):
-                lib.seer_rt_set_bookkeeping(h, mode)
-                with rt.pool_stats() as st:
-                    t0 = time.perf_counter()
-                    events = 0
-                    for _ in range(steps):
-                        t += 1.0
-                        events += rt.step(t).events
-                    wall = time.perf_counter() - t0
-                rows[name].append({
-                    "ms_per_step": wall / steps * 1e3, "windows_per_step": st.windows / steps,
-                    "ns_per_event": wall / max(events, 1) * 1e9,
-                    "bookkeeping_us_per_window": st.workers[0].bookkeeping_s / max(st.windows, 1) * 1e6,
-                    "serial_fraction": st.serial_fraction,
-                    "bookkeeping_fraction": st.bookkeeping_fraction,
-                    "barrier_fraction": st.barrier_fraction})
-        lib.seer_rt_set_bookkeeping(h, lib.SEER_RT_BOOK_PARALLEL)
-    out["median"] = {n: {k: float(np.median([r[k] for r in v])) for k in v[0]} for n, v in rows.items()}
+            with rt.pool_stats() as st:
+                t0 = time.perf_counter()
+                events = 0
+                for _ in range(steps):
+                    t += 1.0
+                    events += rt.step(t).events
+                wall = time.perf_counter() - t0
+            rows.append({
+                "ms_per_step": wall / steps * 1e3, "windows_per_step": st.windows / steps,
+                "ns_per_event": wall / max(events, 1) * 1e9,
+                "bookkeeping_us_per_window": st.workers[0].bookkeeping_s / max(st.windows, 1) * 1e6,
+                "bookkeeping_fraction": st.bookkeeping_fraction,
+                "barrier_fraction": st.barrier_fraction})
+    out["median"] = {k: float(np.median([r[k] for r in rows])) for k in rows[0]}
     out["rounds_raw"] = rows
     return out
 
@@ -229,19 +220,15 @@ def render(results) -> str:
               f"ms/step); on costs {t['tracing_on_cost_pct']:+.1f}%."]
     b = results.get("bookkeeping")
     if b:
+        r = b["median"]
         lines += ["", f"Window bookkeeping ({b['entities']} entities, {b['workers']} workers, medians of "
-                  f"{b['rounds']} interleaved rounds of {b['steps_per_round']} steps; serial fraction = worker 0's "
-                  "bookkeeping while the others wait / step wall time):", "",
-                  "| bookkeeping | ms/step | windows/step | ns/event | worker 0 bookkeeping us/window | "
-                  "serial fraction | bookkeeping fraction (worker 0) | barrier waits (worker 0) |",
-                  "|---|---|---|---|---|---|---|---|"]
-        for name, r in b["median"].items():
-            lines.append(f"| {name} | {r['ms_per_step']:.3f} | {r['windows_per_step']:.0f} | {r['ns_per_event']:.1f} | "
-                         f"{r['bookkeeping_us_per_window']:.2f} | {r['serial_fraction'] * 100:.1f}% | "
-                         f"{r['bookkeeping_fraction'] * 100:.1f}% | {r['barrier_fraction'] * 100:.1f}% |")
-        lines.append("")
-        lines.append(f"Parallel over serial: {b['median']['serial']['ms_per_step'] / b['median']['parallel']['ms_per_step']:.2f}x "
-                     "faster per step.")
+                  f"{b['rounds']} rounds of {b['steps_per_round']} steps; fractions of worker 0's step time):", "",
+                  "| ms/step | windows/step | ns/event | worker 0 bookkeeping us/window | "
+                  "bookkeeping fraction (worker 0) | barrier waits (worker 0) |",
+                  "|---|---|---|---|---|---|",
+                  f"| {r['ms_per_step']:.3f} | {r['windows_per_step']:.0f} | {r['ns_per_event']:.1f} | "
+                  f"{r['bookkeeping_us_per_window']:.2f} | {r['bookkeeping_fraction'] * 100:.1f}% | "
+                  f"{r['barrier_fraction'] * 100:.1f}% |"]
     return "\n".join(lines)
 
 

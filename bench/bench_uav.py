@@ -122,42 +122,33 @@ def memory_xxlarge():
 
 
 def bookkeeping(scenario, steps, rounds=3, workers=2):
-    """Window bookkeeping, serial (worker 0 alone, the previous design) vs
-    parallel (shared by the pool), interleaved in one env: ms per step and
-    the serial fraction = worker 0's bookkeeping time while the others wait
-    / the step's wall time (``Runtime.pool_stats``)."""
-    from seer._seer_c import ffi, lib
+    """Window bookkeeping shared by the pool, in rounds of one env: ms per
+    step and worker 0's bookkeeping per window and share of the step
+    (``Runtime.pool_stats``)."""
     from seer.envs import uav_swarm_v0
 
     env = uav_swarm_v0.parallel_env(scenario=scenario, workers=workers, max_cycles=10**9)
     env.reset(seed=0)
     policy = HoverPolicy(env)
-    rt = ffi.cast("seer_runtime *", env.runtime.native_address)
-    res = {"serial": [], "parallel": []}
+    rows = []
     for _ in range(3):
         env.step(policy())
     for _ in range(rounds):
-        for name, mode in (("serial", lib.SEER_RT_BOOK_SERIAL), ("parallel", lib.SEER_RT_BOOK_PARALLEL)):
-            lib.seer_rt_set_bookkeeping(rt, mode)
-            with env.runtime.pool_stats() as st:
-                t0 = time.perf_counter()
-                for _ in range(steps):
-                    env.step(policy())
-                wall = time.perf_counter() - t0
-            w0 = st.workers[0]
-            res[name].append({"ms_per_step": wall / steps * 1e3, "windows_per_step": st.windows / steps,
-                              "runtime_ms_per_step": st.step_s / steps * 1e3,
-                              "bookkeeping_us_per_window": w0.bookkeeping_s / max(st.windows, 1) * 1e6,
-                              "serial_fraction": st.serial_fraction,
-                              "bookkeeping_fraction": st.bookkeeping_fraction,
-                              "barrier_fraction": st.barrier_fraction})
-    lib.seer_rt_set_bookkeeping(rt, lib.SEER_RT_BOOK_PARALLEL)
+        with env.runtime.pool_stats() as st:
+            t0 = time.perf_counter()
+            for _ in range(steps):
+                env.step(policy())
+            wall = time.perf_counter() - t0
+        w0 = st.workers[0]
+        rows.append({"ms_per_step": wall / steps * 1e3, "windows_per_step": st.windows / steps,
+                     "runtime_ms_per_step": st.step_s / steps * 1e3,
+                     "bookkeeping_us_per_window": w0.bookkeeping_s / max(st.windows, 1) * 1e6,
+                     "bookkeeping_fraction": st.bookkeeping_fraction,
+                     "barrier_fraction": st.barrier_fraction})
     env.close()
-    med = {}
-    for name, rows in res.items():
-        med[name] = {k: float(np.median([r[k] for r in rows])) for k in rows[0]}
+    med = {k: float(np.median([r[k] for r in rows])) for k in rows[0]}
     return {"scenario": scenario, "workers": workers, "steps_per_round": steps, "rounds": rounds,
-            "median": med, "rounds_raw": res}
+            "median": med, "rounds_raw": rows}
 
 
 def memory_growth(scenario="large", steps=10_000, every=1000, workers="auto"):
@@ -492,14 +483,11 @@ def markdown(res) -> str:
         out.append(f"- xxlarge / xlarge <= 17x at 1 worker: {t['xxlarge_over_xlarge_step_cost_w1']:.1f}x -> "
                    f"{'met' if t['xxlarge_scaling_ok'] else 'NOT met'}")
     for scn, b in res.get("bookkeeping", {}).items():
-        s_, p_ = b["median"]["serial"], b["median"]["parallel"]
-        out.append(f"- window bookkeeping on `{scn}`, workers={b['workers']} (medians of {b['rounds']} interleaved "
-                   f"rounds of {b['steps_per_round']} steps): serial (worker 0 alone) {s_['ms_per_step']:.3f} ms/step, "
-                   f"serial fraction {s_['serial_fraction'] * 100:.1f}% of the step, "
-                   f"{s_['bookkeeping_us_per_window']:.1f} us/window; parallel {p_['ms_per_step']:.3f} ms/step, "
-                   f"serial fraction {p_['serial_fraction'] * 100:.1f}%, worker 0's share "
-                   f"{p_['bookkeeping_us_per_window']:.1f} us/window ({p_['bookkeeping_fraction'] * 100:.1f}%), "
-                   f"barrier waits {p_['barrier_fraction'] * 100:.1f}%")
+        m = b["median"]
+        out.append(f"- window bookkeeping on `{scn}`, workers={b['workers']} (medians of {b['rounds']} rounds of "
+                   f"{b['steps_per_round']} steps): {m['ms_per_step']:.3f} ms/step, worker 0's share "
+                   f"{m['bookkeeping_us_per_window']:.1f} us/window ({m['bookkeeping_fraction'] * 100:.1f}%), "
+                   f"barrier waits {m['barrier_fraction'] * 100:.1f}%")
     mem = res["memory"]
     if "xxlarge" in mem:
         x = mem["xxlarge"]

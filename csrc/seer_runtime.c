@@ -1,21 +1,20 @@
 /* SEER runtime: conservative windows over the dual-layer queue.
  *
  * A step runs windows [T, min(T + L, horizon)) where T is the earliest
- * pending time and L the model's lookahead.  Native models (the default,
- * parallel bookkeeping) run each step as a chain of *phases* whose work is
- * cut into units that any thread of the pool may claim (chunked phases,
- * below): a scan of the lanes at the step's start, then per window the
- * snapshot copies, outbox deliveries and lane claims of each chunk of lanes,
- * and the chunk's entities' events; a phase ends when its last unit is
+ * pending time and L the model's lookahead.  Native models run each
+ * step as a chain of *phases* whose work is cut into units that any thread
+ * of the pool may claim (chunked phases, below): a scan of the lanes at the
+ * step's start, then per window the snapshot copies, outbox deliveries
+ * and lane claims of each chunk of lanes, and the chunk's entities'
+ * events; a phase ends when its last unit is
  * done, not when every worker has arrived, and whoever completes that unit
  * publishes the next phase.  The next window's start comes from an atomic
  * minimum that every unit folds its pending keys into, so it is the same
  * whichever thread ran which unit.  The stepping thread (worker 0) can run
  * a whole step alone; a pool thread that the OS parks holds back at most
  * the unit it holds, and one that wakes late finds its phase gone and joins
- * the current one.  Models with Python handlers and the serial bookkeeping
- * (SEER_RT_BOOK_SERIAL, kept to measure against) still run the old way, every
- * worker at every window's barrier (run_step_parallel, run_step_serial).
+ * the current one.  Models with Python handlers run as barrier jobs, every
+ * worker at every window's barrier (run_step_parallel).
  * Inside a window a thread runs the entities it claimed, each entity's
  * events one at a time, re-reading its lane after each handler so that
  * events the handler sends to its own entity keep their order.  Events to
@@ -253,7 +252,6 @@ typedef struct seer_worker {
     int32_t held; /* the entity run_native runs (-1: none): what ctx->entity must name */
     seer_node_cache cache;
     int64_t pending_delta; /* pushed minus handed out; settled at window end (barrier jobs) or step end */
-    uint32_t decision;     /* window decisions seen; the same in every worker (barrier jobs) */
     int64_t events;
     seer_trace_event *trace_ev;
     int64_t trace_ev_cap, trace_ev_n;
@@ -374,18 +372,11 @@ struct seer_runtime {
     snapshot_region snaps[MAX_SNAPSHOTS];
     int num_snaps;
     int tracing;
-    int32_t bookkeeping; /* SEER_RT_BOOK_PARALLEL (default) or _SERIAL (kept to measure against) */
     _Atomic int32_t stats_on; /* written between steps (set_stats); relaxed: the epoch edges order it */
 
-    /* Barrier jobs (Python handlers, serial bookkeeping).  The window
-     * decision is written by worker 0 between the two barriers of a window
-     * and read by all after the first; two slots so a slow reader of the
-     * final "done" is never overwritten by the next step's first decision. */
+    /* Barrier jobs (Python handlers): the step's horizon, written by worker
+     * 0 before the epoch RMW that starts the step. */
     _Alignas(SEER_CACHELINE) double horizon;
-    double window_t0[2];
-    double window_t1[2];
-    int done[2];
-    int last[2];  /* the window ends at the horizon: the step ends with it */
     int64_t windows_total;
     int64_t events_total;
     int64_t events_base; /* events run by the workers of pools before the last resize */
@@ -501,7 +492,7 @@ static void free_geom(pool_geom *g) {
 
 /* A fresh worker array for a pool of n, with its chunks in *g: lanes cut
  * evenly, every per-worker counter at zero (the counters that must agree
- * between workers in barrier jobs, phase and decision, start together). */
+ * between workers in barrier jobs, phase, start together). */
 static seer_worker *new_workers(seer_runtime *rt, int32_t n, pool_geom *g) {
     const int32_t E = rt->num_entities;
     memset(g, 0, sizeof *g);
@@ -604,12 +595,6 @@ seer_runtime *seer_rt_new(seer_queue *q, int32_t num_workers, double lookahead, 
     }
     own_streams(rt);
     seer_queue_set_reclaim(q, reclaim_caches, rt);
-    /* Parallel by default (5.8x the serial one per step at 4096 entities,
-     * bench/results/runtime.md).  It was opt-in for a while after one state
-     * difference under qemu-aarch64; that came from qemu letting a seq_cst
-     * store pass a later seq_cst load in seer_queue_unclaim_key (both
-     * bookkeepings hit it), fixed there and shown by csrc/tests/litmus_sb.c. */
-    rt->bookkeeping = SEER_RT_BOOK_PARALLEL;
     return rt;
 }
 
@@ -782,10 +767,6 @@ void seer_rt_last_error(const seer_runtime *rt, seer_error_info *out) {
 }
 int64_t seer_rt_events_total(const seer_runtime *rt) { return rt->events_total; }
 int64_t seer_rt_windows_total(const seer_runtime *rt) { return rt->windows_total; }
-
-void seer_rt_set_bookkeeping(seer_runtime *rt, int32_t mode) {
-    rt->bookkeeping = mode == SEER_RT_BOOK_SERIAL ? SEER_RT_BOOK_SERIAL : SEER_RT_BOOK_PARALLEL;
-}
 
 /* Between steps, from the stepping thread: wait until pool thread w has
  * gone to wait at the current epoch, its accounting (stats, trace records)
@@ -1039,19 +1020,6 @@ static inline void run_entity(seer_runtime *rt, seer_worker *w, uint32_t e, doub
     note_key(w, w->defer ? seer_queue_unclaim_private(rt->q, e) : seer_queue_unclaim_key(rt->q, e));
 }
 
-/* Native-only models: hold one entity and run all its window events. */
-static void window_native(seer_runtime *rt, seer_worker *w, double t1, window_stats *st, int32_t window) {
-    uint32_t e;
-    for (;;) {
-        if (aborted(rt)) return;
-        if (!seer_queue_take(rt->q, &e)) {
-            st->empty_polls++;
-            return;
-        }
-        run_entity(rt, w, e, t1, st, window);
-    }
-}
-
 /* Models with Python handlers: take one event from each of up to PY_BATCH
  * entities, group them by kind (stable), and hand each Python kind over in
  * one call.  One event per entity per round keeps each entity's order even
@@ -1116,62 +1084,6 @@ static void window_batched(seer_runtime *rt, seer_worker *w, double t1, window_s
 
 /* ---- steps ------------------------------------------------------------------------- */
 
-static void decide_window(seer_runtime *rt) {
-    uint32_t slot = rt->workers[0].decision & 1; /* worker 0 increments it after the barrier */
-    double t0 = seer_queue_min_time(rt->q);
-    if (aborted(rt) || !(t0 < rt->horizon)) {
-        rt->done[slot] = 1;
-        return;
-    }
-    double t1 = t0 + rt->lookahead;
-    if (!(t1 < rt->horizon)) t1 = rt->horizon;
-    for (int i = 0; i < rt->num_snaps; i++) memcpy(rt->snaps[i].snap, rt->snaps[i].live, rt->snaps[i].nbytes);
-    seer_queue_advance(rt->q, t1);
-    rt->window_t0[slot] = t0;
-    rt->window_t1[slot] = t1;
-    rt->done[slot] = 0;
-    /* No event before the horizon can outlive a window that ends there
-     * (workers drain every event before t1, self-sent ones included, before
-     * the end barrier), so the step ends with it: one barrier fewer. */
-    rt->last[slot] = !(t1 < rt->horizon);
-    rt->windows_total++;
-}
-
-static inline void timed_barrier(seer_runtime *rt, seer_worker *w);
-static void run_window(seer_runtime *rt, seer_worker *w, int32_t wid, double t0, double t1, int32_t window);
-
-/* The serial bookkeeping (SEER_RT_BOOK_SERIAL, kept to measure against):
- * worker 0 alone scans every lane for the next time, copies the snapshots
- * and scans again to advance, while the others wait at the barrier. */
-static void run_step_serial(seer_runtime *rt, int32_t wid) {
-    seer_worker *w = &rt->workers[wid];
-    for (;;) {
-        if (wid == 0) {
-            int64_t b0 = STATS_ON(rt) ? now_ns() : 0;
-            decide_window(rt);
-            if (STATS_ON(rt)) {
-                int64_t d = now_ns() - b0;
-                w->stats.bookkeeping_ns += d;
-                w->stats.serial_ns += d;
-            }
-        }
-        timed_barrier(rt, w);
-        /* Every worker counts decisions itself, so all read the same slot. */
-        uint32_t slot = w->decision++ & 1;
-        if (rt->done[slot]) break;
-        double t0 = rt->window_t0[slot], t1 = rt->window_t1[slot];
-        w->ctx.window_end = t1;
-        w->window_key = seer_time_key(t1);
-        w->min_key = SEER_KEY_INF;
-        w->stats.windows++;
-        int32_t window = (int32_t)rt->windows_total;
-        run_window(rt, w, wid, t0, t1, window);
-        timed_barrier(rt, w);
-        if (rt->last[slot]) break;
-    }
-}
-
-
 static inline void timed_barrier(seer_runtime *rt, seer_worker *w) {
     if (STATS_ON(rt)) {
         int64_t t0 = now_ns();
@@ -1201,14 +1113,11 @@ static void copy_snapshots(seer_runtime *rt, uint64_t k, uint64_t n) {
     }
 }
 
-/* Run one window's events (barrier jobs: Python handlers, serial). */
+/* Run one window's events (barrier jobs: Python handlers). */
 static void run_window(seer_runtime *rt, seer_worker *w, int32_t wid, double t0, double t1, int32_t window) {
     window_stats st = {0, 0, 0, 0};
     int64_t start = TRACING(rt) ? now_ns() : 0;
-    if (rt->has_python)
-        window_batched(rt, w, t1, &st, window);
-    else
-        window_native(rt, w, t1, &st, window);
+    window_batched(rt, w, t1, &st, window);
     /* Settle shared counts before the barrier: after it, worker 0 may
      * return to Python, which may push or reset. */
     if (w->pending_delta) {
@@ -1228,7 +1137,7 @@ static void run_window(seer_runtime *rt, seer_worker *w, int32_t wid, double t0,
     }
 }
 
-/* Parallel bookkeeping of a barrier job (Python handlers): no worker
+/* Window bookkeeping of a barrier job (Python handlers): no worker
  * decides alone.  Each worker reports at the end barrier the smallest time
  * it left pending (the exact keys of the lanes it unclaimed, the events it
  * sent, the lanes of its share that the window did not reach); after the
@@ -1303,10 +1212,7 @@ static void run_step(seer_runtime *rt, int32_t wid) {
     seer_worker *w = &rt->workers[wid];
     w->defer = 0; /* barrier jobs publish every event at once */
     int64_t t0 = STATS_ON(rt) ? now_ns() : 0;
-    if (rt->bookkeeping == SEER_RT_BOOK_SERIAL)
-        run_step_serial(rt, wid);
-    else
-        run_step_parallel(rt, wid);
+    run_step_parallel(rt, wid);
     if (STATS_ON(rt)) {
         w->stats.step_ns += now_ns() - t0;
         w->stats.steps++;
@@ -1750,12 +1656,12 @@ int seer_rt_step(seer_runtime *rt, double horizon) {
     seer_worker *w0 = &rt->workers[0];
     spin_check_load(&w0->spin);
     rt->horizon = horizon;
-    if (rt->has_python || rt->bookkeeping == SEER_RT_BOOK_SERIAL) {
+    if (rt->has_python) {
         /* a barrier job: every pool thread runs run_step; the epoch RMW
          * (release part) publishes the horizon and the pushed actions */
         if (rt->num_workers > 1) publish_phase(rt, EP_BARRIER);
         run_step(rt, 0);
-        if (rt->bookkeeping != SEER_RT_BOOK_SERIAL) rt->windows_total += w0->win_seq;
+        rt->windows_total += w0->win_seq;
     } else {
         const int64_t t0 = STATS_ON(rt) ? now_ns() : 0;
         run_chunked_step(rt, horizon);

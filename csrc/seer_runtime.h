@@ -47,21 +47,12 @@ typedef struct seer_error_info {
     double target_time;
 } seer_error_info;
 
-/* Window bookkeeping: who decides the next window.  PARALLEL (default):
- * every worker reports what it left pending at the end barrier, and copies
- * its share of the snapshots and readies its share of the lanes.  SERIAL:
- * worker 0 alone scans every lane, copies the snapshots and advances while
- * the others wait (the old path, kept to measure the difference). */
-#define SEER_RT_BOOK_PARALLEL 0
-#define SEER_RT_BOOK_SERIAL 1
-
 /* Per-worker time accounting (seer_rt_set_stats(rt, 1); nanoseconds). */
 typedef struct seer_rt_stats {
     int64_t steps;
     int64_t windows;
     int64_t step_ns;        /* inside seer_rt_step's run (worker 0: the step's wall time) */
     int64_t bookkeeping_ns; /* window decisions, snapshot copies, readying lanes */
-    int64_t serial_ns;      /* bookkeeping done by this worker alone while the others wait */
     int64_t barrier_ns;     /* waiting for the others: at window barriers, or for a phase's last units */
     int64_t spin_ns;        /* spinning in waits before a wake-up or a sleep (in and between steps) */
     int64_t parks;          /* waits that slept on the futex */
@@ -104,7 +95,6 @@ void seer_rt_last_error(const seer_runtime *rt, seer_error_info *out);
 int64_t seer_rt_events_total(const seer_runtime *rt);
 double seer_rt_window_end(const seer_runtime *rt, int32_t worker);
 int64_t seer_rt_windows_total(const seer_runtime *rt);
-void seer_rt_set_bookkeeping(seer_runtime *rt, int32_t mode);
 /* Between steps, from the thread that steps: turn the per-worker
  * accounting on (1) or off (0); either way it restarts. */
 void seer_rt_set_stats(seer_runtime *rt, int32_t on);

@@ -8,7 +8,7 @@ from seer._seer_c import ffi, lib
 
 __all__ = ["PoolStats", "WorkerTimes"]
 
-_FIELDS = ("steps", "windows", "step_ns", "bookkeeping_ns", "serial_ns", "barrier_ns", "spin_ns", "parks")
+_FIELDS = ("steps", "windows", "step_ns", "bookkeeping_ns", "barrier_ns", "spin_ns", "parks")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -26,8 +26,8 @@ class WorkerTimes:
             in the runtime, without the model's own work before and after).
         bookkeeping_s: Seconds deciding windows: reporting what it left
             pending, copying its share of the snapshots, readying its lanes.
-        serial_s: Seconds of bookkeeping it did alone while the others
-            waited (0 with the parallel bookkeeping, the default).
+            Every worker does its share; none decides alone while the
+            others wait.
         barrier_s: Seconds waiting for the others: at window barriers, or
             for the last units of a phase that others hold.
         spin_s: Seconds spent spinning in waits, inside steps and between
@@ -41,7 +41,6 @@ class WorkerTimes:
     windows: int
     step_s: float
     bookkeeping_s: float
-    serial_s: float
     barrier_s: float
     spin_s: float = 0.0
     parks: int = 0
@@ -56,11 +55,10 @@ class PoolStats:
     ``workers="auto"``) keeps what its old workers measured; a runtime closed
     inside it keeps what its pool measured up to the close.
 
-    The fractions are worker 0's, over its ``step_s``: the serial fraction
-    is the share of a step in which one worker did bookkeeping while the
-    others waited (what parallel bookkeeping removes), the barrier fraction
-    the share spent waiting for the other workers at window ends (load
-    imbalance, or a core the OS or the host gave to someone else).
+    The fractions are worker 0's, over its ``step_s``: the bookkeeping
+    fraction is the share of a step spent deciding windows, the barrier
+    fraction the share spent waiting for the other workers at window ends
+    (load imbalance, or a core the OS or the host gave to someone else).
 
     Example:
         >>> import seer
@@ -70,7 +68,7 @@ class PoolStats:
         ...         _ = rt.step(1.0)
         >>> stats.steps, len(stats.workers)
         (1, 2)
-        >>> 0.0 <= stats.serial_fraction <= 1.0
+        >>> 0.0 <= stats.barrier_fraction <= 1.0
         True
     """
 
@@ -96,7 +94,7 @@ class PoolStats:
     def workers(self) -> tuple[WorkerTimes, ...]:
         """Each worker's times, by worker index."""
         return tuple(WorkerTimes(w, a["steps"], a["windows"], a["step_ns"] / 1e9, a["bookkeeping_ns"] / 1e9,
-                                 a["serial_ns"] / 1e9, a["barrier_ns"] / 1e9, a["spin_ns"] / 1e9, a["parks"])
+                                 a["barrier_ns"] / 1e9, a["spin_ns"] / 1e9, a["parks"])
                      for w, a in sorted(self._ns.items()))
 
     def _worker0(self, name: str) -> int:
@@ -120,11 +118,6 @@ class PoolStats:
     def _fraction(self, name: str) -> float:
         step_ns = self._worker0("step_ns")
         return self._worker0(name) / step_ns if step_ns > 0 else 0.0
-
-    @property
-    def serial_fraction(self) -> float:
-        """Share of the steps' time in which one worker did bookkeeping alone."""
-        return self._fraction("serial_ns")
 
     @property
     def bookkeeping_fraction(self) -> float:
@@ -156,7 +149,7 @@ class PoolStats:
         if self._open:
             return "PoolStats(open: filled when its with-block ends)"
         return (f"PoolStats(steps={self.steps}, windows={self.windows}, workers={len(self._ns)}, "
-                f"step_s={self.step_s:.6f}, serial_fraction={self.serial_fraction:.3f}, "
+                f"step_s={self.step_s:.6f}, "
                 f"bookkeeping_fraction={self.bookkeeping_fraction:.3f}, "
                 f"barrier_fraction={self.barrier_fraction:.3f}, spin_per_step_s={self.spin_per_step_s:.6f}, "
                 f"parks={self.parks})")

@@ -403,11 +403,9 @@ class Runtime:
 
         ``with rt.pool_stats() as stats:`` turns the runtime's per-worker
         accounting on; when the block ends, ``stats`` (a :class:`PoolStats`)
-        holds each worker's time in steps, in window bookkeeping, in serial
-        bookkeeping (one worker alone while the others wait) and at window
-        barriers, with the windows and steps run: the serial fraction per
-        window that parallel bookkeeping is meant to remove, and the
-        barrier waits that show load imbalance or a busy core.  Steps run
+        holds each worker's time in steps, in window bookkeeping and at
+        window barriers, with the windows and steps run: the barrier waits
+        show load imbalance or a busy core.  Steps run
         by C code through :attr:`native_handle` (the built-in envs) count
         too.  Between steps only, like :meth:`step`.
 

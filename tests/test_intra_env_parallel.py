@@ -91,37 +91,38 @@ def _rt(runtime):
     lambda: SyntheticModel(97, fanout=3, work=20, period=0.1, delay=0.05),
     lambda: PythonSyntheticModel(61, fanout=2, work=3, period=0.1, delay=0.05),
 ], ids=["native", "python"])
-def test_parallel_and_serial_bookkeeping_give_the_same_windows_and_state(make):
+def test_pools_of_every_size_give_the_same_windows_and_state(make):
+    # Every worker decides the next window from the same reports (barrier jobs) or the same atomic minimum
+    # (chunked phases), so the windows, hence the events and the state, are those of one worker.
     results = []
-    for workers, mode in [(1, lib.SEER_RT_BOOK_SERIAL), (2, lib.SEER_RT_BOOK_SERIAL),
-                          (2, lib.SEER_RT_BOOK_PARALLEL), (3, lib.SEER_RT_BOOK_PARALLEL)]:
+    for workers in (1, 2, 3, 4):
         model = make()
         with seer.Runtime(model, workers=workers, seed=3) as rt:
-            lib.seer_rt_set_bookkeeping(_rt(rt), mode)
             events = sum(rt.step((k + 1) * 0.25).events for k in range(12))
             windows = lib.seer_rt_windows_total(_rt(rt))
             results.append((events, windows, {n: a.tobytes() for n, a in model.state.items()}))
+    assert results[0][0] > 0 and results[0][1] >= 12
     assert all(r == results[0] for r in results[1:])
 
 
-def test_stats_account_for_bookkeeping_and_report_no_serial_time_when_parallel():
+def test_stats_account_for_the_bookkeeping_of_every_worker():
     model = SyntheticModel(256, fanout=2, work=10, period=0.05, delay=0.05)
     with seer.Runtime(model, workers=2, seed=1) as rt:
         h = _rt(rt)
         st = ffi.new("seer_rt_stats *")
-        for mode in (lib.SEER_RT_BOOK_SERIAL, lib.SEER_RT_BOOK_PARALLEL):
-            lib.seer_rt_set_bookkeeping(h, mode)
-            lib.seer_rt_set_stats(h, 1)
+        lib.seer_rt_set_stats(h, 1)
+        try:
             for k in range(5):
-                rt.step(float(k + 1) + (10.0 if mode == lib.SEER_RT_BOOK_PARALLEL else 0.0))
+                rt.step(float(k + 1))
             lib.seer_rt_take_stats(h, 0, st)
             assert st.steps == 5 and st.windows > 0 and st.step_ns > 0
             assert 0 < st.bookkeeping_ns <= st.step_ns
-            if mode == lib.SEER_RT_BOOK_PARALLEL:
-                assert st.serial_ns == 0
-            else:
-                assert st.serial_ns == st.bookkeeping_ns
+            assert 0 <= st.barrier_ns <= st.step_ns
+            lib.seer_rt_take_stats(h, 1, st)
+            assert st.steps <= 5 and 0 <= st.bookkeeping_ns <= st.step_ns
+        finally:
             lib.seer_rt_set_stats(h, 0)
+    assert not hasattr(lib, "seer_rt_set_bookkeeping")
 
 
 def test_api_table_appends_parallel_for_and_keeps_the_version():

@@ -99,13 +99,12 @@ for variant in "lse max -march=armv8.1-a" "llsc cortex-a57 -march=armv8-a -mno-o
     run "$name-full-ring" "$cpu" "$TMP/stress_queue_$name" 4 4 4 150000 0 2 "$SEED"
     run "$name-fanout" "$cpu" "$TMP/stress_queue_$name" 1 3 64 400000 0 2 "$SEED"
     run "$name-oversubscribed" "$cpu" "$TMP/stress_queue_$name" 6 6 1021 80000 0 2 "$SEED"
-    #   args: entities steps max_workers fanout (workers 1..max, same result,
-    #   with both window bookkeepings)
+    #   args: entities steps max_workers fanout (workers 1..max, same result)
     run "$name-runtime" "$cpu" "$TMP/stress_runtime_$name" 257 200 4 3
     run "$name-runtime-narrow" "$cpu" "$TMP/stress_runtime_$name" 5 400 6 2
     run "$name-runtime-wide" "$cpu" "$TMP/stress_runtime_$name" 1021 40 8 4
     #   a pool thread held back (sleeping, yielding) in pools of 2..8
-    run "$name-runtime-held-back" "$cpu" "$TMP/stress_runtime_$name" 257 40 8 3 2 8
+    run "$name-runtime-held-back" "$cpu" "$TMP/stress_runtime_$name" 257 40 8 3 8
     #   args: mode workers rounds seed (the process backend's flags: futex waits, payload order)
     run "$name-flags" "$cpu" "$TMP/stress_flags_$name" threads 3 2000 "$SEED"
 done

@@ -98,10 +98,10 @@ run tsan-mixed "$TMP/stress_tsan" 3 3 61 300000 0 2 "$SEED"
 run tsan-contended "$TMP/stress_tsan" 4 4 8 100000 0 2 "$SEED"
 run tsan-wide "$TMP/stress_tsan" 2 2 509 300000 0 2 "$SEED"
 "$CC" "${COMMON[@]}" -fsanitize=thread "${RT_SRCS[@]}" -lm -o "$TMP/stress_rt_tsan"
-#   args: entities steps max_workers fanout books(2: both) delay_workers(pools of 2..N with one held back)
+#   args: entities steps max_workers fanout delay_workers(pools of 2..N with one held back)
 run tsan-runtime "$TMP/stress_rt_tsan" 257 30 4 3
 run tsan-runtime-narrow "$TMP/stress_rt_tsan" 5 60 3 2
-run tsan-runtime-held-back "$TMP/stress_rt_tsan" 129 20 8 2 2 8
+run tsan-runtime-held-back "$TMP/stress_rt_tsan" 129 20 8 2 8
 "$CC" "${COMMON[@]}" -fsanitize=thread "${CLOSE_SRCS[@]}" -lm -o "$TMP/stress_close_tsan"
 #   args: rounds entities max_workers seed
 run tsan-close "$TMP/stress_close_tsan" 40 64 3 "$SEED"
@@ -122,7 +122,7 @@ run asan-contended "$TMP/stress_asan" 4 4 8 300000 0 2 "$SEED"
 run asan-fanout "$TMP/stress_asan" 1 3 64 800000 0 2 "$SEED"
 "$CC" "${COMMON[@]}" "${ASAN_FLAGS[@]}" "${RT_SRCS[@]}" -lm -o "$TMP/stress_rt_asan"
 run asan-runtime "$TMP/stress_rt_asan" 509 30 4 4
-run asan-runtime-held-back "$TMP/stress_rt_asan" 257 30 8 3 2 8
+run asan-runtime-held-back "$TMP/stress_rt_asan" 257 30 8 3 8
 "$CC" "${COMMON[@]}" "${ASAN_FLAGS[@]}" "${CLOSE_SRCS[@]}" -lm -o "$TMP/stress_close_asan"
 run asan-close "$TMP/stress_close_asan" 40 64 3 "$SEED"
 "$CC" "${COMMON[@]}" "${ASAN_FLAGS[@]}" "${VEC_SRCS[@]}" -lm -o "$TMP/stress_vec_asan"

@@ -1,7 +1,7 @@
 /* Validation program for the runtime's worker pool (seer_runtime.c over
  * seer_queue.c), without Python.
  *
- *   stress_runtime [entities] [steps] [max_workers] [fanout]
+ *   stress_runtime [entities] [steps] [max_workers] [fanout] [delay_workers]
  *
  * Runs one message-passing model with 1 worker, then with 2..max_workers
  * pthreads, and checks:
@@ -201,15 +201,14 @@ static void stop_pool(seer_runtime *rt, int32_t workers, pthread_t *threads) {
  * publishes such messages to their lanes' owners after the window
  * (seer_runtime.c's outboxes); they must be in the queue when the step
  * returns, or the drain below misses them. */
-static double *run(int32_t n, int32_t steps, int32_t workers, int32_t fanout, int32_t book, int32_t snaps,
-                   int32_t resize, int32_t far, int64_t *events_out) {
+static double *run(int32_t n, int32_t steps, int32_t workers, int32_t fanout, int32_t snaps, int32_t resize,
+                   int32_t far, int64_t *events_out) {
     seer_queue *q = seer_queue_new(n, 2, (uint32_t)n * 64 + 4096);
     seer_runtime *rt = seer_rt_new(q, workers, DELAY, workers <= 2 ? 2000 : 20);
     if (!q || !rt) {
         fprintf(stderr, "stress_runtime: allocation failed\n");
         exit(2);
     }
-    seer_rt_set_bookkeeping(rt, book);
     model m = {.n = n, .fanout = fanout, .msg_delay = far ? FAR_DELAY : DELAY};
     const double step_len = 0.25;
     m.value = calloc((size_t)n, sizeof(double));
@@ -261,8 +260,7 @@ static double *run(int32_t n, int32_t steps, int32_t workers, int32_t fanout, in
          * seer_rt_take_stats returns, though a pool thread may add to it
          * after the step's end, when this thread may be back already (the
          * idle_epoch handshake; TSan checks the ordering).  Worker 0 counts
-         * every step and window; in a barrier job (serial bookkeeping) so
-         * does every pool thread, in the chunked phases a pool thread counts
+         * every step and window; in the chunked phases a pool thread counts
          * those it took part in. */
         seer_rt_stats st0, st;
         seer_rt_take_stats(rt, 0, &st0);
@@ -271,9 +269,7 @@ static double *run(int32_t n, int32_t steps, int32_t workers, int32_t fanout, in
               (long long)st0.windows);
         for (int32_t w = 1; w < workers; w++) {
             seer_rt_take_stats(rt, w, &st);
-            const int exact = book == SEER_RT_BOOK_SERIAL;
-            CHECK((exact ? st.steps == 1 && st.windows == st0.windows : st.steps <= 1 && st.windows <= st0.windows) &&
-                      st.step_ns >= 0 && st.barrier_ns >= 0 && st.spin_ns >= 0 && st.parks >= 0,
+            CHECK(st.steps <= 1 && st.windows <= st0.windows && st.step_ns >= 0 && st.barrier_ns >= 0 && st.spin_ns >= 0 && st.parks >= 0,
                   "step %d: worker %d counted %lld steps and %lld windows, worker 0 1 and %lld", s, w,
                   (long long)st.steps, (long long)st.windows, (long long)st0.windows);
         }
@@ -356,20 +352,31 @@ static double *run(int32_t n, int32_t steps, int32_t workers, int32_t fanout, in
     return out;
 }
 
-/* Pools of 2..max_workers (parallel bookkeeping) end in the same state,
- * after the same events, as 1 worker. */
-static void parallel_pools_agree(int32_t n, int32_t steps, int32_t max_workers, int32_t fanout, int32_t snaps,
-                                 int32_t far, const char *what) {
+/* Pools of 2..max_workers end in the same state, after the same events,
+ * as 1 worker; so does one pool of max_workers resized between steps
+ * through every size, if resize.  Returns the events 1 worker handled. */
+static int64_t pools_agree(int32_t n, int32_t steps, int32_t max_workers, int32_t fanout, int32_t snaps,
+                           int32_t far, int32_t resize, const char *what) {
     int64_t ev1 = 0;
-    double *ref = run(n, steps, 1, fanout, SEER_RT_BOOK_SERIAL, snaps, 0, far, &ev1);
+    double *ref = run(n, steps, 1, fanout, snaps, 0, far, &ev1);
     for (int32_t w = 2; w <= max_workers; w++) {
         int64_t events = 0;
-        double *got = run(n, steps, w, fanout, SEER_RT_BOOK_PARALLEL, snaps, 0, far, &events);
+        double *got = run(n, steps, w, fanout, snaps, 0, far, &events);
+        CHECK(events == ev1, "workers=%d, %s: handled %lld events, 1 worker %lld", w, what, (long long)events,
+              (long long)ev1);
+        CHECK(memcmp(ref, got, sizeof(double) * (size_t)n * 2) == 0, "workers=%d, %s: state differs from 1 worker",
+              w, what);
+        free(got);
+    }
+    if (resize && max_workers > 1) {
+        int64_t events = 0;
+        double *got = run(n, steps, max_workers, fanout, snaps, 1, far, &events);
         CHECK(events == ev1 && memcmp(ref, got, sizeof(double) * (size_t)n * 2) == 0,
-              "workers=%d, %s: differs from 1 worker", w, what);
+              "a pool resized between steps, %s: differs from 1 worker", what);
         free(got);
     }
     free(ref);
+    return ev1;
 }
 
 int main(int argc, char **argv) {
@@ -377,50 +384,22 @@ int main(int argc, char **argv) {
     int32_t steps = argc > 2 ? atoi(argv[2]) : 40;
     int32_t max_workers = argc > 3 ? atoi(argv[3]) : 4;
     int32_t fanout = argc > 4 ? atoi(argv[4]) : 3;
-    /* 1: the serial bookkeeping (the default) only; 2: the parallel one too */
-    int32_t books = argc > 5 ? atoi(argv[5]) : 2;
-    int64_t events1 = 0;
-    double *ref = run(n, steps, 1, fanout, SEER_RT_BOOK_SERIAL, 1, 0, 0, &events1);
-    /* both window bookkeepings (worker 0 alone, shared by the pool) give the
-     * same windows, hence the same state */
-    for (int32_t book = books > 1 ? 0 : 1; book < 2; book++) {
-        for (int32_t w = 1; w <= max_workers; w++) {
-            int64_t events = 0;
-            double *got = run(n, steps, w, fanout, book ? SEER_RT_BOOK_SERIAL : SEER_RT_BOOK_PARALLEL, 1, 0, 0, &events);
-            CHECK(events == events1, "workers=%d book=%d handled %lld events, 1 worker %lld", w, book,
-                  (long long)events, (long long)events1);
-            CHECK(memcmp(ref, got, sizeof(double) * (size_t)n * 2) == 0,
-                  "workers=%d book=%d: state differs from 1 worker", w, book);
-            free(got);
-        }
-    }
-    /* one pool resized between steps through every size */
-    for (int32_t book = books > 1 ? 0 : 1; book < 2 && max_workers > 1; book++) {
-        int64_t events = 0;
-        double *got = run(n, steps, max_workers, fanout, book ? SEER_RT_BOOK_SERIAL : SEER_RT_BOOK_PARALLEL, 1, 1,
-                          0, &events);
-        CHECK(events == events1 && memcmp(ref, got, sizeof(double) * (size_t)n * 2) == 0,
-              "a pool resized between steps (book=%d): differs from 1 worker", book);
-        free(got);
-    }
-    free(ref);
-    if (books > 1) {
-        /* no snapshots: workers start stealing while others still claim */
-        parallel_pools_agree(n, steps, max_workers, fanout, 0, 0, "without snapshots");
-        /* messages sent past the horizon by a step's windows that end early */
-        parallel_pools_agree(n, steps, max_workers, fanout, 1, 1, "messages past the horizon");
-    }
+    const int64_t events1 = pools_agree(n, steps, max_workers, fanout, 1, 0, 1, "with snapshots");
+    /* no snapshots: workers start stealing while others still claim */
+    pools_agree(n, steps, max_workers, fanout, 0, 0, 0, "without snapshots");
+    /* messages sent past the horizon by a step's windows that end early */
+    pools_agree(n, steps, max_workers, fanout, 1, 1, 0, "messages past the horizon");
     /* one pool thread held back (sleeping, then yielding) in pools of
      * 2..delay_workers: the same state and events as 1 worker */
-    int32_t delay_workers = argc > 6 ? atoi(argv[6]) : 0;
+    int32_t delay_workers = argc > 5 ? atoi(argv[5]) : 0;
     for (int kind = 1; kind <= 2 && delay_workers > 1; kind++) {
         delay_kind = kind;
         for (int32_t w = 2; w <= delay_workers; w++) {
             delay_worker = 1 + (w + kind) % (w - 1); /* a different pool thread each time */
             int64_t events = 0, ev1 = 0;
-            double *ref1 = run(n, steps, 1, fanout, SEER_RT_BOOK_PARALLEL, 1, 0, 0, &ev1);
-            double *got = run(n, steps, w, fanout, SEER_RT_BOOK_PARALLEL, 1, 0, kind == 2, &events);
-            double *ref2 = kind == 2 ? run(n, steps, 1, fanout, SEER_RT_BOOK_PARALLEL, 1, 0, 1, &ev1) : NULL;
+            double *ref1 = run(n, steps, 1, fanout, 1, 0, 0, &ev1);
+            double *got = run(n, steps, w, fanout, 1, 0, kind == 2, &events);
+            double *ref2 = kind == 2 ? run(n, steps, 1, fanout, 1, 0, 1, &ev1) : NULL;
             CHECK(events == ev1 && memcmp(ref2 ? ref2 : ref1, got, sizeof(double) * (size_t)n * 2) == 0,
                   "workers=%d with worker %d held back (%s): differs from 1 worker", w, delay_worker,
                   kind == 1 ? "sleeping" : "yielding");
@@ -431,9 +410,8 @@ int main(int argc, char **argv) {
         delay_worker = -1;
     }
     if (atomic_load(&failures)) return 1;
-    printf("stress_runtime: OK entities=%d steps=%d workers=1..%d events=%lld (%s, parallel_for, resized pools%s)\n",
-           n, steps, max_workers, (long long)events1,
-           books > 1 ? "parallel and serial bookkeeping, messages past the horizon" : "serial bookkeeping",
-           delay_workers > 1 ? ", a pool thread held back in pools of 2..N" : "");
+    printf("stress_runtime: OK entities=%d steps=%d workers=1..%d events=%lld (with and without snapshots, messages "
+           "past the horizon, parallel_for, resized pools%s)\n",
+           n, steps, max_workers, (long long)events1, delay_workers > 1 ? ", a pool thread held back in pools of 2..N" : "");
     return 0;
 }
