@@ -30,7 +30,8 @@ Modules, by role (none imports a module that imports it back):
 * :mod:`~seer.stpa.features`: :func:`static_workload_features`, :func:`probe`,
   :func:`probe_stepper` (for what only steps as a whole), :func:`trace_features`;
 * :mod:`~seer.stpa.load`: :func:`free_cores` (the load feature: cores free
-  now), :func:`background_load` and :func:`restricted_affinity` (how
+  now), :class:`ForeignLoad` (other processes' CPU on these cores between
+  two readings: what the tuner watches), :func:`background_load` and :func:`restricted_affinity` (how
   ``seer tune`` evaluates under load and on a smaller machine shape);
 * :mod:`~seer.stpa.model`: the shared types: :data:`FEATURE_SCHEMA`,
   :class:`StpaModel`, :func:`load_model`, :func:`save_model` (JSON model
@@ -56,10 +57,11 @@ from seer.stpa.estimator import PortableEstimator
 from seer.stpa.features import (ProbeResult, candidate_features, probe, probe_stepper, static_workload_features,
                                 trace_features)
 from seer.stpa.hardware import hardware_features, machine_features
-from seer.stpa.load import background_load, cpu_pressure, free_cores, restricted_affinity
+from seer.stpa.load import ForeignLoad, background_load, cpu_pressure, free_cores, restricted_affinity
 from seer.stpa.lookup import active_model, cache_dir, model_search_path, shipped_dataset_path, shipped_model_path
 from seer.stpa.model import (FEATURE_SCHEMA, MODEL_VERSION, SCHEMA_VERSION, StpaModel,
                              allowed_sizes, candidate_sizes, choose_by_rules, choose_from_scores, feature_matrix,
+                             free_bound,
                              load_model, measured_overrule, probe_measured, save_model)
 from seer.stpa.online import PoolTuner, attach_tuner, make_runtime, online_refine
 from seer.stpa.selector import (Selection, capture, clear_cache, current_pool_limit, default_pool_limit,
@@ -67,11 +69,12 @@ from seer.stpa.selector import (Selection, capture, clear_cache, current_pool_li
                                 select_workers, select_workers_for_model)
 
 __all__ = [
-    "FEATURE_SCHEMA", "MODEL_VERSION", "SCHEMA_VERSION", "IncompatibleModelError", "PoolTuner", "PortableEstimator",
+    "FEATURE_SCHEMA", "ForeignLoad", "MODEL_VERSION", "SCHEMA_VERSION", "IncompatibleModelError", "PoolTuner",
+    "PortableEstimator",
     "ProbeResult", "attach_tuner",
     "Selection", "StpaFallbackWarning", "StpaModel", "active_model", "allowed_sizes", "background_load",
     "cache_dir", "candidate_features", "candidate_sizes", "capture", "choose_by_rules", "choose_from_scores", "clear_cache",
-    "cpu_pressure", "current_pool_limit", "default_pool_limit", "feature_matrix", "free_cores",
+    "cpu_pressure", "current_pool_limit", "default_pool_limit", "feature_matrix", "free_bound", "free_cores",
     "hardware_features", "heuristic_workers", "load_model", "machine_features", "make_runtime", "measured_overrule",
     "model_search_path",
     "probe_measured",
