@@ -46,6 +46,7 @@
 #include "seer_ring.h"
 
 #define MAX_SNAPSHOTS 64
+#define MAX_DEBUG_ROWS 64
 
 /* Built with -DSEER_NO_TRACE the tracing branches compile away; the runtime
  * benchmark builds that variant to measure what tracing costs when off. */
@@ -371,6 +372,12 @@ struct seer_runtime {
     double *cur_time;      /* per entity: time of the event being handled */
     snapshot_region snaps[MAX_SNAPSHOTS];
     int num_snaps;
+    /* debug mode (seer_rt_set_debug_rows): per-entity arrays and their copies */
+    int32_t dbg_n;
+    unsigned char *dbg_live[MAX_DEBUG_ROWS];
+    unsigned char *dbg_shadow[MAX_DEBUG_ROWS];
+    uint64_t dbg_row[MAX_DEBUG_ROWS];
+    _Atomic int32_t dbg_lock; /* one native handler (and its check) at a time */
     int tracing;
     _Atomic int32_t stats_on; /* written between steps (set_stats); relaxed: the epoch edges order it */
 
@@ -973,6 +980,59 @@ typedef struct window_stats {
     int64_t busy_ns, python_ns, events, empty_polls;
 } window_stats;
 
+/* Debug mode: the one debug lock.  acquire/release: the handler and the
+ * check inside see every row the previous holder's handler wrote. */
+static void dbg_lock(seer_runtime *rt) {
+    unsigned spins = 0;
+    int32_t free_ = 0;
+    while (!atomic_compare_exchange_weak_explicit(&rt->dbg_lock, &free_, 1, memory_order_acquire,
+                                                  memory_order_relaxed)) {
+        free_ = 0;
+        seer_backoff(&spins);
+    }
+}
+
+static void dbg_unlock(seer_runtime *rt) { atomic_store_explicit(&rt->dbg_lock, 0, memory_order_release); }
+
+/* Debug mode, under the lock, after the handler of entity e: the first row
+ * of another entity that differs from its copy fails the step; e's own
+ * rows become the copy's. */
+static void dbg_check_rows(seer_runtime *rt, seer_worker *w, const seer_event *ev, uint32_t e) {
+    for (int32_t i = 0; i < rt->dbg_n; i++) {
+        const uint64_t rb = rt->dbg_row[i], own = (uint64_t)e * rb, all = (uint64_t)rt->num_entities * rb;
+        const unsigned char *live = rt->dbg_live[i];
+        unsigned char *shadow = rt->dbg_shadow[i];
+        if (memcmp(live, shadow, own) != 0 || memcmp(live + own + rb, shadow + own + rb, all - own - rb) != 0) {
+            uint64_t at = 0;
+            while (at < all && (at / rb == e || live[at] == shadow[at])) at++;
+            fail(rt, SEER_RT_E_OTHER_ROW, w->ctx.worker, ev, (int32_t)(at / rb), i, NAN);
+            memcpy(shadow, live, all); /* report once */
+            return;
+        }
+        memcpy(shadow + own, live + own, rb);
+    }
+}
+
+static void dbg_refresh(seer_runtime *rt) {
+    for (int32_t i = 0; i < rt->dbg_n; i++)
+        memcpy(rt->dbg_shadow[i], rt->dbg_live[i], (size_t)(rt->dbg_row[i] * (uint64_t)rt->num_entities));
+}
+
+int seer_rt_set_debug_rows(seer_runtime *rt, int32_t n, void *const *live, void *const *shadow,
+                           const uint64_t *row_bytes) {
+    if (n < 0 || n > MAX_DEBUG_ROWS || (n > 0 && (!live || !shadow || !row_bytes))) return SEER_E_ARG;
+    for (int32_t i = 0; i < n; i++)
+        if (!live[i] || !shadow[i] || row_bytes[i] == 0) return SEER_E_ARG;
+    for (int32_t i = 0; i < n; i++) {
+        rt->dbg_live[i] = live[i];
+        rt->dbg_shadow[i] = shadow[i];
+        rt->dbg_row[i] = row_bytes[i];
+    }
+    rt->dbg_n = n;
+    dbg_refresh(rt);
+    return SEER_OK;
+}
+
 static int run_native(seer_runtime *rt, seer_worker *w, const seer_event *ev, window_stats *st,
                       int32_t window) {
     seer_ctx *ctx = &w->ctx;
@@ -982,6 +1042,8 @@ static int run_native(seer_runtime *rt, seer_worker *w, const seer_event *ev, wi
     int rc;
     const seer_event *outer_event = seer_crash_event; /* a copy step's runtime runs inside another's */
     seer_crash_event = ev;
+    const int32_t debug = rt->dbg_n;
+    if (debug) dbg_lock(rt);
     if (TRACING(rt)) {
         int64_t t0 = now_ns();
         rc = rt->handlers[ev->kind](ctx, ev);
@@ -994,6 +1056,10 @@ static int run_native(seer_runtime *rt, seer_worker *w, const seer_event *ev, wi
             w->trace_dropped++;
     } else {
         rc = rt->handlers[ev->kind](ctx, ev);
+    }
+    if (debug) {
+        dbg_check_rows(rt, w, ev, (uint32_t)ev->entity);
+        dbg_unlock(rt);
     }
     seer_crash_event = outer_event;
     w->held = -1;
@@ -1052,7 +1118,18 @@ static void window_batched(seer_runtime *rt, seer_worker *w, double t1, window_s
             while (j < n && w->sorted[j].kind == kind) j++;
             if (rt->python_kind[kind]) {
                 int64_t t0 = now_ns();
+                /* debug mode: Python handlers check their own writes (seer._debug); their
+                 * entities' rows become the copy's, so native handlers' checks skip them */
+                if (rt->dbg_n) dbg_lock(rt);
                 int rc = rt->dispatch(rt->dispatch_userdata, w->ctx.worker, kind, &w->sorted[i], j - i);
+                if (rt->dbg_n) {
+                    for (int32_t m = i; m < j; m++)
+                        for (int32_t a = 0; a < rt->dbg_n; a++) {
+                            const uint64_t rb = rt->dbg_row[a], at = (uint64_t)w->sorted[m].entity * rb;
+                            memcpy(rt->dbg_shadow[a] + at, rt->dbg_live[a] + at, rb);
+                        }
+                    dbg_unlock(rt);
+                }
                 int64_t dt = now_ns() - t0;
                 st->busy_ns += dt;
                 st->python_ns += dt;
@@ -1655,6 +1732,7 @@ int seer_rt_step(seer_runtime *rt, double horizon) {
     }
     seer_worker *w0 = &rt->workers[0];
     spin_check_load(&w0->spin);
+    if (rt->dbg_n) dbg_refresh(rt); /* what changed between steps is no handler's doing */
     rt->horizon = horizon;
     if (rt->has_python) {
         /* a barrier job: every pool thread runs run_step; the epoch RMW

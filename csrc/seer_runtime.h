@@ -67,6 +67,17 @@ void seer_rt_set_model(seer_runtime *rt, void *model);
  * default 256): 1 spreads slow handlers (an env copy each) over the pool. */
 void seer_rt_set_python_batch(seer_runtime *rt, int32_t n);
 int seer_rt_add_snapshot(seer_runtime *rt, void *live, void *snapshot, uint64_t nbytes);
+/* Debug mode for native handlers: n per-entity arrays (live[i]: num_entities
+ * rows of row_bytes[i] bytes each; shadow[i]: as large, the runtime's to
+ * write).  Native handlers then run one at a time, and a handler that
+ * changed a row of an entity other than its event's fails the step with
+ * SEER_RT_E_OTHER_ROW (seer_error_info: target = that entity, target_kind =
+ * the array's index).  Each step starts by copying live to shadow.  n = 0
+ * turns it off.  Between steps only; the arrays must outlive the setting.
+ * SEER_E_ARG for n outside 0..64, a NULL array or a row of 0 bytes. */
+int seer_rt_set_debug_rows(seer_runtime *rt, int32_t n, void *const *live, void *const *shadow,
+                           const uint64_t *row_bytes);
+#define SEER_RT_E_OTHER_ROW -13
 void seer_rt_clear_snapshots(seer_runtime *rt);
 /* Not thread-safe: empty the queue, reset counters and the random streams. */
 void seer_rt_reset(seer_runtime *rt, uint64_t seed);

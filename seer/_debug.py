@@ -4,7 +4,11 @@ In debug mode the runtime serializes its Python handlers and compares the
 per-entity state rows around each call: a row written for an entity the
 handler was not handed raises :class:`seer.EntityWriteError` inside the
 handler's call; the step raises it (with kind and worker added, as for
-``ctx.emit``'s misuse errors) and needs a reset.  A normal run never reaches this module.
+``ctx.emit``'s misuse errors) and needs a reset.  Native handlers (C,
+``seer.numba``) are checked in C the same way: they run one at a time, and
+after each the runtime compares every other entity's rows with its copy of
+them (``seer_rt_set_debug_rows``; the cost of an event grows with the state's
+size, so debug small scenarios).  A normal run never reaches this module.
 """
 
 from __future__ import annotations
@@ -17,7 +21,10 @@ import numpy as np
 
 from seer.errors import EntityWriteError, InvalidArgumentError
 
-__all__ = ["resolve_debug", "RowWatch"]
+__all__ = ["resolve_debug", "RowWatch", "MAX_NATIVE_ARRAYS"]
+
+#: Per-entity arrays the C runtime checks after each native handler (seer_rt_set_debug_rows' bound).
+MAX_NATIVE_ARRAYS = 64
 
 ENV_VAR = "SEER_DEBUG"
 _ON = {"1", "true", "yes", "on"}

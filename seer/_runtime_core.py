@@ -58,6 +58,9 @@ class _Core:
         self.pool_stats: PoolStats | None = None
         #: Runtime.now: what every entity's clock may have reached
         self.now = 0.0
+        #: debug mode with native handlers: the per-entity arrays the C runtime checks, and its copies of them
+        self.debug_rows: dict[str, np.ndarray] | None = None
+        self._debug_keep: tuple = ()
         queue._owner = self.guard  # its pushes, pops and releases take turns with the steps
         queue._clock = self  # and none is for a time before now (its entities' clocks are there)
 
@@ -89,12 +92,15 @@ class _Core:
         self.state = state
         for ctx in self.contexts:
             ctx.state = state
+        if self.debug_rows is not None:
+            self.watch_native_rows()
 
     def follow_state(self) -> None:
         """Before a step: re-bind a state array the model rebound (``self.state["x"] = np.zeros(n)``
         in ``reset``).  A native model's C struct still points at the old array, so it is refused."""
         state = self.model.state
-        if state is self.state and all(state.get(name) is arr for name, arr in self.live.items()):
+        if state is self.state and all(state.get(name) is arr for name, arr in self.live.items()) and (
+                self.debug_rows is None or all(state.get(name) is arr for name, arr in self.debug_rows.items())):
             return
         if self.model.native_model is not None:
             name = next((n for n, a in self.live.items() if not isinstance(state, Mapping) or state.get(n) is not a),
@@ -154,6 +160,28 @@ class _Core:
             return dataclasses.replace(spec, handler=run)
 
         self.kinds = [spec if spec.native else guarded(spec) for spec in self.kinds]
+
+    def watch_native_rows(self) -> None:
+        """Debug mode: hand the C runtime the per-entity state arrays, so that a
+        native handler that changes another entity's row fails the step
+        (``seer_rt_set_debug_rows``; native handlers then run one at a time)."""
+        from seer._debug import RowWatch, MAX_NATIVE_ARRAYS
+
+        arrays = {name: arr for name, arr in RowWatch(self.num_entities).per_entity(self.state).items()
+                  if arr.flags.c_contiguous and arr.nbytes}
+        arrays = dict(list(arrays.items())[:MAX_NATIVE_ARRAYS])
+        shadows = [np.empty(arr.nbytes, np.uint8) for arr in arrays.values()]
+        bufs = [ffi.from_buffer(arr) for arr in arrays.values()]
+        sbufs = [ffi.from_buffer(sh) for sh in shadows]
+        live = ffi.new("void *[]", [ffi.cast("void *", b) for b in bufs] or [ffi.NULL])
+        shadow = ffi.new("void *[]", [ffi.cast("void *", b) for b in sbufs] or [ffi.NULL])
+        rows = ffi.new("uint64_t[]", [arr.nbytes // self.num_entities for arr in arrays.values()] or [0])
+        rc = lib.seer_rt_set_debug_rows(self.rt, len(arrays), live, shadow, rows)
+        if rc != lib.SEER_OK:
+            raise MemoryError(f"cannot set up debug mode's row checks (status {rc})")
+        # the C runtime reads these between and during steps: they live as long as the setting
+        self.debug_rows = arrays
+        self._debug_keep = (shadows, bufs, sbufs, live, shadow, rows)
 
     def check_handling(self, what: str) -> None:
         """Calls that only a running handler may make."""

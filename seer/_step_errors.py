@@ -13,6 +13,7 @@ from seer import _native_errors
 from seer._seer_c import ffi, lib
 from seer.errors import (
     CausalityError,
+    EntityWriteError,
     HandlerError,
     InvalidEventError,
     MisuseError,
@@ -78,6 +79,14 @@ def step_error(core) -> SeerError:
                            entity=int(row["entity"]), kind=int(row["kind"]), time=float(row["time"]))
         err._seer_cause = exc
         return err
+    if info.code == lib.SEER_RT_E_OTHER_ROW:
+        names = list(core.debug_rows or {})
+        name = names[info.target_kind] if 0 <= info.target_kind < len(names) else "?"
+        return EntityWriteError(
+            f"native handler {kind_name!r} of entity {info.entity} (kind {info.kind}, time {info.time}, worker "
+            f"{info.worker}) wrote model.state[{name!r}][{info.target}] (row of entity {info.target}), but it "
+            f"handles entity {info.entity} only: a handler writes its own entity's rows and reads others through "
+            f"ctx.snapshot (seer debug mode)")
     # what a compiled handler raised or returned (seer.numba records it)
     said = _native_errors.take(int(ffi.cast("uintptr_t", core.rt)), info.entity, info.kind, info.time)
     if info.code == lib.SEER_E_HANDLER:

@@ -145,6 +145,8 @@ class Runtime:
         if model.native_model is not None:
             # a cffi pointer of any module's ffi, or an address
             lib.seer_rt_set_model(core.rt, ffi.cast("void *", pointer_address(model.native_model, "model.native_model")))
+        if debug and any(spec.native for spec in model.kinds):
+            core.debug_rows = {}  # bind_state hands the arrays to C
         core.bind_state()
         self._trace_buffers = None
         self._trace = Trace(kind_names=[k.name for k in model.kinds], workers=self.workers)

@@ -63,6 +63,12 @@ static _Atomic int failures;
 static int delay_worker = -1, delay_kind = 1;
 #define DELAY_EVERY 97
 
+/* Debug-mode runs (seer_rt_set_debug_rows over value and recv_sum): 1 checks
+ * rows, rogue_entity >= 0 also makes that entity's message handler write
+ * its neighbour's value once its clock passes ROGUE_TIME. */
+static int debug_rows = 0, rogue_entity = -1;
+#define ROGUE_TIME 1.0
+
 static void hold_back(const seer_ctx *ctx, const seer_event *ev) {
     if (ctx->worker != delay_worker) return;
     if ((uint32_t)(ev->seq * 2654435761u + (uint32_t)ev->entity) % DELAY_EVERY != 0) return;
@@ -134,6 +140,7 @@ static int on_msg(seer_ctx *ctx, const seer_event *ev) {
         m->self_pending[e]--;
     }
     m->value[e] = m->value[e] * 0.5 + (double)(ev->payload & 0xff) * 1e-3;
+    if (e == rogue_entity && ev->time >= ROGUE_TIME) m->value[(e + 1) % m->n] += 1.0;
     leave(m, ev);
     return 0;
 }
@@ -233,6 +240,10 @@ static double *run(int32_t n, int32_t steps, int32_t workers, int32_t fanout, in
     /* Without snapshots the runtime skips the barrier between the window's
      * bookkeeping and its events (m.snap then stays all zeros). */
     if (snaps) seer_rt_add_snapshot(rt, m.value, m.snap, sizeof(double) * (size_t)n);
+    void *dbg_live[2] = {m.value, m.recv_sum};
+    void *dbg_shadow[2] = {malloc(sizeof(double) * (size_t)n), malloc(sizeof(int64_t) * (size_t)n)};
+    const uint64_t dbg_rows[2] = {sizeof(double), sizeof(int64_t)};
+    if (debug_rows && seer_rt_set_debug_rows(rt, 2, dbg_live, dbg_shadow, dbg_rows) != SEER_OK) exit(2);
     seer_rt_reset(rt, 1234);
     for (int32_t e = 0; e < n; e++) {
         double t = far ? 0.0 : (e % 7) * (PERIOD / 7);
@@ -245,6 +256,7 @@ static double *run(int32_t n, int32_t steps, int32_t workers, int32_t fanout, in
     const int32_t max_workers = workers;
     start_pool(rt, workers, threads, args);
     seer_rt_set_stats(rt, 1);
+    int rogue_seen = 0;
     for (int32_t s = 1; s <= steps; s++) {
         if (resize && s % 3 == 0) {
             stop_pool(rt, workers, threads);
@@ -255,6 +267,21 @@ static double *run(int32_t n, int32_t steps, int32_t workers, int32_t fanout, in
             start_pool(rt, workers, threads, args);
         }
         int rc = seer_rt_step(rt, s * step_len);
+        if (rogue_entity >= 0) {
+            /* the write is found after the handler that made it, in the step it happened, once */
+            seer_error_info info;
+            seer_rt_last_error(rt, &info);
+            if (s * step_len <= ROGUE_TIME) {
+                CHECK(rc == SEER_OK, "debug: step %d failed with %d before entity %d wrote", s, rc, rogue_entity);
+                continue;
+            }
+            CHECK(rc == SEER_RT_E_OTHER_ROW && info.entity == rogue_entity &&
+                  info.target == (rogue_entity + 1) % n && info.target_kind == 0 && info.kind == MSG,
+                  "debug: step %d returned %d (entity %d, row %d of array %d, kind %d), expected the rogue write "
+                  "of entity %d", s, rc, info.entity, info.target, info.target_kind, info.kind, rogue_entity);
+            rogue_seen = 1;
+            break;
+        }
         CHECK(rc == SEER_OK, "step %d failed with %d", s, rc);
         /* Each worker's accounting of the step is complete once
          * seer_rt_take_stats returns, though a pool thread may add to it
@@ -282,6 +309,11 @@ static double *run(int32_t n, int32_t steps, int32_t workers, int32_t fanout, in
         CHECK(seer_queue_len(q) == in_flight + n, "step %d: %lld events queued, expected %lld messages + %d ticks",
               s, (long long)seer_queue_len(q), (long long)in_flight, n);
         if (s % 8 == 0) check_parallel_for(rt, workers, (int64_t)n * 13 + s, 1 + s % 17);
+    }
+    if (rogue_entity >= 0) {
+        /* a failed step's queue is the next reset's to clear: no drain invariants */
+        CHECK(rogue_seen, "debug: entity %d wrote its neighbour's row and no step failed", rogue_entity);
+        goto done;
     }
     if (far) {
         double tick = 0.0; /* the ticks' times, summed as the handlers sum them */
@@ -338,7 +370,10 @@ static double *run(int32_t n, int32_t steps, int32_t workers, int32_t fanout, in
         CHECK(seer_queue_push_many(q, &e, &t, &kind, NULL, NULL, NULL, 1, &bad) == SEER_E_FULL,
               "a pool of %u took one event more", cap);
     }
+done:
     stop_pool(rt, workers, threads);
+    free(dbg_shadow[0]);
+    free(dbg_shadow[1]);
     *events_out = seer_rt_events_total(rt);
     double *out = malloc(sizeof(double) * (size_t)n * 2);
     memcpy(out, m.value, sizeof(double) * (size_t)n);
@@ -409,9 +444,21 @@ int main(int argc, char **argv) {
         }
         delay_worker = -1;
     }
+    /* debug mode: rows checked after every native handler, handlers one at
+     * a time; the same results, no false alarm, and a write to another
+     * entity's row found at any pool size */
+    debug_rows = 1;
+    pools_agree(n < 65 ? n : 65, steps < 12 ? steps : 12, max_workers, fanout, 1, 0, 0, "debug mode");
+    for (int32_t w = 1; w <= max_workers; w++) {
+        int64_t events = 0;
+        rogue_entity = (w * 7) % n;
+        free(run(n < 65 ? n : 65, 8, w, fanout, 1, 0, 0, &events));
+    }
+    rogue_entity = -1;
+    debug_rows = 0;
     if (atomic_load(&failures)) return 1;
     printf("stress_runtime: OK entities=%d steps=%d workers=1..%d events=%lld (with and without snapshots, messages "
-           "past the horizon, parallel_for, resized pools%s)\n",
+           "past the horizon, parallel_for, resized pools, debug mode's row checks%s)\n",
            n, steps, max_workers, (long long)events1, delay_workers > 1 ? ", a pool thread held back in pools of 2..N" : "");
     return 0;
 }
