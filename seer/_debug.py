@@ -21,7 +21,7 @@ import numpy as np
 
 from seer.errors import EntityWriteError, InvalidArgumentError
 
-__all__ = ["resolve_debug", "RowWatch", "MAX_NATIVE_ARRAYS"]
+__all__ = ["resolve_debug", "debug_address", "RowWatch", "MAX_NATIVE_ARRAYS"]
 
 #: Per-entity arrays the C runtime checks after each native handler (seer_rt_set_debug_rows' bound).
 MAX_NATIVE_ARRAYS = 64
@@ -45,6 +45,14 @@ def resolve_debug(debug) -> bool:
         raise InvalidArgumentError(f"debug={debug!r} is invalid: expected True or False (or None: "
                                    f"on when the environment sets {ENV_VAR}=1)")
     return bool(debug)
+
+
+def debug_address(fn) -> int | None:
+    """The address of a seer.numba handler's or copy step's variant with bounds
+    checks (compiled and cached apart); None for anything else (C, ctypes)."""
+    if callable(getattr(fn, "compile", None)) and hasattr(fn, "state"):
+        return fn.compile(debug=True).address
+    return None
 
 
 class RowWatch:

@@ -209,7 +209,8 @@ class NativeEnv(ParallelEnv):
                 from seer.vector.native import NativeCopy
 
                 fn, state = got
-                self._copy = NativeCopy(self.spec, step=fn, state=state, error=self._native_error, owner=self)
+                self._copy = NativeCopy(self.spec, step=fn, state=state, error=self._native_error, owner=self,
+                                        debug=self._runtime.debug)
                 self._call = self._caller(self._copy)
         return self._copy
 

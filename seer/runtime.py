@@ -20,7 +20,7 @@ from seer._host import usable_cores
 from seer._runtime_blocks import _Exclusive, _NativeStep, _PoolStatsBlock
 from seer._runtime_core import TraceBuffers, _Core, _finalize
 from seer._seer_c import ffi, lib
-from seer._debug import resolve_debug
+from seer._debug import debug_address, resolve_debug
 from seer._step_errors import step_error
 from seer.capi import pointer_address
 from seer.errors import ClosedError, InvalidArgumentError, PastEventError
@@ -48,10 +48,8 @@ class StepStats:
 
 def _handler_address(spec, debug: bool) -> int:
     """A native handler's address; in debug mode a seer.numba handler's variant with bounds checks."""
-    owner = spec.handler.owner
-    if debug and callable(getattr(owner, "compile", None)) and hasattr(owner, "state"):
-        return owner.compile(debug=True).address
-    return spec.handler.address
+    address = debug_address(spec.handler.owner) if debug else None
+    return spec.handler.address if address is None else address
 
 
 class Runtime:

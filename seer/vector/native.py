@@ -32,6 +32,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 from gymnasium import spaces
 
+from seer._debug import debug_address, resolve_debug
 from seer.capi import address_of, pointer_address
 from seer.errors import InvalidArgumentError
 
@@ -148,6 +149,9 @@ class NativeCopy:
         error: ``error(status)`` returns the exception for a failed step's
             status (default: a :class:`seer.HandlerError` naming it).
         owner: What keeps ``step`` and ``state`` alive (default: the env).
+        debug: Debug mode (None: on with ``SEER_DEBUG=1``): a ``seer.numba``
+            copy step then runs its variant with bounds checks, so an
+            out-of-range index fails the step as a :class:`seer.HandlerError`.
     """
 
     spec: NativeSpec
@@ -156,11 +160,14 @@ class NativeCopy:
     autoreset: bool = True
     error: Callable[[int], BaseException] | None = None
     owner: Any = None
+    debug: bool | None = None
 
     def __post_init__(self):
         if not isinstance(self.spec, NativeSpec):
             raise InvalidArgumentError(f"NativeCopy.spec must be a seer.vector.NativeSpec, got {self.spec!r}")
-        self.step_address = address_of(self.step, "NativeCopy.step")
+        self.debug = resolve_debug(self.debug)
+        checked = debug_address(self.step) if self.debug else None
+        self.step_address = address_of(self.step if checked is None else checked, "NativeCopy.step")
         self.state_address = pointer_address(self.state, "NativeCopy.state")
         if self.state_address == 0:
             raise InvalidArgumentError("NativeCopy.state is NULL: expected the env's C struct")

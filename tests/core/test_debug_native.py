@@ -80,3 +80,83 @@ def test_debug_mode_does_not_change_a_native_models_results():
             events += rt.step(9.0).events
         out.append((events, model.state["x"].tobytes(), model.state["hits"].tobytes()))
     assert all(o == out[0] for o in out[1:])
+
+
+# ---- a seer.numba copy step (seer.vector's native path) -----------------------------------------
+
+from gymnasium import spaces  # noqa: E402
+from pettingzoo import ParallelEnv  # noqa: E402
+
+from seer.vector.native import NativeCopy, NativeSpec  # noqa: E402
+
+SPEC = NativeSpec(agents=["a", "b"], observation=spaces.Box(-1e9, 1e9, (1,), np.float64),
+                  action=spaces.Discrete(100))
+TOTAL = snb.State(total="f8[:]")
+OUT_OF_RANGE = 7  # the action that makes the step write the observation row of agent 2 + 7
+
+
+@TOTAL.copy_step(SPEC)
+def total_step(rows, op, s):
+    if op != 1:  # SEER_COPY_STEP; resets are left to Python
+        return -12
+    for i in range(2):
+        s.total[i] += rows.act[i]
+        at = i + 7 if rows.act[i] == OUT_OF_RANGE else i
+        rows.obs[at, 0] = s.total[i]
+        rows.rew[i] = 0.0
+        rows.term[i] = 0
+        rows.trunc[i] = 0
+        rows.mask[i] = 1
+        rows.alive[i] = 1
+    rows.ended[0] = 0
+    return 0
+
+
+class TotalEnv(ParallelEnv):
+    metadata = {"name": "total_v0"}
+    possible_agents = ["a", "b"]
+
+    def __init__(self, debug=None):
+        self.total = np.zeros(2)
+        self.bound = TOTAL.bind({"total": self.total})
+        self.debug = debug
+
+    def observation_space(self, agent):
+        return SPEC.observation
+
+    def action_space(self, agent):
+        return SPEC.action
+
+    def reset(self, seed=None, options=None):
+        self.agents = list(self.possible_agents)
+        self.total[:] = 0
+        return {a: self.total[i:i + 1].copy() for i, a in enumerate(self.agents)}, {a: {} for a in self.agents}
+
+    def step(self, actions):
+        raise AssertionError("seer.vector's native path steps this env")
+
+    def seer_native_copy(self):
+        return NativeCopy(SPEC, step=total_step, state=self.bound, autoreset=False, debug=self.debug)
+
+
+def test_a_copy_step_in_debug_mode_runs_its_bounds_checked_variant(monkeypatch):
+    monkeypatch.delenv("SEER_DEBUG", raising=False)
+    env = TotalEnv()
+    assert NativeCopy(SPEC, step=total_step, state=env.bound).step_address == total_step.address
+    checked = NativeCopy(SPEC, step=total_step, state=env.bound, debug=True)
+    assert checked.step_address == total_step.compile(debug=True).address != total_step.address
+    monkeypatch.setenv("SEER_DEBUG", "1")
+    assert NativeCopy(SPEC, step=total_step, state=env.bound).step_address == checked.step_address
+    assert NativeCopy(SPEC, step=total_step, state=env.bound, debug=False).step_address == total_step.address
+
+
+def test_an_out_of_range_row_in_a_copy_step_is_a_handler_error_in_debug_mode():
+    envs = seer.vector.make(lambda: TotalEnv(debug=True), 2, backend="thread", workers=1)
+    try:
+        envs.reset(seed=1)
+        assert envs.step(np.full(4, 3))[0].ravel().tolist() == [3.0] * 4
+        with pytest.raises(seer.HandlerError, match="IndexError: index is out of bounds") as info:
+            envs.step(np.array([1, 2, OUT_OF_RANGE, 4]))
+        assert "copy 1" in str(info.value)
+    finally:
+        envs.close()
