@@ -3,15 +3,18 @@
     python bench/bench_board_games.py            # writes bench/results/board_games.{json,md}
     python bench/bench_board_games.py --quick    # a short smoke run (no files unless --out)
 
-Both sides play the same thing: ``--copies`` games of a pettingzoo.classic
-game at once, random legal moves, a finished game reset at once. The plain
+Every candidate plays the same thing: ``--copies`` games of a pettingzoo.classic
+game at once (each of tictactoe, connect four, Texas and Leduc hold'em, go and
+chess), random legal moves, a finished game reset at once. The plain
 loop is what a PettingZoo user writes over AEC envs (``agent_iter`` unrolled:
 ``last()``, pick a legal move from the mask, ``step``); seer.vector steps the
 copies as rows (``backend="thread"``, one worker), with random legal moves
 from ``envs.sample_actions()`` and its action-mask check on (the default) and
-off. Each candidate's score is its best round of interleaved rounds, so a
-burst of foreign load on this shared machine hits one round of every
-candidate; the ratio is seer.vector's time per move over the plain loop's.
+off; and ``seer.wrap`` of each game, played as the plain loop plays (a
+runtime event per move: error reporting and tracing, not speed). Each
+candidate's score is its best round of interleaved rounds, so a burst of
+foreign load on this shared machine hits one round of every candidate; the
+ratio is a candidate's time per move over the plain loop's.
 """
 
 from __future__ import annotations
@@ -28,9 +31,17 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 
 
 def games():
-    from pettingzoo.classic import connect_four_v3, tictactoe_v3
+    """pettingzoo.classic's turn-based games (chess and the card games need the ``chess`` and
+    ``rlcard`` packages: a game whose package is missing is left out, and the report says so)."""
+    import importlib
 
-    return {"tictactoe_v3": tictactoe_v3.env, "connect_four_v3": connect_four_v3.env}
+    out, missing = {}, []
+    for name in ("tictactoe_v3", "connect_four_v3", "texas_holdem_v4", "leduc_holdem_v4", "go_v5", "chess_v6"):
+        try:
+            out[name] = importlib.import_module(f"pettingzoo.classic.{name}").env
+        except ImportError as e:
+            missing.append(f"{name} ({e})")
+    return out, missing
 
 
 class PlainLoop:
@@ -51,6 +62,30 @@ class PlainLoop:
                     e.reset()
                 obs, _, term, trunc, _ = e.last()
             e.step(int(self.rng.choice(np.flatnonzero(obs["action_mask"]))))
+        return len(self.envs)
+
+    def close(self):
+        for e in self.envs:
+            e.close()
+
+
+class Wrapped:
+    """``copies`` games, each through ``seer.wrap``, played as the plain loop plays them."""
+
+    def __init__(self, env_fn, copies: int, seed: int = 0):
+        import seer
+
+        self.envs = [seer.wrap(env_fn()) for _ in range(copies)]
+        self.rng = np.random.default_rng(seed)
+        self.obs = [e.reset(seed=seed + i)[0] for i, e in enumerate(self.envs)]
+
+    def step(self) -> int:
+        for i, e in enumerate(self.envs):
+            if not e.agents:
+                self.obs[i] = e.reset()[0]
+            agent = e.to_act
+            move = int(self.rng.choice(np.flatnonzero(self.obs[i][agent]["action_mask"])))
+            self.obs[i] = e.step({agent: move})[0]
         return len(self.envs)
 
     def close(self):
@@ -98,9 +133,12 @@ def main(argv=None):
     out = args.out or (None if args.quick else os.path.join(HERE, "results"))
     load_before = os.getloadavg()
     rows, doc = [], {"machine": machine_info(["pettingzoo", "gymnasium", "numpy"]), "copies": args.copies, "games": {}}
-    for game, fn in games().items():
+    found, missing = games()
+    doc["games_missing"] = missing
+    for game, fn in found.items():
         cands = {"plain AEC loop": PlainLoop(fn, args.copies), "seer.vector (mask check on)": Vector(fn, args.copies, True),
-                 "seer.vector (mask check off)": Vector(fn, args.copies, False)}
+                 "seer.vector (mask check off)": Vector(fn, args.copies, False),
+                 "seer.wrap, one per game (mask check on)": Wrapped(fn, args.copies)}
         try:
             best = measure(cands, args.seconds, args.rounds)
         finally:
@@ -115,7 +153,8 @@ def main(argv=None):
             f"{m.get('cpu', '?')}, {m.get('usable_cores', '?')} usable cores; load average "
             f"{' '.join(f'{x:.2f}' for x in load_before)} -> {' '.join(f'{x:.2f}' for x in doc['load_average']['after'])}; {args.copies} copies, best of {args.rounds} interleaved rounds of "
             f"{args.seconds} s.\n\n"
-            + markdown_table(["game", "candidate", "us per move", "vs plain loop"], rows) + "\n")
+            + markdown_table(["game", "candidate", "us per move", "vs plain loop"], rows) + "\n"
+            + (f"\nLeft out (package missing): {', '.join(missing)}.\n" if missing else ""))
     print(text)
     if out:
         write_report(doc, os.path.join(out, "board_games.json"), os.path.join(out, "board_games.md"), text)

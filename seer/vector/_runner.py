@@ -98,11 +98,18 @@ class CopyRunner:
         observation parts."""
         base, slot = c * self.A, self.slot[c]
         rows = self.b["action_mask"][base:base + self.A]
-        rows[...] = False
+        if len(obs_d) < self.A:
+            rows[...] = False
+        n = rows.shape[1]
         out = {}
         for a, o in obs_d.items():
-            m = np.asarray(o["action_mask"]).astype(bool, copy=False).reshape(-1)
-            rows[slot[a], :len(m)] = m
+            m, j = o["action_mask"], slot[a]
+            if type(m) is np.ndarray and m.shape == (n,):
+                rows[j] = m  # the cast to bool is astype(bool)'s: nonzero is True
+            else:
+                m = np.asarray(m).astype(bool, copy=False).reshape(-1)
+                rows[j] = False
+                rows[j, :len(m)] = m
             out[a] = o["observation"]
         return out
 
@@ -118,7 +125,9 @@ class CopyRunner:
         idx = [slot[a] for a in obs_d]
         pads = self.L.obs_pads
         if pads is None:
-            rows[idx] = list(obs_d.values())
+            # row by row: a fancy write of the list would first stack the observations into a new array
+            for j, o in zip(idx, obs_d.values()):
+                rows[j] = o
         else:
             rows[...] = 0
             pc = pads[c]
@@ -144,9 +153,8 @@ class CopyRunner:
         base, slot = c * self.A, self.slot[c]
         alive = self.b["alive"][base:base + self.A]
         alive[:] = False
-        agents = env.agents
-        if agents:
-            alive[[slot[a] for a in agents]] = True
+        for a in env.agents:
+            alive[slot[a]] = True
 
     def _infos(self, c: int, info_d, final: bool = False) -> None:
         if not info_d or not any(info_d.values()):  # the usual case: every agent's info is {}
@@ -271,15 +279,15 @@ class CopyRunner:
                 self._clear(c)
                 slot = self.slot[c]
                 self._write_obs(c, obs_d, b["obs"])
-                if rew_d:
-                    b["rew"][[base + slot[a] for a in rew_d]] = list(rew_d.values())
-                if term_d:
-                    b["term"][[base + slot[a] for a in term_d]] = list(term_d.values())
-                if trunc_d:
-                    b["trunc"][[base + slot[a] for a in trunc_d]] = list(trunc_d.values())
+                # row by row: a fancy write first builds index and value arrays from the lists
+                for key, d in (("rew", rew_d), ("term", term_d), ("trunc", trunc_d)):
+                    arr = b[key]
+                    for a, v in d.items():
+                        arr[base + slot[a]] = v
                 # a turn-based env also reports the players whose game ended in another's turn
-                acted = env.reported if isinstance(env, TurnBasedEnv) else agents
-                b["mask"][[base + slot[a] for a in acted]] = True
+                m = b["mask"]
+                for a in (env.reported if isinstance(env, TurnBasedEnv) else agents):
+                    m[base + slot[a]] = True
             now = env.agents
             if now == names:
                 b["alive"][sl] = True

@@ -70,9 +70,13 @@ class TurnBasedEnv(ParallelEnv):
         self.metadata = dict(getattr(aec, "metadata", {}) or {})
         self.render_mode = getattr(aec, "render_mode", None)
         self._data = _data_holder(aec)
+        self._observe_waiting = _observer_of_waiting(aec)
         self.agents: list = []
         self.reported: list = []
         self._earned: dict[Any, float] = {}
+        # (agent, observation) of the player to move, as the last reset/step observed it: the
+        # mask check reads its action mask from there instead of observing the game again
+        self._to_act_obs: tuple | None = None
 
     def observation_space(self, agent):
         return self.aec.observation_space(agent)
@@ -104,7 +108,8 @@ class TurnBasedEnv(ParallelEnv):
 
     def _check_move(self, actor, action) -> None:
         """Refuse ``action`` if ``actor``'s action mask rules it out."""
-        obs = self.aec.observe(actor)
+        seen = self._to_act_obs
+        obs = seen[1] if seen is not None and seen[0] == actor else self.aec.observe(actor)
         mask = obs.get("action_mask") if isinstance(obs, dict) else None
         if mask is None:
             mask = (self._data.infos.get(actor) or {}).get("action_mask")
@@ -125,12 +130,19 @@ class TurnBasedEnv(ParallelEnv):
 
     def reset(self, seed=None, options=None):
         aec, env = self.aec, self._data
+        self._to_act_obs = None
         aec.reset(seed=seed, options=options)
         self._earned = dict.fromkeys(self.possible_agents, 0.0)
         self._skip_done()
         self.reported = list(self.agents)
-        return ({a: aec.observe(a) for a in self.agents},
-                {a: dict(env.infos.get(a, {})) for a in self.agents})
+        obs = {a: aec.observe(a) for a in self.agents}
+        self._remember_to_act(obs)
+        return obs, {a: dict(env.infos.get(a, {})) for a in self.agents}
+
+    def _remember_to_act(self, obs: dict) -> None:
+        if self.agents:
+            a = self._data.agent_selection
+            self._to_act_obs = (a, obs[a]) if a in obs else None
 
     def step(self, actions: dict):
         aec, env = self.aec, self._data
@@ -140,29 +152,39 @@ class TurnBasedEnv(ParallelEnv):
         if actor not in actions:
             raise ValueError(f"it is {actor!r}'s turn, but the actions name {sorted(map(str, actions))}: expected an "
                              f"action for {actor!r} (the player to move in this turn-based env)")
+        action = actions[actor]
         if self.check_masks:
-            self._check_move(actor, actions[actor])
-        before = list(self.agents)
-        aec.step(actions[actor])
+            self._check_move(actor, action)
+        self._to_act_obs = None
+        before = self.agents  # _skip_done rebinds self.agents, never mutates it
+        aec.step(action)
+        earned = self._earned
         for a, r in env.rewards.items():
-            self._earned[a] = self._earned.get(a, 0.0) + float(r)
+            earned[a] = earned.get(a, 0.0) + float(r)
+        terms, truncs, infos_now = env.terminations, env.truncations, env.infos
         if self.live == "players":  # everyone who was in the game hears of this turn
             reported = [actor] + [a for a in before if a != actor]
         else:
-            reported = [actor] + [a for a in env.agents
-                                  if a != actor and (env.terminations.get(a) or env.truncations.get(a))]
-        obs = {a: aec.observe(a) for a in reported}
-        rew = {a: self._earned.pop(a, 0.0) for a in reported}
-        term = {a: bool(env.terminations.get(a, False)) for a in reported}
-        trunc = {a: bool(env.truncations.get(a, False)) for a in reported}
-        infos = {a: dict(env.infos.get(a, {})) for a in reported}
+            reported = [actor] + [a for a in env.agents if a != actor and (terms.get(a) or truncs.get(a))]
+        # the next player's observation (below) goes through the wrappers: PettingZoo's
+        # TerminateIllegalWrapper keeps it to check that player's move against
+        to_move = env.agent_selection
+        observe_waiting = self._observe_waiting
+        obs, rew, term, trunc, infos = {}, {}, {}, {}, {}
         for a in reported:
-            self._earned[a] = 0.0
+            obs[a] = aec.observe(a) if a == to_move else observe_waiting(a)
+            rew[a] = earned.pop(a, 0.0)
+            earned[a] = 0.0
+            term[a] = bool(terms.get(a, False))
+            trunc[a] = bool(truncs.get(a, False))
+            info = infos_now.get(a)
+            infos[a] = dict(info) if info else {}
         self._skip_done()
         self.reported = reported
         for a in self.agents:  # the next player: its observation is what it acts on
             if a not in obs:
                 obs[a] = aec.observe(a)
+        self._remember_to_act(obs)
         return obs, rew, term, trunc, infos
 
     def render(self):
@@ -198,6 +220,24 @@ def _data_holder(aec):
                 return aec
         e = e.env
     return e
+
+
+def _observer_of_waiting(aec):
+    """``observe`` for a player who is not to move: the raw env's when every
+    wrapper around it is one of PettingZoo's that pass such a call straight
+    through (a Python call less per layer), else ``aec.observe``."""
+    from pettingzoo.utils.wrappers import (AssertOutOfBoundsWrapper, BaseWrapper, OrderEnforcingWrapper,
+                                           TerminateIllegalWrapper)
+
+    # OrderEnforcingWrapper only checks that reset came first; TerminateIllegalWrapper only
+    # keeps the observation of the player to move
+    transparent = (BaseWrapper, OrderEnforcingWrapper, AssertOutOfBoundsWrapper, TerminateIllegalWrapper)
+    e = aec
+    while isinstance(e, BaseWrapper):
+        if type(e) not in transparent:
+            return aec.observe
+        e = e.env
+    return e.observe
 
 
 def as_parallel(env, live: str = "actor", check_masks: bool = True):

@@ -216,3 +216,26 @@ def test_vector_check_action_masks_false_hands_the_move_to_the_game():
         envs.step(np.array([4, 0]))
         _, rew, term, _, _ = envs.step(np.array([0, 4]))  # player_2 plays the taken cell: tictactoe's penalty
         assert term.all() and rew[1] < 0
+
+
+def test_turn_based_env_observes_through_a_users_own_wrapper():
+    """PettingZoo's own wrappers may be skipped for the waiting player's observation; a user's may not."""
+    from pettingzoo.utils.wrappers import BaseWrapper
+
+    class Counting(BaseWrapper):
+        def __init__(self, env):
+            super().__init__(env)
+            self.seen = []
+
+        def observe(self, agent):
+            self.seen.append(agent)
+            return super().observe(agent)
+
+    env = Counting(GAMES["tictactoe"]())
+    turns = as_parallel(env)
+    turns.reset(seed=0)
+    env.seen.clear()
+    obs, *_ = turns.step({"player_1": 4})
+    # the mover's observation after its move, and the next player's: both through the wrapper
+    assert sorted(env.seen) == ["player_1", "player_2"] and sorted(obs) == ["player_1", "player_2"]
+    assert obs["player_1"]["action_mask"][4] == 0
