@@ -84,13 +84,8 @@ def test_debug_mode_does_not_change_a_native_models_results():
 
 # ---- a seer.numba copy step (seer.vector's native path) -----------------------------------------
 
-from gymnasium import spaces  # noqa: E402
-from pettingzoo import ParallelEnv  # noqa: E402
-
-from seer.vector.native import NativeCopy, NativeSpec  # noqa: E402
-
-SPEC = NativeSpec(agents=["a", "b"], observation=spaces.Box(-1e9, 1e9, (1,), np.float64),
-                  action=spaces.Discrete(100))
+from seer.vector.native import NativeCopy  # noqa: E402
+from test_numba_errors import SPEC, CountEnv  # noqa: E402  (pytest puts this folder on sys.path)
 TOTAL = snb.State(total="f8[:]")
 OUT_OF_RANGE = 7  # the action that makes the step write the observation row of agent 2 + 7
 
@@ -112,28 +107,13 @@ def total_step(rows, op, s):
     return 0
 
 
-class TotalEnv(ParallelEnv):
-    metadata = {"name": "total_v0"}
-    possible_agents = ["a", "b"]
+class TotalEnv(CountEnv):
+    """test_numba_errors' env, stepped by ``total_step`` (in debug mode or not)."""
 
     def __init__(self, debug=None):
         self.total = np.zeros(2)
         self.bound = TOTAL.bind({"total": self.total})
         self.debug = debug
-
-    def observation_space(self, agent):
-        return SPEC.observation
-
-    def action_space(self, agent):
-        return SPEC.action
-
-    def reset(self, seed=None, options=None):
-        self.agents = list(self.possible_agents)
-        self.total[:] = 0
-        return {a: self.total[i:i + 1].copy() for i, a in enumerate(self.agents)}, {a: {} for a in self.agents}
-
-    def step(self, actions):
-        raise AssertionError("seer.vector's native path steps this env")
 
     def seer_native_copy(self):
         return NativeCopy(SPEC, step=total_step, state=self.bound, autoreset=False, debug=self.debug)
