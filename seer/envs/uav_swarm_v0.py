@@ -87,7 +87,8 @@ Arguments of :func:`parallel_env` and :func:`env`:
   ``strict_actions`` (default False: an action for an agent that left the
   episode is ignored, as PettingZoo's converters do; True: an error),
   ``workers`` (``"auto"`` or an integer: SEER's pool size), ``black_death``
-  (default False; see "Fixed agent sets").
+  (default False; see "Fixed agent sets"), ``debug`` (the runtime's debug
+  mode, :class:`seer.Runtime`; None: on with ``SEER_DEBUG=1``).
 - ``engine``: ``"seer"`` (default) or ``"reference"`` (the time-stepped
   numpy implementation, same numbers; for tests and benchmarks).
 """

@@ -40,7 +40,7 @@ class UavSwarmEnv(ClosingParallelEnv):
     state_from_observations = True
 
     def __init__(self, scenario="default", num_uavs=None, max_cycles=500, render_mode=None, dt=0.1,
-                 workers="auto", k_neighbors=6, engine="seer", strict_actions=False, black_death=False):
+                 workers="auto", k_neighbors=6, engine="seer", strict_actions=False, black_death=False, debug=None):
         cfg = M.make_config(scenario, num_uavs, dt, k_neighbors)
         self.strict_actions = bool(strict_actions)
         self.black_death = check_bool("black_death", black_death)
@@ -64,7 +64,7 @@ class UavSwarmEnv(ClosingParallelEnv):
         self._obs_spaces: dict[str, gymnasium.spaces.Box] = {}
         self._act_spaces: dict[str, gymnasium.spaces.Box] = {}
         if engine == "seer":
-            self._sim = M.SeerSim(cfg, workers=workers)
+            self._sim = M.SeerSim(cfg, workers=workers, debug=debug)
             self._runtime = self._sim.runtime
         else:
             from seer.envs.uav_swarm.reference import ReferenceSim

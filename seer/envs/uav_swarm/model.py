@@ -539,7 +539,7 @@ class SeerSim:
 
     name = "seer"
 
-    def __init__(self, cfg: UavConfig, workers="auto", *, trace: bool = False):
+    def __init__(self, cfg: UavConfig, workers="auto", *, trace: bool = False, debug: bool | None = None):
         from seer.stpa import make_runtime
 
         self.cfg = cfg
@@ -548,7 +548,7 @@ class SeerSim:
         self.out = self.model.out
         # "auto": chosen from whole C steps (_auto_workers), then tuned on the real ones
         self.runtime = make_runtime(self.model, workers, capacity=self.model.queue_capacity(), trace=trace,
-                                    choose=lambda: _auto_workers(cfg, self.model))
+                                    choose=lambda: _auto_workers(cfg, self.model), debug=debug)
         # the plug-in's own ffi: the runtime is an opaque seer_runtime * to it
         self.model.native_env.rt = ffi.cast("seer_runtime *", self.runtime.native_address)
         # a trace names agents, not slots: agent_of is renamed in place, only between steps

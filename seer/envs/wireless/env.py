@@ -48,6 +48,9 @@ class WirelessEnv(_common.ClosingParallelEnv):
             (default: ignored, as PettingZoo's converters do).
         black_death: Add ``infos[agent]["active"]`` (always True: no UE
             leaves an episode early); see the module docstring.
+        debug: The runtime's debug mode (:class:`seer.Runtime`; None: on
+            with ``SEER_DEBUG=1``): a handler writing another UE's rows
+            fails the step.  The reference engine ignores it.
     """
 
     metadata = {"name": "wireless_v0", "render_modes": ["rgb_array"], "is_parallelizable": True,
@@ -60,7 +63,7 @@ class WirelessEnv(_common.ClosingParallelEnv):
                  render_mode: str | None = None, full_buffer: bool = False, layout: Any = None,
                  engine: str = "seer", num_ue: int | None = None, move_period=(0.5, 2.0),
                  max_pause: float = 10.0, mean_on: float = 10.0, mean_off: float = 10.0,
-                 strict_actions: bool = False, black_death: bool = False):
+                 strict_actions: bool = False, black_death: bool = False, debug: bool | None = None):
         self._runtime = None
         self.strict_actions = bool(strict_actions)
         self.black_death = _common.check_bool("black_death", black_death)
@@ -91,7 +94,7 @@ class WirelessEnv(_common.ClosingParallelEnv):
         if engine == "seer":
             from seer.envs.wireless.model import WirelessSeer
 
-            self._core = WirelessSeer(self.params, workers, max_cycles=self.max_cycles)
+            self._core = WirelessSeer(self.params, workers, max_cycles=self.max_cycles, debug=debug)
             self._runtime = self._core.runtime
         else:
             self._core = WirelessReference(self.params)

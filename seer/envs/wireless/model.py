@@ -167,14 +167,14 @@ class WirelessSeer:
     engine = "seer"
 
     def __init__(self, params: wm.WirelessParams, workers: int | str = 1, *, trace: bool = False,
-                 max_cycles: int | None = None):
+                 max_cycles: int | None = None, debug: bool | None = None):
         self.params = params
         B, U = params.num_bs, params.num_ue
         self.model = WirelessModel(params)
         lo = params.move_period[0] if not params.full_buffer else 1.0
         in_flight = U * (B + 4) * (math.ceil(wm.DELAY / lo) + 2)
         capacity = max(4096, 8 * (B + U) + in_flight)
-        self.runtime = make_runtime(self.model, workers, capacity=capacity, trace=trace)
+        self.runtime = make_runtime(self.model, workers, capacity=capacity, trace=trace, debug=debug)
         self.tracing = trace
         self.macro = np.zeros(U)
         self.bs_util = np.zeros(B)
