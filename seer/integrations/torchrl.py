@@ -57,6 +57,7 @@ A batched env's per-copy specs are TorchRL's ``*_spec_unbatched``
 
 from __future__ import annotations
 
+import sys
 from typing import Any, Callable
 
 import numpy as np
@@ -67,7 +68,7 @@ from seer.integrations import require
 require("torchrl", "torchrl", "seer.integrations.torchrl")
 
 import torch  # noqa: E402
-from tensordict import TensorDict, TensorDictBase  # noqa: E402
+from tensordict import LazyStackedTensorDict, TensorDict, TensorDictBase  # noqa: E402
 from torchrl.data import Bounded, Categorical, Composite, Unbounded  # noqa: E402
 from torchrl.envs import EnvBase  # noqa: E402
 
@@ -140,6 +141,8 @@ class SeerTorchRLEnv(EnvBase):
         self._trunc = np.zeros(C * A, bool)
         self._alive = np.zeros(C * A, bool)
         self._started = False
+        self._arenas: list = []          # the rollout's reusable memory (see _rollout_buffers)
+        self._arena_free: list = []
         # leading dims of root and group entries: [C] and [C, A], or [] and [A]
         self._root = (C,) if batched else ()
         self._lead = (C, A) if batched else (A,)
@@ -147,6 +150,7 @@ class SeerTorchRLEnv(EnvBase):
         try:
             self._setup_state(return_state)
             self._make_specs()
+            self._setup_rows()
         except BaseException:
             envs.close()
             raise
@@ -224,7 +228,7 @@ class SeerTorchRLEnv(EnvBase):
         self._seed = None if seed is None else int(seed)
 
     def _reset(self, tensordict: TensorDictBase | None = None, **kwargs) -> TensorDictBase:
-        C, A = self.num_copies, self.agents_per_copy
+        C = self.num_copies
         which = None
         if tensordict is not None and self._started:
             r = tensordict.get("_reset", None)
@@ -233,34 +237,44 @@ class SeerTorchRLEnv(EnvBase):
                 r = None if r is None else r.reshape(C, -1).any(-1)
             if r is not None:
                 which = r.reshape(C).cpu().numpy().astype(bool)
+        return self._out(self._reset_copies(which), None)
+
+    def _reset_copies(self, which: np.ndarray | None) -> np.ndarray:
+        """Reset the copies where ``which`` (all when None or all True); their observations."""
+        A = self.agents_per_copy
         if which is None or which.all():
             obs, infos = self.envs.reset(seed=self._seed)
             self._seed = None
-            which = np.ones(C, bool)
+            rows = slice(None)
         else:
             obs, infos = self.envs.reset(options={"reset_mask": np.repeat(which, A)})
+            rows = np.repeat(which, A)
         self._started = True
-        rows = np.repeat(which, A)
         self._term[rows] = False
         self._trunc[rows] = False
         self._alive = infos["alive"].copy()
-        return self._out(obs, None)
+        return obs
 
     def _step(self, tensordict: TensorDictBase) -> TensorDictBase:
-        R = self.num_copies * self.agents_per_copy
-        act = tensordict.get((self.group, "action"))
+        obs, rew = self._env_step(self._act_rows(tensordict.get((self.group, "action"))))
+        return self._out(obs, rew)
+
+    def _act_rows(self, act: torch.Tensor) -> np.ndarray:
         act = (act.detach().numpy() if act.device.type == "cpu" else act.detach().cpu().numpy())
-        act = act.reshape(R, *act.shape[len(self._lead):])
+        act = act.reshape(self.num_copies * self.agents_per_copy, *act.shape[len(self._lead):])
         if act.dtype != self._act_dtype:
             act = act.astype(self._act_dtype)
         if self.clip_actions and isinstance(self.envs.single_action_space, spaces.Box):
             act = np.clip(act, self._clip_lo, self._clip_hi)
+        return act
+
+    def _env_step(self, act: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         obs, rew, term, trunc, infos = self.envs.step(act)
         mask = infos["mask"]
         self._term |= term & mask
         self._trunc |= trunc & mask
         np.copyto(self._alive, infos["alive"])
-        return self._out(obs, rew)
+        return obs, rew
 
     def _step_proc_data(self, next_tensordict_out):
         # _out sets every reward and done key in its final shape and dtype: TorchRL's completion
@@ -286,71 +300,331 @@ class SeerTorchRLEnv(EnvBase):
         nxt_root = TensorDict._new_unsafe(root, batch_size=self._root, device=self.device)
         return tensordict, self.maybe_reset(nxt_root)
 
-    def _out(self, obs: np.ndarray, rew: np.ndarray | None) -> TensorDictBase:
-        C, A = self.num_copies, self.agents_per_copy
-        root, lead = self._root, self._lead
-        # one fresh array for all the flags (the state's are updated in place at the next step):
-        # rows mask, terminated, truncated, done of the agents; then done, truncated, terminated of the copies
-        flags = np.empty(4 * C * A + 3 * C, bool)
-        agent_flags = flags[:4 * C * A].reshape(4, C, A)
-        agent_flags[0] = self._alive.reshape(C, A)
-        agent_flags[1] = self._term.reshape(C, A)
-        agent_flags[2] = self._trunc.reshape(C, A)
-        np.logical_or(agent_flags[1], agent_flags[2], out=agent_flags[3])
-        copy_flags = flags[4 * C * A:].reshape(3, C)
-        np.logical_not(agent_flags[0].any(axis=1), out=copy_flags[0])        # the copy has no agent left
-        np.logical_and(copy_flags[0], agent_flags[2].any(axis=1), out=copy_flags[1])
-        np.greater(copy_flags[0], copy_flags[1], out=copy_flags[2])           # gone and not truncated
-        t = torch.from_numpy
-        af = t(agent_flags).view(4, *lead)
-        cf = t(copy_flags).view(3, *root, 1)
-        agents = {
-            "observation": t(obs).view(*lead, *obs.shape[1:]),
-            "mask": af[0],
-            "terminated": af[1].unsqueeze(-1),
-            "truncated": af[2].unsqueeze(-1),
-            "done": af[3].unsqueeze(-1),
-        }
-        if rew is not None:
-            agents["reward"] = t(rew.astype(np.float32)).view(*lead, 1)
-        out = {"done": cf[0], "truncated": cf[1], "terminated": cf[2]}
+    # ---- the rows of one reset or step ---------------------------------------------------------
+    # Named arrays in a canonical [C, A, ...] (agents) / [C, ...] (copies) shape, whatever the
+    # batching: _out wraps them as tensors of the spec's shapes, the rollout writes them into its
+    # [..., time, ...] buffers.
+
+    def _setup_rows(self) -> None:
+        g, root, lead = self.group, self._root, self._lead
+        obs_space = self.envs.single_observation_space
+        self._keys = {"observation": (g, "observation"), "mask": (g, "mask"), "terminated": (g, "terminated"),
+                      "truncated": (g, "truncated"), "done": (g, "done"), "c_done": ("done",),
+                      "c_truncated": ("truncated",), "c_terminated": ("terminated",)}
+        self._shapes = {"observation": (*lead, *obs_space.shape), "mask": lead,
+                        **{n: (*lead, 1) for n in ("terminated", "truncated", "done")},
+                        **{n: (*root, 1) for n in ("c_done", "c_truncated", "c_terminated")}}
+        self._dtypes = {n: torch.bool for n in self._keys}
+        self._dtypes["observation"] = _torch_dtype(obs_space.dtype)
         if self._state_space is not None:
-            out["state"] = t(self._state(obs))
+            self._keys["state"] = ("state",)
+            self._shapes["state"] = (*root, *self._state_space.shape)
+            self._dtypes["state"] = _torch_dtype(self._state_space.dtype)
+        self._root_names = tuple(self._keys)         # the names of a reset's (and a root's) rows
+        self._keys["reward"] = (g, "reward")
+        self._shapes["reward"] = (*lead, 1)
+        self._dtypes["reward"] = torch.float32
+        self._unit = {n for n, s in self._shapes.items() if s[-1:] == (1,) and n != "observation" and n != "state"}
+
+    def _rows(self, obs: np.ndarray, rew: np.ndarray | None) -> dict[str, np.ndarray]:
+        """Fresh arrays of one reset (``rew`` None) or step; the observations are ``obs`` itself."""
+        C, A = self.num_copies, self.agents_per_copy
+        # one array for all the flags (the state's are updated in place at the next step)
+        flags = np.empty(4 * C * A + 3 * C, bool)
+        af = flags[:4 * C * A].reshape(4, C, A)
+        cf = flags[4 * C * A:].reshape(3, C)
+        d = {"mask": af[0], "terminated": af[1], "truncated": af[2], "done": af[3],
+             "c_done": cf[0], "c_truncated": cf[1], "c_terminated": cf[2]}
+        if rew is not None:
+            d["reward"] = np.empty((C, A), np.float32)
+        self._fill(d, None, rew)
+        d["observation"] = obs.reshape(C, A, *obs.shape[1:])
+        if self._state_space is not None:
+            d["state"] = self._state(obs)
+        return d
+
+    def _fill(self, d: dict[str, np.ndarray], obs: np.ndarray | None, rew: np.ndarray | None) -> None:
+        """Write the rows of the state after a reset or step into the arrays of ``d`` (views are fine)."""
+        C, A = self.num_copies, self.agents_per_copy
+        alive = self._alive.reshape(C, A)
+        term, trunc = self._term.reshape(C, A), self._trunc.reshape(C, A)
+        np.copyto(d["mask"], alive)
+        np.copyto(d["terminated"], term)
+        np.copyto(d["truncated"], trunc)
+        np.logical_or(term, trunc, out=d["done"])
+        gone = d["c_done"]
+        np.logical_not(alive.any(axis=1), out=gone)                          # the copy has no agent left
+        np.logical_and(gone, trunc.any(axis=1), out=d["c_truncated"])
+        np.greater(gone, d["c_truncated"], out=d["c_terminated"])            # gone and not truncated
+        if rew is not None:
+            np.copyto(d["reward"], rew.reshape(C, A), casting="same_kind")
+        if obs is not None:
+            np.copyto(d["observation"], obs.reshape(C, A, *obs.shape[1:]))
+            if self._state_space is not None:
+                np.copyto(d["state"], self._state(obs))
+
+    def _td(self, tensors: dict[str, torch.Tensor], root: tuple, lead: tuple) -> TensorDictBase:
+        """The nested TensorDict of named tensors (batch ``root``, the group ``lead``)."""
+        g, dev = self.group, self.device
+        agents, out = {}, {}
+        for n, v in tensors.items():
+            key = self._keys[n]
+            (agents if len(key) == 2 else out)[key[-1]] = v
+        out[g] = TensorDict._new_unsafe(agents, batch_size=lead, device=dev)
+        return TensorDict._new_unsafe(out, batch_size=root, device=dev)
+
+    def _out(self, obs: np.ndarray, rew: np.ndarray | None) -> TensorDictBase:
+        t, shapes = torch.from_numpy, self._shapes
+        tensors = {n: t(a).view(shapes[n]) for n, a in self._rows(obs, rew).items()}
         if not self._cpu:
-            agents = {k: v.to(self.device) for k, v in agents.items()}
-            out = {k: v.to(self.device) for k, v in out.items()}
-        out[self.group] = TensorDict._new_unsafe(agents, batch_size=lead, device=self.device)
-        return TensorDict._new_unsafe(out, batch_size=root, device=self.device)
+            tensors = {n: v.to(self.device) for n, v in tensors.items()}
+        return self._td(tensors, self._root, self._lead)
 
     def _state(self, obs: np.ndarray) -> np.ndarray:
-        C, root = self.num_copies, self._root
+        """Each copy's state, ``[C, *state_space.shape]``."""
+        C = self.num_copies
         if self._state_rows:
             # zero the rows of terminated (lost) agents; truncated ones keep their last observation
             st = obs.copy()
             if self._term.any():
                 st[self._term] = 0
-            return st.reshape(*root, -1)
+            return st.reshape(C, -1)
         st = np.stack([np.asarray(s, self._state_space.dtype) for s in self.envs.call("state")])
-        return st.reshape(*root, *self._state_space.shape)
+        return st.reshape(C, *self._state_space.shape)
 
     def rand_action(self, tensordict: TensorDictBase | None = None) -> TensorDictBase:
         """Uniform random actions for every row in one call (TorchRL's
         ``rollout`` without a policy uses it)."""
         if tensordict is None:
             tensordict = TensorDict._new_unsafe({}, batch_size=self._root, device=self.device)
+        tensordict.set((self.group, "action"), self._rand_actions())
+        return tensordict
+
+    def _rand_actions(self) -> torch.Tensor:
         space = self.envs.single_action_space
         if isinstance(space, spaces.Box):
             if self._act_uniform is not None:  # one bound for every value (SEER's envs): one call
                 lo, hi = self._act_uniform
                 a = torch.empty(self._act_low.shape, dtype=_torch_dtype(self._act_dtype), device=self.device)
-                a.uniform_(lo, hi)
+                return a.uniform_(lo, hi)
+            a = torch.rand(self._act_low.shape, device=self.device, dtype=self._act_low.dtype)
+            return (a * self._act_span + self._act_low).to(_torch_dtype(self._act_dtype))
+        return torch.randint(0, int(space.n), self._lead, device=self.device)
+
+    # ---- rollout ---------------------------------------------------------------------------------
+
+    # what the fast rollout does in place of TorchRL's per-step calls: a subclass that changes one
+    # of them gets TorchRL's loop
+    _ROLLOUT_BYPASSES = ("step", "_step", "step_and_maybe_reset", "maybe_reset", "rand_action", "_step_proc_data")
+
+    def rollout(self, max_steps: int, policy=None, callback=None, *, auto_reset: bool = True,
+                auto_cast_to_device: bool = False, break_when_any_done: bool | None = None,
+                break_when_all_done: bool | None = None, return_contiguous: bool | None = False,
+                tensordict: TensorDictBase | None = None, set_truncated: bool = False, out=None,
+                trust_policy: bool = False, storing_device=None) -> TensorDictBase:
+        """TorchRL's :meth:`~torchrl.envs.EnvBase.rollout`, same arguments and result.
+
+        Each step's rows are written straight into the ``[..., time, ...]``
+        tensors of the result (allocated once) instead of one TensorDict per
+        step stacked at the end; a copy's root rows after a step are its
+        next rows unless it was reset, so they are copied over in one call
+        per key at the end.  Callbacks, ``break_when_all_done``,
+        ``auto_cast_to_device``, ``set_truncated``, ``out``, another
+        ``storing_device``, a non-CPU device and type checks take TorchRL's
+        own loop.
+        """
+        kwargs = dict(callback=callback, auto_reset=auto_reset, auto_cast_to_device=auto_cast_to_device,
+                      break_when_any_done=break_when_any_done, break_when_all_done=break_when_all_done,
+                      return_contiguous=return_contiguous, tensordict=tensordict, set_truncated=set_truncated,
+                      out=out, trust_policy=trust_policy, storing_device=storing_device)
+        cls = type(self)
+        fast = (callback is None and not auto_cast_to_device and not break_when_all_done and out is None
+                and not set_truncated and self._cpu and not self.run_type_checks
+                and (storing_device is None or torch.device(storing_device) == self.device)
+                and isinstance(max_steps, int) and max_steps >= 1 and (auto_reset or tensordict is not None)
+                and all(getattr(cls, n) is getattr(SeerTorchRLEnv, n) for n in self._ROLLOUT_BYPASSES))
+        if not fast:
+            return EnvBase.rollout(self, max_steps, policy, **kwargs)
+        break_any = break_when_any_done if break_when_any_done is not None else True
+        if policy is not None:
+            from torchrl.envs.utils import _make_compatible_policy
+
+            policy = _make_compatible_policy(policy, self.observation_spec, env=self, fast_wrap=True,
+                                             trust_policy=trust_policy)
+        td0 = self.reset(tensordict) if auto_reset else self.maybe_reset(tensordict)
+        T, R = max_steps, len(self._root)
+        act_key = (self.group, "action")
+        act_spec = self.full_action_spec[act_key]
+        layout = [("root", n, (*self._root, T, *self._shapes[n][R:]), self._dtypes[n]) for n in self._root_names]
+        layout += [("next", n, (*self._root, T, *self._shapes[n][R:]), self._dtypes[n]) for n in self._keys]
+        layout.append(("act", "action", (*self._root, T, *act_spec.shape[R:]), act_spec.dtype))
+        bufs = self._rollout_buffers(layout)
+        root_t = {n: bufs["root", n] for n in self._root_names}
+        next_t = {n: bufs["next", n] for n in self._keys}
+        act_t = bufs["act", "action"]
+        if not self._load_first(td0, root_t):
+            # keys TorchRL's loop carries that the buffers do not hold: its loop, from this reset
+            kwargs.update(auto_reset=False, tensordict=td0, trust_policy=True)
+            return EnvBase.rollout(self, max_steps, policy, **kwargs)
+        next_np = {n: v.numpy() for n, v in next_t.items()}
+        lead_ix = (slice(None),) * R                                  # [:, t] batched, [t] unbatched
+        can_ix = (slice(None),) if self.batched else (None,)         # the canonical [C, ...] view
+        unit = self._unit
+
+        def rows_at(arrays, t):
+            return {n: (a[can_ix + (t,)][..., 0] if n in unit else a[can_ix + (t,)]) for n, a in arrays.items()}
+
+        resets: list = []           # (step, copies reset before it, their rows)
+        steps_td, acts = [], []     # with a policy: each step's root TensorDict, its actions
+        steps = T
+        for t in range(T):
+            if policy is None:
+                a = self._rand_actions()
+                act_t[lead_ix + (t,)].copy_(a)
             else:
-                a = torch.rand(self._act_low.shape, device=self.device, dtype=self._act_low.dtype)
-                a = (a * self._act_span + self._act_low).to(_torch_dtype(self._act_dtype))
+                if t:
+                    self._root_from_next(root_t, next_t, resets, t, t + 1)
+                td = self._td({n: v[lead_ix + (t,)] for n, v in root_t.items()}, self._root, self._lead)
+                td.update(policy(td))
+                a = td.get(act_key)
+                steps_td.append(td)
+                acts.append(a)
+            obs, rew = self._env_step(self._act_rows(a))
+            now = rows_at(next_np, t)
+            self._fill(now, obs, rew)
+            if t == T - 1:
+                break
+            if break_any:
+                if now["c_done"].any():    # TorchRL stops at a copy's done (its root keys), not an agent's
+                    steps = t + 1
+                    break
+            elif now["c_done"].any():
+                which = now["c_done"].copy()
+                resets.append((t + 1, which, self._rows(self._reset_copies(which), None)))
+        if policy is None:
+            self._root_from_next(root_t, next_t, resets, 1, steps)
+        if steps < T:
+            cut = lead_ix + (slice(0, steps),)
+            root_t = {n: v[cut].contiguous() for n, v in root_t.items()}
+            next_t = {n: v[cut].contiguous() for n, v in next_t.items()}
+            act_t = act_t[cut].contiguous()
+        time_root, time_lead = (*self._root, steps), (*self._root, steps, *self._lead[R:])
+        nxt = self._td(next_t, time_root, time_lead)
+        res = self._td(root_t, time_root, time_lead)
+        res.set("next", nxt)
+        if policy is None:
+            res.set(act_key, act_t)
         else:
-            a = torch.randint(0, int(space.n), self._lead, device=self.device)
-        tensordict.set((self.group, "action"), a)
-        return tensordict
+            stacked = self._stack_policy_keys(steps_td, acts, root_t, lead_ix)
+            if stacked is None:  # the policy's keys differ between steps: TorchRL's stack of its steps
+                tds = [td.set("next", nxt[lead_ix + (t,)]) for t, td in enumerate(steps_td)]
+                if return_contiguous is None:
+                    return_contiguous = not self._has_dynamic_specs
+                res = (torch.stack(tds, R) if return_contiguous
+                       else LazyStackedTensorDict.maybe_dense_stack(tds, R))
+            else:
+                for k, v in stacked.items():
+                    res.set(k, v)
+        if tensordict is not None:   # TorchRL's loop writes the first step into the given TensorDict
+            td0.update(res[lead_ix + (0,)].exclude(*self._keys_of(self._root_names)))
+        res.refine_names(..., "time")
+        return res
+
+    def _rollout_buffers(self, layout: list) -> dict:
+        """Uninitialised tensors of ``layout``'s shapes and dtypes, carved from one arena that is reused
+        once no tensor of an earlier rollout is left: fresh memory costs a page fault per 4 KiB written,
+        as much as the copies themselves, and the allocator hands buffers this size back to the system."""
+        sizes = [int(np.prod(shape)) * torch.empty(0, dtype=dt).element_size() for *_, shape, dt in layout]
+        total = sum(-(-n // 64) * 64 for n in sizes)
+        arena = None
+        for i in range(len(self._arenas)):
+            if self._arenas[i].nbytes >= total and self._arena_refs(i) == self._arena_free[i]:
+                arena = self._arenas[i]
+                break
+        if arena is None:
+            if len(self._arenas) >= 2:  # both in use or too small: let the smaller go
+                j = int(np.argmin([a.nbytes for a in self._arenas]))
+                del self._arenas[j], self._arena_free[j]
+            self._arenas.append(np.empty(total, np.uint8))
+            self._arena_free.append(self._arena_refs(len(self._arenas) - 1))
+            arena = self._arenas[-1]
+        out, off = {}, 0
+        for (kind, name, shape, dt), n in zip(layout, sizes):
+            np_dt = torch.empty(0, dtype=dt).numpy().dtype
+            out[kind, name] = torch.from_numpy(arena[off:off + n].view(np_dt).reshape(shape))
+            off += -(-n // 64) * 64
+        return out
+
+    def _arena_refs(self, i: int) -> int:
+        # compared with its own count when the arena was new (no tensor on it): the same call, so the
+        # interpreter's own references are the same
+        return sys.getrefcount(self._arenas[i])
+
+    def _keys_of(self, names) -> list:
+        return [self._keys[n] for n in names]
+
+    def _load_first(self, td0: TensorDictBase, root_t: dict) -> bool:
+        """Copy the rollout's first root rows from ``td0``; False when ``td0`` has other keys."""
+        expected = {self._keys[n]: n for n in self._root_names}
+        act_key = (self.group, "action")
+        keys = {k if isinstance(k, tuple) else (k,) for k in td0.keys(True, True)}
+        if td0.batch_size != self.batch_size or keys - {act_key} != set(expected):
+            return False
+        R = len(self._root)
+        for key, n in expected.items():
+            v = td0.get(key)
+            if v.shape != self._shapes[n] or v.dtype != self._dtypes[n]:
+                return False
+            root_t[n][(slice(None),) * R + (0,)].copy_(v)
+        return True
+
+    def _root_from_next(self, root_t: dict, next_t: dict, resets: list, lo: int, hi: int) -> None:
+        """Root rows of steps ``lo..hi-1``: the next rows of the step before, then the rows of the
+        copies reset in between."""
+        if hi <= lo:
+            return
+        R = len(self._root)
+        dst, src = (slice(None),) * R + (slice(lo, hi),), (slice(None),) * R + (slice(lo - 1, hi - 1),)
+        for n, v in root_t.items():
+            v[dst].copy_(next_t[n][src])
+        can_ix = (slice(None),) if self.batched else (None,)
+        for t, which, rows in resets:
+            if lo <= t < hi:
+                for n, v in root_t.items():
+                    view = v.numpy()[can_ix + (t,)]
+                    if n in self._unit:
+                        view = view[..., 0]
+                    view[which] = rows[n][which]
+
+    def _stack_policy_keys(self, steps_td: list, acts: list, root_t: dict, lead_ix: tuple) -> dict | None:
+        """The policy's outputs stacked over time (the actions and any keys it added), after copying
+        root entries it replaced into the buffers; None when the keys differ between steps."""
+        R = len(self._root)
+        placed = {self._keys[n]: n for n in self._root_names}
+        act_key = (self.group, "action")
+        extra_keys, extras = None, {}
+        for t, td in enumerate(steps_td):
+            leaves = {k if isinstance(k, tuple) else (k,): v for k, v in td.items(True, True)}
+            for key, n in placed.items():
+                v = leaves.pop(key, None)
+                view = root_t[n][lead_ix + (t,)]
+                if v is None or v.shape != view.shape or v.dtype != view.dtype:
+                    return None
+                if v is not view:
+                    view.copy_(v)
+            leaves.pop(act_key, None)
+            if extra_keys is None:
+                extra_keys = tuple(leaves)
+            elif tuple(leaves) != extra_keys:
+                return None
+            for k, v in leaves.items():
+                extras.setdefault(k, []).append(v)
+        try:
+            out = {act_key: torch.stack(acts, R)}
+            out.update({k: torch.stack(v, R) for k, v in extras.items()})
+        except RuntimeError:
+            return None
+        return out
 
     def close(self, *, raise_if_closed: bool = True) -> None:
         self.envs.close()

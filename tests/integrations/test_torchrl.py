@@ -151,3 +151,46 @@ def test_missing_torchrl_names_the_extra(monkeypatch):
     monkeypatch.delitem(sys.modules, "seer.integrations.torchrl", raising=False)
     with pytest.raises(ImportError, match=r"pip install 'seer-marl\[torchrl\]'"):
         importlib.import_module("seer.integrations.torchrl")
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("batched", [True, False])
+@pytest.mark.parametrize("with_policy", [False, True])
+@pytest.mark.parametrize("break_any", [False, True])
+def test_fast_rollout_matches_torchrl_generic_rollout(batched, with_policy, break_any):
+    # the env's own rollout writes into preallocated buffers: its result (keys, values, names, resets
+    # of finished copies, early stop) must be TorchRL's generic loop's
+    import itertools
+
+    from torchrl.envs import EnvBase
+
+    class Generic(SeerTorchRLEnv):
+        rollout = EnvBase.rollout
+        step_and_maybe_reset = EnvBase.step_and_maybe_reset
+        _step_proc_data = EnvBase._step_proc_data
+
+    def policy(td):
+        obs = td["agents", "observation"]
+        a = (obs[..., :2].tanh() + 0.1 * torch.randn(obs.shape[:-1] + (2,))).clamp(-1, 1)
+        return td.set(("agents", "action"), a).set(("agents", "extra"), a.sum(-1))
+
+    outs = []
+    for cls in (Generic, SeerTorchRLEnv):
+        lives = itertools.cycle([4, 6])  # copies end at different steps: partial resets
+        e = cls(lambda: DyingAgents(n_agents=3, max_steps=next(lives), die={1: 2}), 2 if batched else None,
+                batched=batched, backend="thread", workers=1)
+        try:
+            e.set_seed(3)
+            torch.manual_seed(0)
+            outs.append([e.rollout(15, policy if with_policy else None, break_when_any_done=break_any)
+                         for _ in range(2)])
+        finally:
+            e.close()
+    for generic, fast in zip(*outs):
+        assert fast.batch_size == generic.batch_size and fast.names == generic.names
+        assert set(fast.keys(True, True)) == set(generic.keys(True, True))
+        for k in generic.keys(True, True):
+            assert torch.equal(fast[k], generic[k]), k
+            assert fast[k].is_contiguous()
+    if not break_any:
+        assert outs[0][0]["next", "done"].sum() >= 3
