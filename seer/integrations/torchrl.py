@@ -430,8 +430,9 @@ class SeerTorchRLEnv(EnvBase):
         next rows unless it was reset, so they are copied over in one call
         per key at the end.  Callbacks, ``break_when_all_done``,
         ``auto_cast_to_device``, ``set_truncated``, ``out``, another
-        ``storing_device``, a non-CPU device and type checks take TorchRL's
-        own loop.
+        ``storing_device``, a non-CPU device, type checks, a ``tensordict``
+        to start from, ``auto_reset=False`` and a global state take
+        TorchRL's own loop.
         """
         kwargs = dict(callback=callback, auto_reset=auto_reset, auto_cast_to_device=auto_cast_to_device,
                       break_when_any_done=break_when_any_done, break_when_all_done=break_when_all_done,
@@ -441,7 +442,8 @@ class SeerTorchRLEnv(EnvBase):
         fast = (callback is None and not auto_cast_to_device and not break_when_all_done and out is None
                 and not set_truncated and self._cpu and not self.run_type_checks
                 and (storing_device is None or torch.device(storing_device) == self.device)
-                and isinstance(max_steps, int) and max_steps >= 1 and (auto_reset or tensordict is not None)
+                and isinstance(max_steps, int) and max_steps >= 1 and auto_reset and tensordict is None
+                and self._state_space is None  # the paths the equality test covers; the rest: TorchRL's loop
                 and all(getattr(cls, n) is getattr(SeerTorchRLEnv, n) for n in self._ROLLOUT_BYPASSES))
         if not fast:
             return EnvBase.rollout(self, max_steps, policy, **kwargs)
