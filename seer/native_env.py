@@ -74,6 +74,9 @@ if TYPE_CHECKING:  # seer.vector loads when the first env is built, not with `im
 __all__ = ["NativeEnv"]
 
 _M64 = (1 << 64) - 1
+#: what a Discrete action may be on the fast path (a bool or a float goes to the check that names it)
+_INT_TYPES = frozenset({int, np.int64, np.int32, np.int16, np.int8, np.uint8, np.uint16, np.uint32, np.uint64,
+                        np.intc, np.intp, np.longlong})
 _FLAGS = ("term", "trunc", "mask", "alive")
 
 
@@ -116,17 +119,25 @@ class NativeEnv(ParallelEnv):
             zero, ``infos[agent]["active"]`` False).
         strict_actions: An action for an agent that has left is an error
             (default: ignored, as PettingZoo's converters do).
+        choose: For ``workers="auto"``: returns the starting pool size
+            (default: STPA's choice from a probe of the model's events; an
+            env whose step does more than its events can time whole steps:
+            :func:`seer.stpa.select_for_stepper`).
 
     Subclasses set ``metadata["name"]``; ``entities_arg`` names the argument
-    that ``seer trace --entities`` sets (default ``"num_agents"``, None: none).
+    that ``seer trace --entities`` sets (default ``"num_agents"``, None: none);
+    ``native_autoreset = False`` when the copy step cannot autoreset (then
+    seer.vector resets the copy through :meth:`reset`).
     """
 
     metadata: dict = {"name": "native_env", "render_modes": [], "is_parallelizable": True}
     entities_arg: str | None = "num_agents"
+    #: the copy step autoresets (``SEER_COPY_AUTORESET``); False: seer.vector resets a copy through :meth:`reset`
+    native_autoreset: bool = True
 
     def __init__(self, spec: NativeSpec, model=None, *, workers: int | str = 1, trace: bool = False,
                  capacity: int | None = None, render_mode: str | None = None, black_death: bool = False,
-                 strict_actions: bool = False, debug: bool | None = None):
+                 strict_actions: bool = False, debug: bool | None = None, choose=None):
         from seer.vector.native import NativeSpec
 
         self._closed = True  # until the runtime exists: close() and __del__ have nothing to free
@@ -154,19 +165,24 @@ class NativeEnv(ParallelEnv):
         self.agents: list[str] = []
         self._names: list[str] = []  # the live agents (self.agents is every agent with black_death=True)
         self._episode = None  # None: never reset; "over": ended; "failed: why": a step failed
+        self._present = np.zeros(spec.slots, bool)  # the rows state() shows: live, or truncated at the end
         self._seed_stream = 0
+        #: the ``options`` of the reset in progress (``reset_rows`` may read them)
+        self.reset_options: dict | None = None
         self._copy: NativeCopy | None = None
         if model is not None:
             import seer.stpa
 
             cap = max(4096, 16 * spec.slots) if capacity is None else capacity
-            self._runtime = seer.stpa.make_runtime(model, workers, capacity=cap, trace=trace, debug=debug)
+            self._runtime = seer.stpa.make_runtime(model, workers, capacity=cap, trace=trace, debug=debug,
+                                                   choose=choose)
         self._closed = False
 
     # ---- what the author writes ----------------------------------------------------------------
 
     def reset_rows(self, seed: int) -> int | None:
-        """A new episode from ``seed``: write ``rows.obs`` (0 or a status)."""
+        """A new episode from ``seed``: write ``rows.obs`` (0 or a status).
+        :attr:`reset_options` holds the ``options`` given to :meth:`reset`."""
         raise NotImplementedError(f"{type(self).__name__} must define reset_rows(seed)")
 
     def copy_step(self) -> tuple[Any, Any] | None:
@@ -183,6 +199,12 @@ class NativeEnv(ParallelEnv):
         must draw from the stream ``SEER_COPY_AUTORESET`` draws from)."""
         self._seed_stream, z = _splitmix(self._seed_stream)
         return z >> 33
+
+    def describe_error(self, err: BaseException) -> BaseException:
+        """The error of a failed native reset or step as this env reports it
+        (default: the runtime's, naming entity, kind and time).  Override it
+        to name what an entity is to the user (an agent behind a slot)."""
+        return err
 
     def render_frame(self):
         """The picture :meth:`render` returns for ``render_mode``."""
@@ -210,7 +232,7 @@ class NativeEnv(ParallelEnv):
 
                 fn, state = got
                 self._copy = NativeCopy(self.spec, step=fn, state=state, error=self._native_error, owner=self,
-                                        debug=self._runtime.debug)
+                                        autoreset=self.native_autoreset, debug=self._runtime.debug)
                 self._call = self._caller(self._copy)
         return self._copy
 
@@ -234,7 +256,7 @@ class NativeEnv(ParallelEnv):
         try:
             self._runtime.fail(rc)
         except BaseException as exc:  # noqa: BLE001 - the error is the value here
-            return exc
+            return self.describe_error(exc)
         return HandlerError(f"{self.metadata.get('name')}: the native step failed with status {rc}", code=rc)
 
     def seer_native_copy(self) -> NativeCopy | None:
@@ -267,12 +289,12 @@ class NativeEnv(ParallelEnv):
         return agent
 
     def state(self) -> np.ndarray:
-        """The global state: every agent's observation row (zeros for agents not live), concatenated."""
+        """The global state: every agent's observation row, concatenated, zeros
+        for the agents lost (terminated, or not started); at the episode's
+        end the truncated agents keep their last rows."""
         self._check_open()
         obs = self.rows.obs.copy()
-        dead = np.ones(len(obs), bool)
-        dead[self._live] = False
-        obs[dead] = 0
+        obs[~self._present] = 0
         return obs.reshape(-1)
 
     # ---- episode -------------------------------------------------------------------------------
@@ -281,8 +303,10 @@ class NativeEnv(ParallelEnv):
         self._check_open()
         self._guard.enter("reset()")
         try:
+            self.reset_options = options
             return self._reset(seed)
         finally:
+            self.reset_options = None
             self._guard.leave()
 
     def step(self, actions):
@@ -306,7 +330,7 @@ class NativeEnv(ParallelEnv):
                 rt.mark_reset(seed)
                 if rc != 0:
                     self._episode = None
-                    rt.fail(rc)
+                    raise self._native_error(rc)
         else:
             if rt is not None:
                 rt.reset(seed)
@@ -315,6 +339,7 @@ class NativeEnv(ParallelEnv):
                 raise HandlerError(f"{type(self).__name__}.reset_rows({seed}) failed with status {rc}", code=rc)
         self._episode = "running"
         self._set_live(r.alive.astype(bool))
+        self._present = r.alive.astype(bool)
         if self.black_death:
             obs = r.obs.copy()
             obs[~r.alive.astype(bool)] = 0
@@ -329,6 +354,8 @@ class NativeEnv(ParallelEnv):
             raise ClosedError(f"the last step {self._episode[7:]}; call reset() before stepping again")
         agents, live = self._names, self._live
         if not self.agents:
+            if self.strict_actions and actions:
+                validate_actions(actions, [], self.action_space, possible_agents=self._index, strict=True)
             return {}, {}, {}, {}, {}  # the episode has ended (PettingZoo's own envs answer so too)
         if self.black_death and type(actions) is dict and actions.keys() <= self._index.keys():
             actions = {a: actions[a] for a in agents if a in actions}  # the lost agents' are ignored, unchecked
@@ -352,6 +379,8 @@ class NativeEnv(ParallelEnv):
         quiet = live[~alive[live] & (r.term[live] == 0) & (r.trunc[live] == 0)]
         (r.trunc if r.ended[0] else r.term)[quiet] = 1
         r.alive[:] = alive
+        self._present[:] = False
+        self._present[live] = r.term[live] == 0
         if self.black_death:  # lost: terminated (a quiet departure counts so, above); truncated ones stay active
             active = np.zeros(len(alive), bool)
             active[live] = r.term[live] == 0
@@ -413,7 +442,8 @@ class NativeEnv(ParallelEnv):
         if type(actions) is not dict or len(actions) != len(agents):
             return None
         try:
-            arr = np.array([actions[a] for a in agents])  # no dtype=: a cast would hide complex or float ids
+            vals = [actions[a] for a in agents]
+            arr = np.array(vals)  # no dtype=: a cast would hide complex or float ids
         except (KeyError, ValueError, TypeError):
             return None
         space = self.spec.action
@@ -423,7 +453,8 @@ class NativeEnv(ParallelEnv):
             if not (np.isfinite(arr).all() and (arr >= space.low).all() and (arr <= space.high).all()):
                 return None
             return arr
-        if isinstance(space, spaces.Discrete) and arr.dtype.kind in "iu" and arr.shape == (len(agents),):
+        if isinstance(space, spaces.Discrete) and arr.dtype.kind in "iu" and arr.shape == (len(agents),) \
+                and set(map(type, vals)) <= _INT_TYPES:
             if arr.size and (arr.min() < space.start or arr.max() >= space.start + space.n):
                 return None
             return arr

@@ -430,8 +430,9 @@ def test_env_and_vector_workloads_appear_in_a_tiny_sweep(tmp_path, monkeypatch):
 
 
 def test_an_env_whose_model_cannot_be_probed_is_stepped_instead(monkeypatch):
-    pytest.importorskip("seer_consensus", reason="the example plug-in env is not installed")
-    from seer_consensus import consensus_v0
+    # the module, not the package: with examples/ on sys.path (the example scripts put their folder
+    # there), an uninstalled seer_consensus/ imports as an empty namespace package
+    consensus_v0 = pytest.importorskip("seer_consensus.consensus_v0", reason="the example plug-in env is not installed")
 
     # a model that schedules its events only in the env's own reset (as consensus_v0 did before it
     # scheduled its first ticks in Model.reset too): a runtime probe sees no events

@@ -2,27 +2,13 @@
 
 from __future__ import annotations
 
-import copy
-
 import gymnasium
 import numpy as np
 
-from seer.errors import ClosedError, MisuseError
-from seer.vector.native import NativeCopy, NativeSpec
+from seer.native_env import NativeEnv
+from seer.vector.native import NativeSpec
 from seer.envs.uav_swarm import model as M
-from seer.envs._common import (
-    ClosingParallelEnv,
-    check_bool,
-    check_int,
-    check_render_mode,
-    check_workers,
-    make_aec,
-    make_raw_aec,
-    native_error,
-    seed_from,
-    traced,
-    validate_actions,
-)
+from seer.envs._common import check_int, make_aec, make_raw_aec
 
 __all__ = ["parallel_env", "env", "raw_env", "UavSwarmEnv", "SCENARIOS", "make_traced"]
 
@@ -30,53 +16,42 @@ SCENARIOS = dict(M.SCENARIOS)
 ENGINES = ("seer", "reference")
 
 
-class UavSwarmEnv(ClosingParallelEnv):
-    """The PettingZoo ParallelEnv (see the module docstring)."""
+class UavSwarmEnv(NativeEnv):
+    """The PettingZoo ParallelEnv (see the module docstring), a :class:`seer.NativeEnv`."""
 
     metadata = {"render_modes": ["rgb_array"], "name": "uav_swarm_v0", "is_parallelizable": True,
                 "render_fps": 10}
+    entities_arg = "num_uavs"
     #: state() is the agents' observations concatenated (lost agents zero): seer.integrations.torchrl
     #: builds it from seer.vector's rows instead of calling state() on every copy
     state_from_observations = True
 
     def __init__(self, scenario="default", num_uavs=None, max_cycles=500, render_mode=None, dt=0.1,
-                 workers="auto", k_neighbors=6, engine="seer", strict_actions=False, black_death=False, debug=None):
-        cfg = M.make_config(scenario, num_uavs, dt, k_neighbors)
-        self.strict_actions = bool(strict_actions)
-        self.black_death = check_bool("black_death", black_death)
+                 workers="auto", k_neighbors=6, engine="seer", strict_actions=False, black_death=False, debug=None,
+                 trace=False):
+        self._sim = None
+        self.cfg = cfg = M.make_config(scenario, num_uavs, dt, k_neighbors)
         self.max_cycles = check_int("max_cycles", max_cycles, 1)
-        self.render_mode = check_render_mode(render_mode, self.metadata["render_modes"])
-        workers = check_workers(workers)
         if engine not in ENGINES:
             raise ValueError(f"engine={engine!r} is unknown: expected one of {list(ENGINES)}")
-        self.cfg = cfg
-        self.scenario = scenario
-        self._closed = False
-        n = cfg.num_uavs
-        self.possible_agents = [f"uav_{i}" for i in range(n)]
-        #: the rows of seer.vector's native path; the spaces derive from it
-        self.spec = NativeSpec(agents=self.possible_agents,
-                               observation=gymnasium.spaces.Box(-M.OBS_BOUND, M.OBS_BOUND, (cfg.obs_dim,), np.float32),
-                               action=gymnasium.spaces.Box(-1.0, 1.0, (3,), np.float32))
-        self._index = {a: i for i, a in enumerate(self.possible_agents)}
-        #: the global state's space (see "Global state" in the module docstring)
-        self.state_space = gymnasium.spaces.Box(-M.OBS_BOUND, M.OBS_BOUND, (n * cfg.obs_dim,), np.float32)
-        self._obs_spaces: dict[str, gymnasium.spaces.Box] = {}
-        self._act_spaces: dict[str, gymnasium.spaces.Box] = {}
+        self.scenario, self.engine = scenario, engine
+        spec = NativeSpec(agents=[f"uav_{i}" for i in range(cfg.num_uavs)],
+                          observation=gymnasium.spaces.Box(-M.OBS_BOUND, M.OBS_BOUND, (cfg.obs_dim,), np.float32),
+                          action=gymnasium.spaces.Box(-1.0, 1.0, (3,), np.float32))
+        base = dict(workers=workers, render_mode=render_mode, black_death=black_death,
+                    strict_actions=strict_actions, debug=debug, trace=trace)
         if engine == "seer":
-            self._sim = M.SeerSim(cfg, workers=workers, debug=debug)
-            self._runtime = self._sim.runtime
+            model = M.UavModel(cfg)
+            # "auto": chosen from whole C steps (auto_workers), then tuned on the real ones
+            super().__init__(spec, model, capacity=model.queue_capacity(),
+                             choose=lambda: M.auto_workers(cfg, model), **base)
+            self._sim = M.SeerSim(cfg, runtime=self.runtime)
         else:
             from seer.envs.uav_swarm.reference import ReferenceSim
 
+            super().__init__(spec, None, **base)
             self._sim = ReferenceSim(cfg)
-        self.engine = engine
         self._out = self._sim.out
-        self._agents: list[str] = []
-        self._agents_version = int(self._out.episode[M.EP_VERSION])
-        self._live = np.zeros(0, np.int64)
-        self._version0 = self._agents_version  # the counters' version before any reset
-        self._all_agents = list(self.possible_agents)
 
     @property
     def state_arrays(self):
@@ -86,27 +61,10 @@ class UavSwarmEnv(ClosingParallelEnv):
         keeps its own rows in space order)."""
         return self._sim.agent_rows()
 
-    @property
-    def workers(self) -> int:
-        """SEER's pool size now: ``workers="auto"`` may move it between steps
-        (STPA's tuner; results do not change).  The reference engine: 1."""
-        return self._sim.workers
-
-    # ---- spaces ------------------------------------------------------------------------------
-
-    @property
-    def observation_spaces(self) -> dict:
-        """Every possible agent's observation space (the objects
-        :meth:`observation_space` returns)."""
-        return {a: self.observation_space(a) for a in self.possible_agents}
-
-    @property
-    def action_spaces(self) -> dict:
-        """Every possible agent's action space (the objects :meth:`action_space` returns)."""
-        return {a: self.action_space(a) for a in self.possible_agents}
-
     def state(self) -> np.ndarray:
-        """The global state (see "Global state" in the module docstring): a new array."""
+        """The global state (see "Global state" in the module docstring): a
+        new array, from the engine's rows, which seer.vector's native path
+        writes too."""
         self._check_open()
         obs = self._out.obs.copy()
         lost = np.ones(len(obs), bool)
@@ -114,163 +72,48 @@ class UavSwarmEnv(ClosingParallelEnv):
         obs[lost] = 0.0
         return obs.reshape(-1)
 
-    def observation_space(self, agent):
-        space = self._obs_spaces.get(agent)
-        if space is None:
-            self._check_agent(agent)
-            space = copy.deepcopy(self.spec.observation)  # each agent's own (its own sampling RNG)
-            self._obs_spaces[agent] = space
-        return space
+    # ---- what NativeEnv asks of the env ------------------------------------------------------
 
-    def action_space(self, agent):
-        space = self._act_spaces.get(agent)
-        if space is None:
-            self._check_agent(agent)
-            space = copy.deepcopy(self.spec.action)
-            self._act_spaces[agent] = space
-        return space
+    def next_seed(self) -> int:
+        """The env's seed stream, the one seer.vector's native autoreset draws from too."""
+        return self._sim.next_seed()
 
-    def _check_agent(self, agent):
-        if agent not in self._index:
-            raise ValueError(f"agent {agent!r} is unknown: expected one of uav_0 ... uav_{self.cfg.num_uavs - 1}")
-
-    # ---- episode -----------------------------------------------------------------------------
-
-    @property
-    def agents(self) -> list[str]:
-        """The live agents (with ``black_death=True``: every agent until the
-        episode ends).  Derived from the episode counters, which the step
-        (or seer.vector's native path, which bypasses :meth:`step`) updates."""
-        self._refresh()
-        if self.black_death:
-            ep = self._out.episode
-            return self._all_agents if ep[M.EP_LIVE] > 0 and not ep[M.EP_TRUNCATED] else []
-        return self._agents
-
-    def _refresh(self) -> None:
-        ep = self._out.episode
-        if ep[M.EP_VERSION] != self._agents_version:
-            if ep[M.EP_TRUNCATED]:
-                self._live = np.zeros(0, np.int64)
-            else:
-                self._live = self._sim.live_agents()
-            names = self.possible_agents
-            self._agents = [names[i] for i in self._live.tolist()]
-            self._agents_version = int(ep[M.EP_VERSION])
-
-    def reset(self, seed=None, options=None):
-        self._check_open()
-        # no seed: the next one of the env's stream (which seer.vector's
-        # native autoreset draws from too)
-        seed = self._sim.next_seed() if seed is None else seed_from(seed, None)
-        self._sim.reset(seed, self.max_cycles)
-        agents = self.agents
-        infos = {a: {"active": True} for a in agents} if self.black_death else {a: {} for a in agents}
-        return dict(zip(agents, self._out.obs.copy())), infos
-
-    def step(self, actions):
-        self._check_open()
-        agents = self.agents
-        if not agents:
-            if self._out.episode[M.EP_VERSION] == self._version0:
-                raise MisuseError("step() called before reset(): call reset() first")
-            if self.strict_actions and actions:
-                validate_actions(actions, [], self.action_space, possible_agents=self._index, strict=True)
-            return {}, {}, {}, {}, {}  # the episode has ended (PettingZoo's envs answer so too)
-        live = self._live
-        names = self._agents
-        act = self._actions_array(actions, names)
-        self._sim.set_actions(live, act)
-        self._sim.step()
-        out = self._out
-        if self.black_death:
-            return self._black_death_step(live)
-        lost = (out.collided[live] | out.oob[live]).astype(bool)
-        term = dict(zip(names, lost.tolist()))
-        trunc = dict.fromkeys(names, bool(out.episode[M.EP_TRUNCATED]))
-        rew = dict(zip(names, out.reward[live].tolist()))
-        obs_d = dict(zip(names, out.obs[live]))
-        return obs_d, rew, term, trunc, {a: {} for a in names}
-
-    def _black_death_step(self, was_live: np.ndarray):
-        """The dicts of every agent after a step of ``was_live`` (the agents live before it)."""
-        out, n = self._out, self.cfg.num_uavs
-        obs = np.zeros_like(out.obs)
-        obs[was_live] = out.obs[was_live]
-        rew = np.zeros(n)
-        rew[was_live] = out.reward[was_live]
-        active = np.zeros(n, bool)
-        active[self._sim.live_agents()] = True
-        names = self._all_agents
-        truncated = bool(out.episode[M.EP_TRUNCATED])
-        if truncated or not active.any():
-            term, trunc = dict(zip(names, (~active).tolist())), dict(zip(names, (active & truncated).tolist()))
+    def reset_rows(self, seed):
+        if self.engine == "seer":  # the whole reset in C, as the copy step's autoreset
+            rc = self._sim.reset_native(seed, self.max_cycles)
         else:
-            term, trunc = dict.fromkeys(names, False), dict.fromkeys(names, False)
-        infos = {a: {"active": v} for a, v in zip(names, active.tolist())}
-        return dict(zip(names, obs)), dict(zip(names, rew.tolist())), term, trunc, infos
+            rc = self._sim.reset(seed, self.max_cycles)
+        self.rows.obs[:] = self._out.obs
+        return rc
 
-    def seer_native_copy(self) -> NativeCopy | None:
-        """seer.vector's native path (:mod:`seer.vector.native`): the whole
-        step and autoreset in C, or None (the reference engine, or a traced
-        runtime, steps through :meth:`step`)."""
-        if self.engine != "seer" or self._sim._trace or self._closed:
-            return None
-        return NativeCopy(self.spec, step=M.PLUGIN.function("seer_uav_copy_step"),
-                          state=self._sim.model.native_env, error=self._native_error, owner=self)
+    def copy_step(self):
+        """The whole step in C (``seer_uav_copy_step``): broadcast grid, events, readout, losses, autoreset."""
+        if self.engine == "seer":
+            return M.PLUGIN.function("seer_uav_copy_step"), self._sim.model.native_env
 
-    def _native_error(self, rc: int) -> BaseException:
-        return self._sim.name_agent(native_error(self._sim.runtime, rc))
+    def step_rows(self):  # engine="reference": the rows seer_uav_copy_step writes
+        r, out, live = self.rows, self._out, self._live
+        self._sim.set_actions(live, r.act[live])
+        self._sim.step()
+        r.obs[live], r.rew[live] = out.obs[live], out.reward[live]
+        r.term[live] = out.collided[live] | out.oob[live]
+        r.trunc[live] = out.episode[M.EP_TRUNCATED]
+        r.alive[:] = out.episode[M.EP_LIVE] > 0 and not out.episode[M.EP_TRUNCATED]
+        r.alive &= self._sim.state["alive"]
+        r.ended[0] = not r.alive.any()
 
-    def _actions_array(self, actions, agents: list[str]) -> np.ndarray:
-        """The actions of ``agents`` (the live ones) as an (n, 3) array; any
-        problem goes to validate_actions, whose error names the agent and the
-        value.  With ``black_death=True`` the dict also names lost agents:
-        their actions are ignored."""
-        # a dict that also names agents that left (black_death, or a policy run on every possible
-        # agent) takes the fast path too: their actions are ignored, as validate_actions would
-        lenient = self.black_death or not self.strict_actions
-        if type(actions) is dict and (len(actions) == len(agents) or
-                                      (lenient and actions.keys() <= self._index.keys())):
-            try:
-                # no dtype= here: a cast would turn complex actions real silently
-                arr = np.array([actions[a] for a in agents])
-            except (KeyError, ValueError, TypeError):
-                arr = None
-            if (arr is not None and arr.dtype.kind in "fiu" and arr.shape == (len(agents), 3) and np.isfinite(arr).all()
-                    and arr.min() >= -1.0 and arr.max() <= 1.0):
-                return arr.astype(np.float64, copy=False)
-        validate_actions(actions, agents, self.action_space, possible_agents=self._index,
-                         strict=self.strict_actions and not self.black_death)
-        # validate_actions found nothing wrong with the values themselves
-        return np.array([np.asarray(actions[a], np.float64) for a in agents])
+    def describe_error(self, err):
+        """A handler's error names the agent, not the slot it has in the engine's space order."""
+        return self._sim.name_agent(err)
 
-    # ---- rendering ---------------------------------------------------------------------------
-
-    def render(self):
-        self._check_open()
-        if self.render_mode is None:
-            gymnasium.logger.warn("render() called without render_mode; pass render_mode='rgb_array'")
-            return None
-        return render_frame(self.cfg, self._sim.agent_rows(), self._sim.J)
-
-    # ---- lifecycle ---------------------------------------------------------------------------
-
-    def _check_open(self):
-        if self._closed:
-            raise ClosedError("this uav_swarm_v0 env is closed")
-
-    def close(self):
-        sim = getattr(self, "_sim", None)
-        if sim is not None and not self._closed:
-            self._closed = True
-            sim.close()
+    def render_frame(self):
+        return draw_frame(self.cfg, self._sim.agent_rows(), self._sim.J)
 
     def __repr__(self):
         return "uav_swarm_v0"
 
 
-def render_frame(cfg, st, J, size: int = 512) -> np.ndarray:
+def draw_frame(cfg, st, J, size: int = 512) -> np.ndarray:
     """A top-down (x, y) picture a person can read, numpy only.
 
     Header: the step, simulated time and live UAVs.  Map: the world box
@@ -398,27 +241,4 @@ def env(**kwargs):
     return make_aec(UavSwarmEnv, **kwargs)
 
 
-def make_traced(scenario=None, entities=None, workers=2):
-    """The swarm's events on a runtime built with ``trace=True``: the
-    ``make_traced`` hook (:func:`seer.envs._common.traced`) of
-    ``seer trace uav_swarm_v0``.
-
-    Only the events run (no actions, no readout), so the trace shows the
-    runtime's work on the model.  ``scenario`` is a key of
-    :data:`SCENARIOS` (None: ``"default"``), ``entities`` the number of UAVs
-    (None: the scenario's), ``workers`` the pool size.
-
-    Example:
-        >>> runtime, step, close = make_traced("small", workers=1)
-        >>> events = step(); runtime.trace.summary()["windows"] > 0
-        True
-        >>> close()
-    """
-    cfg = M.make_config("default" if scenario is None else scenario, entities)
-    sim = M.SeerSim(cfg, workers=workers, trace=True)
-
-    def step() -> int:
-        sim.advance()
-        return sim.last_events
-
-    return traced(sim, step)
+make_traced = UavSwarmEnv.make_traced  # seer trace uav_swarm_v0

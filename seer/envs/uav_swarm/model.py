@@ -505,7 +505,7 @@ class UavModel(Model):
         lib.seer_uav_prepare_step(self.native_env)
 
 
-def _auto_workers(cfg: UavConfig, model) -> int:
+def auto_workers(cfg: UavConfig, model) -> int:
     """``workers="auto"``: STPA decides from whole C steps of throwaway
     instances (:func:`seer.stpa.select_for_stepper`), not from a probe of
     the model's events alone.  A step also builds the sensing grid and the
@@ -539,21 +539,25 @@ class SeerSim:
 
     name = "seer"
 
-    def __init__(self, cfg: UavConfig, workers="auto", *, trace: bool = False, debug: bool | None = None):
+    def __init__(self, cfg: UavConfig, workers="auto", *, trace: bool = False, debug: bool | None = None,
+                 runtime=None):
         from seer.stpa import make_runtime
 
         self.cfg = cfg
-        self.model = UavModel(cfg)
+        if runtime is None:
+            model = UavModel(cfg)
+            # "auto": chosen from whole C steps (auto_workers), then tuned on the real ones
+            runtime = make_runtime(model, workers, capacity=model.queue_capacity(), trace=trace,
+                                   choose=lambda: auto_workers(cfg, model), debug=debug)
+        self.runtime = runtime  # the env passes the one its base class built (of a UavModel)
+        self.model = runtime.model
         self.state = self.model.state
         self.out = self.model.out
-        # "auto": chosen from whole C steps (_auto_workers), then tuned on the real ones
-        self.runtime = make_runtime(self.model, workers, capacity=self.model.queue_capacity(), trace=trace,
-                                    choose=lambda: _auto_workers(cfg, self.model), debug=debug)
         # the plug-in's own ffi: the runtime is an opaque seer_runtime * to it
         self.model.native_env.rt = ffi.cast("seer_runtime *", self.runtime.native_address)
         # a trace names agents, not slots: agent_of is renamed in place, only between steps
         self.runtime.trace_entity_ids = self.model.agent_of
-        self._trace = trace
+        self._trace = runtime.tracing
         self.last_events = 0
 
     @property
@@ -603,11 +607,15 @@ class SeerSim:
         rt = self.runtime
         seed = int(seed) & (2**64 - 1)
         with rt.exclusive("reset()"):
-            self.model.set_max_cycles(max_cycles)
-            rc = lib.seer_uav_env_reset(self.model.native_env, seed)
+            rc = self.reset_native(seed, max_cycles)
             rt.mark_reset(seed)
             if rc != lib.SEER_OK:
                 self._fail(rc)
+
+    def reset_native(self, seed: int, max_cycles: int | None = None) -> int:
+        """The reset's C call (its status); the caller holds the runtime and records the reset."""
+        self.model.set_max_cycles(max_cycles)
+        return lib.seer_uav_env_reset(self.model.native_env, int(seed) & (2**64 - 1))
 
     def step(self) -> None:
         rt = self.runtime

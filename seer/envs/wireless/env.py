@@ -8,8 +8,10 @@ from typing import Any
 import gymnasium
 import numpy as np
 
-from seer.errors import ClosedError, MisuseError
-from seer.vector.native import NativeCopy, NativeSpec
+from seer._checks import check_seed
+from seer.errors import MisuseError
+from seer.native_env import NativeEnv
+from seer.vector.native import NativeSpec
 
 from seer.envs import _common
 from seer.envs.wireless import cellular as wm
@@ -20,12 +22,9 @@ __all__ = ["parallel_env", "env", "raw_env", "WirelessEnv", "SCENARIOS", "make_t
 SCENARIOS = wm.SCENARIOS
 ENGINES = ("seer", "reference")
 
-_INT_TYPES = frozenset({int, np.int64, np.int32, np.int16, np.int8, np.uint8, np.uint16, np.uint32, np.uint64,
-                        np.intc, np.intp, np.longlong})
 
-
-class WirelessEnv(_common.ClosingParallelEnv):
-    """PettingZoo ParallelEnv of wireless_v0 (see the module docstring).
+class WirelessEnv(NativeEnv):
+    """PettingZoo ParallelEnv of wireless_v0 (see the module docstring), a :class:`seer.NativeEnv`.
 
     Args:
         scenario: ``"small"``, ``"medium"``, ``"large"``, ``"xlarge"`` or ``"xxlarge"``.
@@ -51,10 +50,13 @@ class WirelessEnv(_common.ClosingParallelEnv):
         debug: The runtime's debug mode (:class:`seer.Runtime`; None: on
             with ``SEER_DEBUG=1``): a handler writing another UE's rows
             fails the step.  The reference engine ignores it.
+        trace: Record the runtime's trace (``seer trace wireless_v0``).
     """
 
     metadata = {"name": "wireless_v0", "render_modes": ["rgb_array"], "is_parallelizable": True,
                 "render_fps": 10}
+    entities_arg = "num_ue"
+    native_autoreset = False  # the initial state is drawn in numpy: seer.vector resets through reset()
     #: state() is the agents' observations concatenated (lost agents zero): seer.integrations.torchrl
     #: builds it from seer.vector's rows instead of calling state() on every copy
     state_from_observations = True
@@ -63,75 +65,31 @@ class WirelessEnv(_common.ClosingParallelEnv):
                  render_mode: str | None = None, full_buffer: bool = False, layout: Any = None,
                  engine: str = "seer", num_ue: int | None = None, move_period=(0.5, 2.0),
                  max_pause: float = 10.0, mean_on: float = 10.0, mean_off: float = 10.0,
-                 strict_actions: bool = False, black_death: bool = False, debug: bool | None = None):
-        self._runtime = None
-        self.strict_actions = bool(strict_actions)
-        self.black_death = _common.check_bool("black_death", black_death)
+                 strict_actions: bool = False, black_death: bool = False, debug: bool | None = None,
+                 trace: bool = False):
         self._core = None
-        workers = _common.check_workers(workers)
         self.max_cycles = _common.check_int("max_cycles", max_cycles, 1)
-        self.render_mode = _common.check_render_mode(render_mode, self.metadata["render_modes"])
         if engine not in ENGINES:
             raise ValueError(f"engine={engine!r} is unknown: expected one of {list(ENGINES)}")
-        self.params = wm.make_params(scenario, num_ue=num_ue, full_buffer=full_buffer, move_period=move_period,
-                                     max_pause=max_pause, mean_on=mean_on, mean_off=mean_off)
-        self.layout = wm.check_layout(layout, self.params)
-        self.scenario = self.params.scenario.name
-        self.num_bs, self.num_ue = self.params.num_bs, self.params.num_ue
-        self.possible_agents = [f"ue_{i}" for i in range(self.num_ue)]
-        self._all_agents = list(self.possible_agents)
-        self._index = {a: i for i, a in enumerate(self.possible_agents)}
-        #: the rows of seer.vector's native path; the spaces derive from it
-        self.spec = NativeSpec(agents=self.possible_agents,
-                               observation=gymnasium.spaces.Box(-1.0, 1.0, (self.params.obs_size,), np.float32),
-                               action=gymnasium.spaces.Discrete(self.num_bs + 1))
-        self._obs_space = self.spec.observation
-        self._act_space = self.spec.action
-        self.observation_spaces = {a: self._obs_space for a in self.possible_agents}
-        self.action_spaces = {a: self._act_space for a in self.possible_agents}
-        #: the global state's space (see "Global state" in the module docstring)
-        self.state_space = gymnasium.spaces.Box(-1.0, 1.0, (self.num_ue * self.params.obs_size,), np.float32)
+        self.params = p = wm.make_params(scenario, num_ue=num_ue, full_buffer=full_buffer, move_period=move_period,
+                                         max_pause=max_pause, mean_on=mean_on, mean_off=mean_off)
+        self.layout = wm.check_layout(layout, p)
+        self.scenario, self.engine = p.scenario.name, engine
+        self.num_bs, self.num_ue = p.num_bs, p.num_ue
+        spec = NativeSpec(agents=[f"ue_{i}" for i in range(p.num_ue)],
+                          observation=gymnasium.spaces.Box(-1.0, 1.0, (p.obs_size,), np.float32),
+                          action=gymnasium.spaces.Discrete(p.num_bs + 1))
+        base = dict(workers=workers, render_mode=render_mode, black_death=black_death,
+                    strict_actions=strict_actions, debug=debug, trace=trace)
         if engine == "seer":
-            from seer.envs.wireless.model import WirelessSeer
+            from seer.envs.wireless.model import WirelessModel, WirelessSeer, queue_capacity
 
-            self._core = WirelessSeer(self.params, workers, max_cycles=self.max_cycles, debug=debug)
-            self._runtime = self._core.runtime
+            super().__init__(spec, WirelessModel(p), capacity=queue_capacity(p), **base)
+            self._core = WirelessSeer(p, runtime=self.runtime, max_cycles=self.max_cycles)
         else:
-            self._core = WirelessReference(self.params)
-        self.engine = engine
+            super().__init__(spec, None, **base)
+            self._core = WirelessReference(p)
         self._np_random = None
-        self._was_reset = False
-        self._closed = False
-
-    @property
-    def workers(self) -> int:
-        """SEER's pool size now: ``workers="auto"`` may move it between steps
-        (STPA's tuner; results do not change).  The reference engine: 1."""
-        return self._core.workers
-
-    # ---- spaces ----------------------------------------------------------------------
-
-    def observation_space(self, agent):
-        try:
-            return self.observation_spaces[agent]
-        except KeyError:
-            raise ValueError(f"agent={agent!r} is unknown: expected one of {self.possible_agents[:4]}...") from None
-
-    def action_space(self, agent):
-        try:
-            return self.action_spaces[agent]
-        except KeyError:
-            raise ValueError(f"agent={agent!r} is unknown: expected one of {self.possible_agents[:4]}...") from None
-
-    def state(self) -> np.ndarray:
-        """The global state (see the module docstring): a new array."""
-        self._check_open()
-        return self._core.obs.reshape(-1).copy()
-
-    # ---- episode -----------------------------------------------------------------------
-
-    def _infos(self) -> dict:
-        return {a: {"active": True} for a in self.agents} if self.black_death else {a: {} for a in self.agents}
 
     @property
     def steps(self) -> int:
@@ -139,95 +97,48 @@ class WirelessEnv(_common.ClosingParallelEnv):
         path steps the core without :meth:`step`)."""
         return self._core.steps
 
-    @property
-    def agents(self) -> list[str]:
-        """Every UE from the reset until the episode's last step, then none."""
-        return self._all_agents if self._was_reset and self._core.steps < self.max_cycles else []
+    def state(self) -> np.ndarray:
+        """The global state (see the module docstring): a new array, from the
+        core's rows, which seer.vector's native path writes too."""
+        self._check_open()
+        return self._core.obs.reshape(-1).copy()
+
+    # ---- what NativeEnv asks of the env ---------------------------------------------------
 
     def reset(self, seed=None, options=None):
         self._check_open()
-        if seed is not None:
-            seed = _common.seed_from(seed, None)
-            self._np_random = np.random.default_rng(seed)
-        elif self._np_random is None:
+        if seed is not None:  # later resets without a seed draw from it, as Gymnasium's np_random
+            self._np_random = np.random.default_rng(check_seed(seed))
+        return super().reset(seed, options)
+
+    def next_seed(self) -> int:
+        if self._np_random is None:
             self._np_random = np.random.default_rng()
-        seed = _common.seed_from(seed, self._np_random)
-        layout = self.layout
-        if options is not None and options.get("layout") is not None:
-            layout = wm.check_layout(options["layout"], self.params)
-        obs = self._core.reset(seed, layout)
-        self._was_reset = True
-        return dict(zip(self.agents, obs.copy())), self._infos()
+        return int(self._np_random.integers(0, 2**31 - 1))
 
-    def step(self, actions):
-        self._check_open()
-        if not self.agents:
-            if not self._was_reset:
-                raise MisuseError("step() called before reset(): call reset() first")
-            if self.strict_actions and actions:
-                _common.validate_actions(actions, [], self.action_space, possible_agents=self._index, strict=True)
-            return {}, {}, {}, {}, {}  # the episode has ended (PettingZoo's envs answer so too)
-        agents = self.agents
-        acts = self._action_array(actions)
-        obs, rew = self._core.step(acts)
-        done = self._core.steps >= self.max_cycles
-        infos = {a: {"active": True} for a in agents} if self.black_death else {a: {} for a in agents}
-        return (dict(zip(agents, obs.copy())), dict(zip(agents, rew.tolist())),
-                dict.fromkeys(agents, False), dict.fromkeys(agents, done), infos)
+    def reset_rows(self, seed):
+        layout = (self.reset_options or {}).get("layout")
+        layout = self.layout if layout is None else wm.check_layout(layout, self.params)
+        self.rows.obs[:] = self._core.reset(seed, layout)
 
-    def seer_native_copy(self) -> NativeCopy | None:
-        """seer.vector's native path (:mod:`seer.vector.native`): the whole
-        step in C (``seer_wireless_copy_step``, which runs the same
-        ``wl_env_step`` as :meth:`step`); resets go through :meth:`reset`
-        (the initial state is drawn in numpy).  None for the reference
-        engine, a traced runtime or a closed env."""
-        if self.engine != "seer" or self._core.tracing or self._closed:
-            return None
-        from seer.envs.wireless.model import PLUGIN
+    def copy_step(self):
+        """The whole step in C (``seer_wireless_copy_step``, around ``wl_env_step``)."""
+        if self.engine == "seer":
+            from seer.envs.wireless.model import PLUGIN
 
-        return NativeCopy(self.spec, step=PLUGIN.function("seer_wireless_copy_step"), state=self._core.native_env,
-                          autoreset=False, error=self._native_error, owner=self)
+            return PLUGIN.function("seer_wireless_copy_step"), self._core.native_env
 
-    def _native_error(self, rc: int) -> BaseException:
-        return _common.native_error(self._core.runtime, rc)
+    def step_rows(self):  # engine="reference"
+        r = self.rows
+        r.obs[:], r.rew[:] = self._core.step(r.act)
+        r.trunc[:] = r.ended[0] = self._core.steps >= self.max_cycles
 
-    def _action_array(self, actions) -> np.ndarray:
-        agents = self.agents
-        try:
-            if len(actions) == len(agents):
-                vals = [actions[a] for a in agents]
-                if set(map(type, vals)) <= _INT_TYPES:
-                    arr = np.array(vals, np.int64)
-                    if arr.min() >= 0 and arr.max() <= self.num_bs:
-                        return arr
-        except (KeyError, TypeError, OverflowError):
-            pass
-        # The slow path names the offending agent and value.
-        _common.validate_actions(actions, agents, self.action_space, possible_agents=self._index,
-                                 strict=self.strict_actions)
-        return np.array([int(np.asarray(actions[a]).item()) for a in agents], np.int64)
-
-    # ---- rendering ---------------------------------------------------------------------
-
-    def render(self):
-        self._check_open()
-        if self.render_mode is None:
-            gymnasium.logger.warn("render() called without a render_mode; pass render_mode='rgb_array'")
-            return None
-        if not self._was_reset:
+    def render_frame(self):
+        if self._episode is None:
             raise MisuseError("render() needs an episode: call reset() first")
-        return render_frame(self.params, self._core.ue_positions, self._core.connections,
-                            getattr(self._core, "util", np.zeros(self.num_ue)),
-                            steps=getattr(self._core, "steps", None), t=getattr(self._core, "t", None))
-
-    def _check_open(self) -> None:
-        if self._closed:
-            raise ClosedError("this wireless_v0 env is closed")
-
-    def close(self) -> None:
-        if self._core is not None:
-            self._closed = True
-            self._core.close()
+        c = self._core
+        return draw_frame(self.params, c.ue_positions, c.connections, getattr(c, "util", np.zeros(self.num_ue)),
+                          steps=c.steps, t=c.t)
 
     def __repr__(self) -> str:
         return (f"wireless_v0(scenario={self.scenario!r}, engine={self.engine!r}, workers={self.workers}, "
@@ -246,7 +157,7 @@ def _disk(radius: int) -> tuple[np.ndarray, np.ndarray]:
     return dy[keep], dx[keep]
 
 
-def render_frame(params: wm.WirelessParams, ue_xy: np.ndarray, conn: np.ndarray, util: np.ndarray,
+def draw_frame(params: wm.WirelessParams, ue_xy: np.ndarray, conn: np.ndarray, util: np.ndarray,
                  steps: int | None = None, t: float | None = None) -> np.ndarray:
     """An ``(H, W, 3)`` uint8 picture a person can read, numpy only.
 
@@ -347,31 +258,4 @@ def env(**kwargs):
     return _common.make_aec(WirelessEnv, **kwargs)
 
 
-def make_traced(scenario=None, entities=None, workers=2):
-    """The network's events on a runtime built with ``trace=True``: the
-    ``make_traced`` hook (:func:`seer.envs._common.traced`) of
-    ``seer trace wireless_v0``.
-
-    Every step sends the no-op action of every UE, so the trace shows the
-    runtime's work on the model alone.  ``scenario`` is a key of
-    :data:`SCENARIOS` (None: ``"large"``), ``entities`` the number of UEs
-    (None: the scenario's), ``workers`` the pool size.
-
-    Example:
-        >>> runtime, step, close = make_traced("small", workers=1)
-        >>> step() > 0
-        True
-        >>> close()
-    """
-    from seer.envs.wireless.model import WirelessSeer
-
-    params = wm.make_params("large" if scenario is None else scenario, num_ue=entities)
-    core = WirelessSeer(params, workers, trace=True)
-    actions = np.zeros(params.num_ue, np.int64)
-
-    def step() -> int:
-        e0 = core.events
-        core.step(actions)
-        return core.events - e0
-
-    return _common.traced(core, step)
+make_traced = WirelessEnv.make_traced  # seer trace wireless_v0

@@ -153,29 +153,39 @@ class WirelessModel(Model):
                              np.concatenate([np.full(U, MOVE, np.int32), np.full(U, TRAFFIC, np.int32)]))
 
 
+def queue_capacity(params: wm.WirelessParams) -> int:
+    """Events that can be pending at once: every entity's own plus the UEs' reports in flight."""
+    B, U = params.num_bs, params.num_ue
+    lo = params.move_period[0] if not params.full_buffer else 1.0
+    in_flight = U * (B + 4) * (math.ceil(wm.DELAY / lo) + 2)
+    return max(4096, 8 * (B + U) + in_flight)
+
+
 class WirelessSeer:
-    """Array-level wireless_v0 on SEER: ``reset(seed) -> obs``, ``step(actions) -> (obs, rewards)``.
+    """Array-level wireless_v0 on a SEER runtime of :class:`WirelessModel`
+    (``runtime``, or one built from ``workers``, ``trace`` and ``debug``):
+    ``reset(seed) -> obs``, ``step(actions) -> (obs, rewards)``.
 
     ``actions`` is an int array of length U (0: no-op, k: toggle BS k-1).
     Observations are a ``(U, 4B+1)`` float32 array, rewards ``(U,)`` float64;
     both buffers are reused by the next call (copy to keep them).  A step is
-    one C call (``wl_env_step``), the one seer.vector's native copy makes
-    too; the step count, time and event count live in its ``wl_env``
-    (:attr:`native_env`), so they follow native steps as well.
+    one C call (``wl_env_step``), the one the env's copy step
+    (``seer_wireless_copy_step``) makes too; the step count, time and event
+    count live in its ``wl_env`` (:attr:`native_env`), so they follow native
+    steps as well.
     """
 
     engine = "seer"
 
     def __init__(self, params: wm.WirelessParams, workers: int | str = 1, *, trace: bool = False,
-                 max_cycles: int | None = None, debug: bool | None = None):
+                 max_cycles: int | None = None, debug: bool | None = None, runtime=None):
+        if runtime is None:  # array-level use; the env passes the runtime its base class built
+            runtime = make_runtime(WirelessModel(params), workers, capacity=queue_capacity(params), trace=trace,
+                                   debug=debug)
         self.params = params
         B, U = params.num_bs, params.num_ue
-        self.model = WirelessModel(params)
-        lo = params.move_period[0] if not params.full_buffer else 1.0
-        in_flight = U * (B + 4) * (math.ceil(wm.DELAY / lo) + 2)
-        capacity = max(4096, 8 * (B + U) + in_flight)
-        self.runtime = make_runtime(self.model, workers, capacity=capacity, trace=trace, debug=debug)
-        self.tracing = trace
+        self.model = runtime.model
+        self.runtime = runtime
         self.macro = np.zeros(U)
         self.bs_util = np.zeros(B)
         self.reward = np.zeros(U)
@@ -232,7 +242,7 @@ class WirelessSeer:
         self._actions[:] = actions
         with rt.native_step():
             rc = lib.wl_env_step(self.native_env, self._p_actions)
-            if self.tracing:
+            if rt.tracing:
                 rt.collect_trace()
             if rc != lib.SEER_OK:
                 rt.fail(rc)
