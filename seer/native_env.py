@@ -365,45 +365,71 @@ class NativeEnv(ParallelEnv):
             validate_actions(actions, agents, self.action_space, possible_agents=self._index,
                              strict=self.strict_actions and not self.black_death)
             arr = np.array([np.asarray(actions[a]) for a in agents]).astype(r.act.dtype)
-        r.act[...] = 0
-        r.act[live] = arr.reshape(r.act[live].shape)
+        n = len(r.alive)
+        full = len(live) == n
+        sel = slice(None) if full else live  # every agent live (the common case): views, not gathers
+        if full:
+            r.act[...] = arr.reshape(r.act.shape)
+            r.mask[:] = 1
+        else:
+            r.act[...] = 0
+            r.act[live] = arr.reshape(r.act[live].shape)
+            r.mask[:] = 0
+            r.mask[live] = 1
         r.rew[:] = 0
-        r.term[:] = r.trunc[:] = r.mask[:] = 0
-        r.mask[live] = 1
+        r.term[:] = r.trunc[:] = 0
         self._run_step()
-        # live after the step: live before it (nobody is revived), alive, neither terminated nor truncated
-        alive = np.zeros(len(r.alive), bool)
-        alive[live] = True
-        alive &= r.alive.astype(bool) & ~r.term.astype(bool) & ~r.trunc.astype(bool) & (r.ended[0] == 0)
-        # an agent that left without saying how: truncated when the episode ended, else terminated
-        quiet = live[~alive[live] & (r.term[live] == 0) & (r.trunc[live] == 0)]
-        (r.trunc if r.ended[0] else r.term)[quiet] = 1
+        cnz = np.count_nonzero  # no Python-level wrapper, unlike ndarray.any/all: this runs every step
+        if full and not (r.ended[0] or cnz(r.term) or cnz(r.trunc)) and cnz(r.alive) == n:
+            # nobody left (most steps): the live set, its rows and the flags stay as they are
+            if self.black_death:
+                return self._black_death_step(live, self._present, True, changed=False)
+            return (dict(zip(agents, r.obs.copy())), dict(zip(agents, r.rew.tolist())), dict.fromkeys(agents, False),
+                    dict.fromkeys(agents, False), {a: {} for a in agents})
+        # of the agents live before the step (nobody is revived), those gone: not alive, terminated,
+        # truncated, or the episode ended
+        ended = bool(r.ended[0])
+        term, trunc = r.term[sel], r.trunc[sel]
+        gone = (r.alive[sel] == 0) | (term != 0) | (trunc != 0) | ended
+        quiet = gone & (term == 0) & (trunc == 0)
+        if quiet.any():  # an agent that left without saying how: truncated when the episode ended, else terminated
+            (r.trunc if ended else r.term)[live[quiet]] = 1
+            term, trunc = r.term[sel], r.trunc[sel]
+        kept = term == 0
+        alive = np.zeros(n, bool)
+        alive[sel] = ~gone
         r.alive[:] = alive
         self._present[:] = False
-        self._present[live] = r.term[live] == 0
+        self._present[sel] = kept
+        left = bool(gone.any())
         if self.black_death:  # lost: terminated (a quiet departure counts so, above); truncated ones stay active
-            active = np.zeros(len(alive), bool)
-            active[live] = r.term[live] == 0
-            return self._black_death_step(live, active, alive.any())
-        result = (dict(zip(agents, r.obs[live].copy())), dict(zip(agents, r.rew[live].tolist())),
-                  dict(zip(agents, r.term[live].astype(bool).tolist())),
-                  dict(zip(agents, r.trunc[live].astype(bool).tolist())), {a: {} for a in agents})
-        self._set_live(alive)
+            active = np.zeros(n, bool)
+            active[sel] = kept
+            return self._black_death_step(live, active, not gone.all(), changed=left)
+        result = (dict(zip(agents, r.obs[sel].copy())), dict(zip(agents, r.rew[sel].tolist())),
+                  dict(zip(agents, (term != 0).tolist())), dict(zip(agents, (trunc != 0).tolist())),
+                  {a: {} for a in agents})
+        if left:
+            self._set_live(alive)
         return result
 
-    def _black_death_step(self, was_live: np.ndarray, active: np.ndarray, going_on: bool):
+    def _black_death_step(self, was_live: np.ndarray, active: np.ndarray, going_on: bool, changed: bool = True):
         """Every agent's dicts (SuperSuit's black_death_v3): a lost agent stays, with zero observation
         and reward from the step after its loss, until the episode ends; then the lost ones are
         terminated and the others truncated.  ``infos[agent]["active"]`` is False from its loss on."""
         r, names = self.rows, self.possible_agents
-        obs = np.zeros_like(r.obs)
-        obs[was_live] = r.obs[was_live]
-        rew = np.zeros(len(names))
-        rew[was_live] = r.rew[was_live]
+        if len(was_live) == len(names):
+            obs, rew = r.obs.copy(), r.rew.copy()
+        else:
+            obs = np.zeros_like(r.obs)
+            obs[was_live] = r.obs[was_live]
+            rew = np.zeros(len(names))
+            rew[was_live] = r.rew[was_live]
         over = not going_on
         term = ~active if over else np.zeros(len(names), bool)
         trunc = active if over else np.zeros(len(names), bool)
-        self._set_live(active, over=over)
+        if changed or over:
+            self._set_live(active, over=over)
         return (dict(zip(names, obs)), dict(zip(names, rew.tolist())), dict(zip(names, term.tolist())),
                 dict(zip(names, trunc.tolist())), {a: {"active": v} for a, v in zip(names, active.tolist())})
 

@@ -85,7 +85,7 @@ class WirelessEnv(NativeEnv):
             from seer.envs.wireless.model import WirelessModel, WirelessSeer, queue_capacity
 
             super().__init__(spec, WirelessModel(p), capacity=queue_capacity(p), **base)
-            self._core = WirelessSeer(p, runtime=self.runtime, max_cycles=self.max_cycles)
+            self._core = WirelessSeer(p, runtime=self.runtime, max_cycles=self.max_cycles, obs=self.rows.obs)
         else:
             super().__init__(spec, None, **base)
             self._core = WirelessReference(p)
@@ -119,7 +119,9 @@ class WirelessEnv(NativeEnv):
     def reset_rows(self, seed):
         layout = (self.reset_options or {}).get("layout")
         layout = self.layout if layout is None else wm.check_layout(layout, self.params)
-        self.rows.obs[:] = self._core.reset(seed, layout)
+        obs = self._core.reset(seed, layout)
+        if obs is not self.rows.obs:  # the seer engine observes into the rows themselves
+            self.rows.obs[:] = obs
 
     def copy_step(self):
         """The whole step in C (``seer_wireless_copy_step``, around ``wl_env_step``)."""

@@ -163,7 +163,8 @@ def queue_capacity(params: wm.WirelessParams) -> int:
 
 class WirelessSeer:
     """Array-level wireless_v0 on a SEER runtime of :class:`WirelessModel`
-    (``runtime``, or one built from ``workers``, ``trace`` and ``debug``):
+    (``runtime``, or one built from ``workers``, ``trace`` and ``debug``),
+    observing into ``obs`` (a C-contiguous float32 ``(U, 4B+1)`` array) if given:
     ``reset(seed) -> obs``, ``step(actions) -> (obs, rewards)``.
 
     ``actions`` is an int array of length U (0: no-op, k: toggle BS k-1).
@@ -178,7 +179,8 @@ class WirelessSeer:
     engine = "seer"
 
     def __init__(self, params: wm.WirelessParams, workers: int | str = 1, *, trace: bool = False,
-                 max_cycles: int | None = None, debug: bool | None = None, runtime=None):
+                 max_cycles: int | None = None, debug: bool | None = None, runtime=None,
+                 obs: np.ndarray | None = None):
         if runtime is None:  # array-level use; the env passes the runtime its base class built
             runtime = make_runtime(WirelessModel(params), workers, capacity=queue_capacity(params), trace=trace,
                                    debug=debug)
@@ -189,7 +191,8 @@ class WirelessSeer:
         self.macro = np.zeros(U)
         self.bs_util = np.zeros(B)
         self.reward = np.zeros(U)
-        self.obs = np.zeros((U, params.obs_size), np.float32)
+        # the env passes its rows' buffer: its copy step then has no observations to copy
+        self.obs = np.zeros((U, params.obs_size), np.float32) if obs is None else obs
         self.util = np.zeros(U)
         self._scratch = np.zeros(U)
         e = ffi.new("wl_env *")

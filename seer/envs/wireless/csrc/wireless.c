@@ -328,7 +328,8 @@ int seer_wireless_copy_step(void *env, const seer_copy_rows *rows, int32_t op) {
     if (rc != SEER_OK) return rc;
     /* every agent acts in every step; max_cycles truncates them all at once */
     const uint8_t over = e->steps >= e->max_cycles;
-    memcpy(obs, e->obs, sizeof(float) * (size_t)U * (size_t)D);
+    /* a single env's rows are the env's own observation buffer: nothing to copy */
+    if (obs != e->obs) memcpy(obs, e->obs, sizeof(float) * (size_t)U * (size_t)D);
     for (int32_t u = 0; u < U; u++) {
         rows->rew[u] = e->reward[u];
         rows->term[u] = 0;
