@@ -161,6 +161,9 @@ class NativeEnv(ParallelEnv):
         self.state_space = spaces.Box(np.tile(obs.low.ravel(), spec.slots), np.tile(obs.high.ravel(), spec.slots),
                                       dtype=obs.dtype)
         self.rows = _rows(spec)
+        act = spec.action
+        self._finite_bounds = not isinstance(act, spaces.Box) or bool(np.isfinite(act.low).all()
+                                                                       and np.isfinite(act.high).all())
         self._live = np.zeros(0, np.int64)
         self.agents: list[str] = []
         self._names: list[str] = []  # the live agents (self.agents is every agent with black_death=True)
@@ -357,11 +360,11 @@ class NativeEnv(ParallelEnv):
             if self.strict_actions and actions:
                 validate_actions(actions, [], self.action_space, possible_agents=self._index, strict=True)
             return {}, {}, {}, {}, {}  # the episode has ended (PettingZoo's own envs answer so too)
-        if self.black_death and type(actions) is dict and actions.keys() <= self._index.keys():
-            actions = {a: actions[a] for a in agents if a in actions}  # the lost agents' are ignored, unchecked
         r = self.rows
         arr = self._fast_actions(actions, agents)
         if arr is None:  # something is off: the slow check names the agent and the value
+            if self.black_death and type(actions) is dict and actions.keys() <= self._index.keys():
+                actions = {a: actions[a] for a in agents if a in actions}  # the lost agents' are ignored, unchecked
             validate_actions(actions, agents, self.action_space, possible_agents=self._index,
                              strict=self.strict_actions and not self.black_death)
             arr = np.array([np.asarray(actions[a]) for a in agents]).astype(r.act.dtype)
@@ -370,14 +373,13 @@ class NativeEnv(ParallelEnv):
         sel = slice(None) if full else live  # every agent live (the common case): views, not gathers
         if full:
             r.act[...] = arr.reshape(r.act.shape)
-            r.mask[:] = 1
         else:
             r.act[...] = 0
             r.act[live] = arr.reshape(r.act[live].shape)
-            r.mask[:] = 0
+        if self._native() is None:  # a copy step writes every row of these (seer.vector relies on it too)
+            r.rew[:] = 0
+            r.term[:] = r.trunc[:] = r.mask[:] = 0
             r.mask[live] = 1
-        r.rew[:] = 0
-        r.term[:] = r.trunc[:] = 0
         self._run_step()
         cnz = np.count_nonzero  # no Python-level wrapper, unlike ndarray.any/all: this runs every step
         if full and not (r.ended[0] or cnz(r.term) or cnz(r.trunc)) and cnz(r.alive) == n:
@@ -465,23 +467,32 @@ class NativeEnv(ParallelEnv):
     def _fast_actions(self, actions, agents):
         """Every live agent's action as one array when all are well formed
         (one numpy pass instead of a check per agent), else None."""
-        if type(actions) is not dict or len(actions) != len(agents):
+        if type(actions) is not dict:
+            return None
+        # a dict that also names agents that left (black_death, or a policy run on every possible agent)
+        # takes this path too: their actions are ignored, as validate_actions would
+        if len(actions) != len(agents) and not ((self.black_death or not self.strict_actions)
+                                                and actions.keys() <= self._index.keys()):
             return None
         try:
             vals = [actions[a] for a in agents]
             arr = np.array(vals)  # no dtype=: a cast would hide complex or float ids
         except (KeyError, ValueError, TypeError):
             return None
-        space = self.spec.action
+        space, cnz = self.spec.action, np.count_nonzero  # count_nonzero: no Python-level wrapper, unlike all()
         if isinstance(space, spaces.Box):
             if arr.dtype.kind not in "fiu" or arr.shape != (len(agents), *space.shape):
                 return None
-            if not (np.isfinite(arr).all() and (arr >= space.low).all() and (arr <= space.high).all()):
+            # NaN fails both bounds, and so does an infinity when the bounds are finite
+            inside = cnz((arr >= space.low) & (arr <= space.high)) == arr.size
+            if not inside or (not self._finite_bounds and cnz(np.isfinite(arr)) != arr.size):
                 return None
             return arr
         if isinstance(space, spaces.Discrete) and arr.dtype.kind in "iu" and arr.shape == (len(agents),) \
                 and set(map(type, vals)) <= _INT_TYPES:
-            if arr.size and (arr.min() < space.start or arr.max() >= space.start + space.n):
+            # a few ids: Python's min/max beat two numpy reductions
+            lo, hi = (min(vals), max(vals)) if len(vals) <= 64 else (arr.min(), arr.max()) if arr.size else (0, 0)
+            if arr.size and (lo < space.start or hi >= space.start + space.n):
                 return None
             return arr
         return None
