@@ -2,6 +2,7 @@
 
     python bench/bench_board_games.py            # writes bench/results/board_games.{json,md}
     python bench/bench_board_games.py --quick    # a short smoke run (no files unless --out)
+    python bench/bench_board_games.py --games chess_v6   # some games only (no files unless --out)
 
 Every candidate plays the same thing: ``--copies`` games of a pettingzoo.classic
 game at once (each of tictactoe, connect four, Texas and Leduc hold'em, go and
@@ -30,13 +31,16 @@ from seer.bench.common import machine_info, markdown_table, write_report
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
-def games():
+GAMES = ("tictactoe_v3", "connect_four_v3", "texas_holdem_v4", "leduc_holdem_v4", "go_v5", "chess_v6")
+
+
+def games(names=GAMES):
     """pettingzoo.classic's turn-based games (chess and the card games need the ``chess`` and
     ``rlcard`` packages: a game whose package is missing is left out, and the report says so)."""
     import importlib
 
     out, missing = {}, []
-    for name in ("tictactoe_v3", "connect_four_v3", "texas_holdem_v4", "leduc_holdem_v4", "go_v5", "chess_v6"):
+    for name in names:
         try:
             out[name] = importlib.import_module(f"pettingzoo.classic.{name}").env
         except ImportError as e:
@@ -126,14 +130,17 @@ def main(argv=None):
     p.add_argument("--seconds", type=float, default=0.5)
     p.add_argument("--rounds", type=int, default=7)
     p.add_argument("--quick", action="store_true")
-    p.add_argument("--out", default=None, help="folder for board_games.{json,md} (default bench/results, not with --quick)")
+    p.add_argument("--games", nargs="+", choices=GAMES, default=list(GAMES), help="the games to play (default: all)")
+    p.add_argument("--out", default=None,
+                   help="folder for board_games.{json,md} (default bench/results, not with --quick or --games)")
     args = p.parse_args(argv)
     if args.quick:
         args.seconds, args.rounds = 0.1, 2
-    out = args.out or (None if args.quick else os.path.join(HERE, "results"))
+    some = set(args.games) != set(GAMES)  # a part of the record: not written over it
+    out = args.out or (None if args.quick or some else os.path.join(HERE, "results"))
     load_before = os.getloadavg()
     rows, doc = [], {"machine": machine_info(["pettingzoo", "gymnasium", "numpy"]), "copies": args.copies, "games": {}}
-    found, missing = games()
+    found, missing = games(args.games)
     doc["games_missing"] = missing
     for game, fn in found.items():
         cands = {"plain AEC loop": PlainLoop(fn, args.copies), "seer.vector (mask check on)": Vector(fn, args.copies, True),

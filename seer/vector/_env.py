@@ -14,7 +14,7 @@ from gymnasium.vector.utils import batch_space
 
 from seer.errors import ClosedError, EnvCopyAttributeError, EnvCopyError, WorkerError
 from seer.guard import CLOSE_WAIT_S, CallGuard
-from seer.vector.actions import ActionCheck
+from seer.vector.actions import ActionCheck, masked_choice
 from seer.vector._runner import ActionsRejected
 from seer.vector.messages import CopyFailed, RowInfo, failures, restarts
 
@@ -362,10 +362,11 @@ class SeerVectorEnv(VectorEnv):
             rng: The generator to draw from; default ``self.np_random``
                 (seeded by ``reset(seed=...)``).
         """
+        live = None
         if action_mask is None:
             if not self._layout.mask_n:
                 return self.action_space.sample()
-            action_mask = self._b["action_mask"] & self._alive[:, None]
+            action_mask, live = self._b["action_mask"], self._alive
         space = self.single_action_space
         if not isinstance(space, spaces.Discrete):
             raise TypeError(f"sample_actions with action masks needs a Discrete action space, not {space}")
@@ -374,9 +375,7 @@ class SeerVectorEnv(VectorEnv):
             raise ValueError(f"action_mask has shape {m.shape}: expected ({self.num_envs}, n <= {space.n}), one "
                              f"row of legal actions per row of the vector env")
         rng = self.np_random if rng is None else rng
-        # the largest of iid uniform draws over the legal actions is a uniform pick among them
-        draws = np.where(m, rng.random(m.shape), -1.0)
-        return (draws.argmax(axis=1) + space.start).astype(np.int64)
+        return masked_choice(m, rng, live) + int(space.start)
 
     def _out(self, arr: np.ndarray) -> np.ndarray:
         return arr.copy() if self.copy else arr

@@ -106,3 +106,25 @@ class ActionCheck:
                 f"({int(bad.sum())} live rows are bad)"
             )
         return a
+
+
+def masked_choice(mask: np.ndarray, rng: np.random.Generator, live: np.ndarray | None = None) -> np.ndarray:
+    """A uniform pick among each row's True entries of ``mask`` (bool, rows x n), as int64
+    indices; 0 for a row without one, and for the rows that ``live`` (bool, one per row) leaves out.
+
+    The pick is the entry with the largest of iid uniform draws, one per entry:
+    ``np.where(mask & live[:, None], rng.random(mask.shape), -1.0).argmax(axis=1)``, the same
+    indices from the same ``rng`` state, which it leaves as that would.  It writes the -1s into
+    the draws in place, and for a wide mask (chess: 4672 actions a row) only into the live rows':
+    the temporaries of the one-line form cost more than the draws there.
+    """
+    draws = rng.random(mask.shape)
+    if live is not None and draws.nbytes > 1 << 16:
+        rows = np.flatnonzero(live)
+        sub = draws[rows]
+        np.copyto(sub, -1.0, where=~mask[rows])
+        out = np.zeros(len(mask), np.int64)
+        out[rows] = sub.argmax(axis=1)
+        return out
+    np.copyto(draws, -1.0, where=~(mask if live is None else mask & live[:, None]))
+    return draws.argmax(axis=1).astype(np.int64, copy=False)

@@ -23,7 +23,10 @@ runs such an env one turn per ``step`` instead, in one of two ways:
   what the agent earned since it was last reported (AEC's cumulative reward,
   as ``env.last()`` gives it); :attr:`TurnBasedEnv.reported` names them.
   The observation dict also holds the next player's observation, which it
-  acts on.  Agents that are done are stepped out with ``None`` as AEC
+  acts on.  (Chess, go, connect four and tictactoe: the waiting players'
+  observations are derived from the next player's, the same arrays as
+  ``observe`` gives, see :mod:`seer.vector._waiting`; a plain AEC loop never
+  observes them.)  Agents that are done are stepped out with ``None`` as AEC
   requires, so ``agents`` is empty once the game is over.
 
 A move that the mover's action mask rules out (``observe(agent)
@@ -71,6 +74,8 @@ class TurnBasedEnv(ParallelEnv):
         self.render_mode = getattr(aec, "render_mode", None)
         self._data = _data_holder(aec)
         self._observe_waiting = _observer_of_waiting(aec)
+        # the waiting player's observation from the next player's, where the game allows
+        self._derive_waiting = _deriver_of_waiting(aec)
         self.agents: list = []
         self.reported: list = []
         self._earned: dict[Any, float] = {}
@@ -170,9 +175,18 @@ class TurnBasedEnv(ParallelEnv):
         # TerminateIllegalWrapper keeps it to check that player's move against
         to_move = env.agent_selection
         observe_waiting = self._observe_waiting
+        derive, ahead = self._derive_waiting, None
+        if derive is not None and to_move in env.agents and (
+                to_move in reported or not (terms.get(to_move) or truncs.get(to_move))):
+            # the next player's observation first (the one observed below anyway, of this same
+            # position): the waiting players' follow from it
+            ahead = aec.observe(to_move)
         obs, rew, term, trunc, infos = {}, {}, {}, {}, {}
         for a in reported:
-            obs[a] = aec.observe(a) if a == to_move else observe_waiting(a)
+            if a == to_move:
+                obs[a] = aec.observe(a) if ahead is None else ahead
+            else:
+                obs[a] = observe_waiting(a) if ahead is None else derive(a, ahead)
             rew[a] = earned.pop(a, 0.0)
             earned[a] = 0.0
             term[a] = bool(terms.get(a, False))
@@ -183,7 +197,7 @@ class TurnBasedEnv(ParallelEnv):
         self.reported = reported
         for a in self.agents:  # the next player: its observation is what it acts on
             if a not in obs:
-                obs[a] = aec.observe(a)
+                obs[a] = ahead if a == to_move and ahead is not None else aec.observe(a)
         self._remember_to_act(obs)
         return obs, rew, term, trunc, infos
 
@@ -222,10 +236,10 @@ def _data_holder(aec):
     return e
 
 
-def _observer_of_waiting(aec):
-    """``observe`` for a player who is not to move: the raw env's when every
-    wrapper around it is one of PettingZoo's that pass such a call straight
-    through (a Python call less per layer), else ``aec.observe``."""
+def _raw_behind_transparent(aec):
+    """The raw env when every wrapper around ``aec`` is one of PettingZoo's
+    that pass an ``observe`` of a player who is not to move straight through,
+    else None."""
     from pettingzoo.utils.wrappers import (AssertOutOfBoundsWrapper, BaseWrapper, OrderEnforcingWrapper,
                                            TerminateIllegalWrapper)
 
@@ -235,9 +249,31 @@ def _observer_of_waiting(aec):
     e = aec
     while isinstance(e, BaseWrapper):
         if type(e) not in transparent:
-            return aec.observe
+            return None
         e = e.env
-    return e.observe
+    return e
+
+
+def _observer_of_waiting(aec):
+    """``observe`` for a player who is not to move: the raw env's behind
+    PettingZoo's own wrappers (a Python call less per layer), else
+    ``aec.observe``."""
+    raw = _raw_behind_transparent(aec)
+    return aec.observe if raw is None else raw.observe
+
+
+def _deriver_of_waiting(aec):
+    """``derive(agent, next_obs)``: the observation of ``agent``, a player who
+    is not to move, from ``next_obs``, the player to move's observation of the
+    same position, for the games where that is the same arrays as ``observe``
+    and cheaper (chess, go, connect four, tictactoe: :mod:`seer.vector._waiting`) behind
+    PettingZoo's own wrappers; None otherwise."""
+    raw = _raw_behind_transparent(aec)
+    if raw is None:
+        return None
+    from seer.vector._waiting import waiting_observer
+
+    return waiting_observer(raw)
 
 
 def as_parallel(env, live: str = "actor", check_masks: bool = True):

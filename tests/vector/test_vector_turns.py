@@ -239,3 +239,102 @@ def test_turn_based_env_observes_through_a_users_own_wrapper():
     # the mover's observation after its move, and the next player's: both through the wrapper
     assert sorted(env.seen) == ["player_1", "player_2"] and sorted(obs) == ["player_1", "player_2"]
     assert obs["player_1"]["action_mask"][4] == 0
+
+
+def _derived_games():
+    import importlib
+
+    out = []
+    for game, mod, kwargs, count in (("chess", "chess_v6", {}, 4), ("go", "go_v5", {"board_size": 9}, 6),
+                                     ("connect_four", "connect_four_v3", {}, 30),
+                                     ("tictactoe", "tictactoe_v3", {}, 30)):
+        try:
+            m = importlib.import_module(f"pettingzoo.classic.{mod}")
+        except ImportError as e:
+            out.append(pytest.param(game, None, 0, marks=pytest.mark.skip(reason=f"{mod}: {e}")))
+            continue
+        out.append(pytest.param(game, lambda m=m, kwargs=kwargs: m.env(**kwargs), count))
+    return out
+
+
+@pytest.mark.parametrize("game, env_fn, games", _derived_games())
+def test_waiting_players_observation_is_what_observe_returns(game, env_fn, games):
+    """The player who just moved is reported with the game's own observe() of the position; in chess,
+    go, connect four and tictactoe seer derives it from the next player's observation (seer.vector._waiting):
+    the same values, dtypes and layout, at every move and game end (chess: through castling, en
+    passant, promotions and repetitions)."""
+    from seer.vector._waiting import GAMES as DERIVED, source_hash
+
+    env = as_parallel(env_fn())
+    raw = env.unwrapped
+    if env._derive_waiting is None:
+        name = type(raw).__module__
+        pytest.skip(f"this pettingzoo's {game} is not the version seer.vector._waiting knows (source hash "
+                    f"{source_hash(type(raw), DERIVED[name][0])}): observe() is used as it is")
+    rng = np.random.default_rng(3)
+    seen = dict.fromkeys(["en passant", "castling rights differ", "promotion", "repetition"], 0)
+    ends = 0
+    for g in range(games):
+        obs, _ = env.reset(seed=g)
+        while env.agents:
+            actor = env.agents[0]
+            obs, _, term, _, _ = env.step({actor: int(rng.choice(np.flatnonzero(obs[actor]["action_mask"])))})
+            ends += all(term.values())
+            if game == "chess":
+                b = raw.board
+                seen["en passant"] += b.ep_square is not None
+                seen["castling rights differ"] += (b.castling_rights & 0xFF) != (b.castling_rights >> 56)
+                seen["promotion"] += b.move_stack[-1].promotion is not None
+                seen["repetition"] += b.is_repetition(2)
+            assert actor in obs
+            for agent, o in obs.items():
+                want = raw.observe(agent)
+                assert list(o) == list(want)
+                for k in want:
+                    assert o[k].dtype == want[k].dtype and o[k].strides == want[k].strides, (agent, k)
+                    np.testing.assert_array_equal(o[k], want[k], err_msg=f"{agent} {k}")
+    assert ends == games
+    if game == "chess":
+        assert all(seen.values()), seen
+
+
+def test_waiting_observation_is_not_derived_for_a_changed_observe():
+    """A game whose observe is its own (a subclass), or behind a user's wrapper, is observed as it is."""
+    from pettingzoo.classic.connect_four.connect_four import raw_env
+    from pettingzoo.utils.wrappers import BaseWrapper
+
+    assert as_parallel(GAMES["connect_four"]())._derive_waiting is not None
+
+    class Mine(raw_env):
+        def observe(self, agent):
+            return super().observe(agent)
+
+    assert as_parallel(Mine())._derive_waiting is None
+    assert as_parallel(BaseWrapper(raw_env()))._derive_waiting is not None  # a plain BaseWrapper passes it on
+
+    class Counting(BaseWrapper):
+        def observe(self, agent):
+            return super().observe(agent)
+
+    assert as_parallel(Counting(raw_env()))._derive_waiting is None
+
+
+def test_sample_actions_draws_as_where_and_argmax_would():
+    """masked_choice: the argmax of np.where(mask & live, rng.random(mask.shape), -1) per row (same picks,
+    same generator state after)."""
+    from seer.vector.actions import masked_choice
+
+    g = np.random.default_rng(0)
+    for trial in range(200):
+        rows, n = int(g.integers(1, 12)), int(g.integers(1, 40))
+        if trial % 10 == 0:  # wide masks (chess: 4672 actions) take another path
+            rows, n = 16, 4672
+        mask = g.random((rows, n)) < g.random() * (0.02 if n > 1000 else 1)
+        live = g.random(rows) < 0.6 if trial % 2 else None
+        seed = int(g.integers(2**32))
+        mine, ref = np.random.default_rng(seed), np.random.default_rng(seed)
+        want = np.where(mask if live is None else mask & live[:, None], ref.random(mask.shape), -1.0).argmax(axis=1)
+        got = masked_choice(mask, mine, live)
+        assert got.dtype == np.int64
+        np.testing.assert_array_equal(got, want)
+        assert mine.random() == ref.random()
