@@ -375,3 +375,54 @@ def test_an_exception_in_the_copy_step_is_a_handler_error_and_the_env_needs_a_re
     env.reset(seed=0)
     env.step({a: 1 for a in env.agents})
     env.close()
+
+
+def test_what_the_builtin_envs_use_of_the_base():
+    """reset_options reach reset_rows, state() keeps truncated agents' rows at the end (and zeros
+    the lost ones), a bool is no Discrete action, strict_actions holds after the end too."""
+
+    class OptionsEnv(PyCounterEnv):
+        def reset_rows(self, seed):
+            super().reset_rows(seed)
+            self.rows.obs[:, 1] = (self.reset_options or {}).get("start", 0)
+
+    env = OptionsEnv(strict_actions=True)
+    obs, _ = env.reset(seed=0, options={"start": 42})
+    assert obs["agent_3"][1] == 42.0 and env.reset_options is None  # only during the reset
+    acts = {a: 1 for a in env.possible_agents}
+    with pytest.raises(ValueError, match="agent_1"):
+        env.step({**acts, "agent_1": True})
+    for _ in range(MAX_STEPS):
+        obs, _, term, trunc, _ = env.step({a: acts[a] for a in env.agents})
+    assert env.agents == [] and all(trunc.values())
+    state = env.state().reshape(N, 2)
+    assert not state[0].any()  # agent_0 was lost at step 2
+    np.testing.assert_array_equal(state[1:], np.array([obs[a] for a in env.possible_agents[1:]]))
+    with pytest.raises(ValueError, match="strict_actions=True"):
+        env.step(acts)
+    env.close()
+
+
+@pytest.mark.parametrize("module", ["uav_swarm_v0", "wireless_v0"])
+def test_the_builtin_envs_are_native_envs_whose_single_step_is_the_vectors_copy_step(module):
+    import importlib
+
+    mod = importlib.import_module(f"seer.envs.{module}")
+    make = lambda: mod.parallel_env(scenario="small", workers=1, max_cycles=12)  # noqa: E731
+    env = make()
+    assert isinstance(env, seer.NativeEnv) and env.seer_native_copy() is not None
+    envs = seer.vector.make(make, 1, backend="thread", workers=1)
+    assert envs._backend.native_copies == [True]
+    vobs, _ = envs.reset(seed=5)
+    obs, _ = env.reset(seed=5)
+    np.testing.assert_array_equal(vobs, np.array([obs[a] for a in env.possible_agents]))
+    row = {a: i for i, a in enumerate(env.possible_agents)}
+    for _ in range(12):
+        act = np.array([env.action_space(a).sample() for a in env.possible_agents])
+        vobs, vrew, *_ = envs.step(act)
+        obs, rew, *_ = env.step({a: act[row[a]] for a in env.agents})
+        live = [row[a] for a in obs]
+        np.testing.assert_array_equal(vobs[live], np.array(list(obs.values())))
+        np.testing.assert_array_equal(vrew[live], np.array(list(rew.values())))
+    envs.close()
+    env.close()
