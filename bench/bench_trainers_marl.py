@@ -16,6 +16,7 @@ copy-step).  Interleaved rounds, best of each.
 
     python bench/bench_trainers_marl.py            # ~6 minutes on 2 cores
     python bench/bench_trainers_marl.py --quick    # a smoke run
+    python bench/bench_trainers_marl.py --only torchrl   # one part; the others kept from the last results
 
 Writes bench/results/trainers_marl.json and trainers_marl.md.
 """
@@ -25,6 +26,7 @@ from __future__ import annotations
 import argparse
 import datetime
 import functools
+import json
 import os
 import pathlib
 import tempfile
@@ -273,12 +275,19 @@ def skrl_rate(steps: int) -> dict:
 # ---- report ----------------------------------------------------------------------------------------
 
 
+def kept_note(res: dict, part: str) -> list[str]:
+    """The line that says a part's numbers come from an earlier run (``--only``), or nothing."""
+    when = res.get("kept", {}).get(part)
+    return [f"(Not re-run: from the run of {when}, its own load and packages.)", ""] if when else []
+
+
 def markdown(res: dict, quick: bool) -> str:
     m = res["machine"]
     t, b = res["torchrl"], res["benchmarl"]
     vec = t["seer.vector"]["best"]
-    lines = [f"# MARL trainers' paths on uav_swarm_v0 small (`python bench/bench_trainers_marl.py"
-             f"{' --quick' if quick else ''}`)", "",
+    only = [part for part in PARTS if part not in res.get("kept", {})]
+    flags = (" --quick" if quick else "") + (f" --only {' '.join(only)}" if len(only) < len(PARTS) else "")
+    lines = [f"# MARL trainers' paths on uav_swarm_v0 small (`python bench/bench_trainers_marl.py{flags}`)", "",
              f"Run {res['started']} on {m['cpu']}, {m['usable_cores']} usable cores, Python {m['python']}; load "
              f"average {tuple(round(x, 2) for x in m['loadavg_at_start'])} -> "
              f"{tuple(round(x, 2) for x in res['loadavg_at_end'])} (a shared machine: other jobs ran too, so "
@@ -286,9 +295,10 @@ def markdown(res: dict, quick: bool) -> str:
              f"Packages: {', '.join(f'{k} {v}' for k, v in m['packages'].items() if v)}.", "",
              f"uav_swarm_v0 small (8 UAVs), max_cycles {MAX_CYCLES}, workers=1.  A frame is one step of one env copy.",
              "", f"## TorchRL: {res['copies']} copies, random actions, TorchRL's rollout included", "",
+             *kept_note(res, "torchrl"),
              markdown_table(["path", "frames/s (best)", "vs seer.vector"],
                             [[k, f"{v['best']:,.0f}", f"{v['best'] / vec:.2f}x"] for k, v in t.items()]), "",
-             "## BenchMARL IPPO: collection", "",
+             "## BenchMARL IPPO: collection", "", *kept_note(res, "benchmarl"),
              markdown_table(["task", "frames/s (best)", "vs PettingZooWrapper"],
                             [[k, f"{v['best']:,.0f}", f"{v['best'] / b['PettingZooWrapper']['best']:.1f}x"]
                              for k, v in b.items()]), "",
@@ -297,16 +307,35 @@ def markdown(res: dict, quick: bool) -> str:
     tr = res["benchmarl_training"]
     if tr:
         r = tr["episode_reward"]
-        lines += ["## BenchMARL IPPO: training on seer.integrations.benchmarl", "",
+        lines += ["## BenchMARL IPPO: training on seer.integrations.benchmarl", "", *kept_note(res, "benchmarl"),
                   f"{tr['frames']:,} frames in {tr['wall_s']:.0f} s ({tr['frames'] / tr['wall_s']:,.0f} frames/s "
                   f"with training); mean episode reward per iteration (summed over the episode, mean over UAVs): "
                   f"first {r[0]:.2f}, last {r[-1]:.2f}, best {max(r):.2f}.", "",
                   "Per iteration: " + ", ".join(f"{x:.1f}" for x in r), ""]
     s = res["skrl"]
     lines += ["## skrl IPPO (stock `wrap_env(..., wrapper=\"pettingzoo\")`, black_death=True, one env)", "",
+              *kept_note(res, "skrl"),
               f"{s['steps']:,} steps in {s['wall_s']:.1f} s: {s['frames_per_s']:,.0f} frames/s, training included.",
               ""]
     return "\n".join(lines)
+
+
+PARTS = ("torchrl", "benchmarl", "skrl")
+KEYS = {"torchrl": ("torchrl", "copies"), "benchmarl": ("benchmarl", "benchmarl_training"), "skrl": ("skrl",)}
+
+
+def keep_parts(path: pathlib.Path, parts: list[str]) -> dict:
+    """The results of ``parts`` from an earlier run's JSON, with ``kept``: each part's run date."""
+    try:
+        old = json.loads(path.read_text())
+    except FileNotFoundError:
+        raise SystemExit(f"--only leaves out {parts}: their numbers come from {path}, which does not exist") from None
+    kept = dict(old.get("kept", {}))
+    out = {"kept": {part: kept.get(part, old["started"]) for part in parts}}
+    for part in parts:
+        for key in KEYS[part]:
+            out[key] = old[key]
+    return out
 
 
 def main(argv=None) -> dict:
@@ -315,20 +344,28 @@ def main(argv=None) -> dict:
     p.add_argument("--copies", type=int, default=64)
     p.add_argument("--train-frames", type=int, default=120_000, help="0: skip the training run")
     p.add_argument("--out", default=str(RESULTS / "trainers_marl"))
+    p.add_argument("--only", nargs="+", choices=PARTS, default=list(PARTS),
+                   help="run these parts only; the others' numbers are kept from the --out results (and say so)")
     args = p.parse_args(argv)
     import torch
 
     torch.set_num_threads(1)
+    out = pathlib.Path(args.out)
     seconds, rounds = (0.5, 1) if args.quick else (3.0, 3)
     res = {"machine": machine_info(PACKAGES), "started": datetime.datetime.now().isoformat(timespec="seconds"),
            "copies": args.copies}
-    res["torchrl"] = torchrl_rates(args.copies, seconds, rounds)
-    res["benchmarl"] = benchmarl_rates(1 if args.quick else 3, 1 if args.quick else 2)
-    frames = min(args.train_frames, 12_000) if args.quick else args.train_frames
-    res["benchmarl_training"] = benchmarl_training(frames) if frames else None
-    res["skrl"] = skrl_rate(500 if args.quick else 2000)
+    skipped = [part for part in PARTS if part not in args.only]
+    if skipped:
+        res.update(keep_parts(out.with_suffix(".json"), skipped))
+    if "torchrl" in args.only:
+        res["torchrl"] = torchrl_rates(args.copies, seconds, rounds)
+    if "benchmarl" in args.only:
+        res["benchmarl"] = benchmarl_rates(1 if args.quick else 3, 1 if args.quick else 2)
+        frames = min(args.train_frames, 12_000) if args.quick else args.train_frames
+        res["benchmarl_training"] = benchmarl_training(frames) if frames else None
+    if "skrl" in args.only:
+        res["skrl"] = skrl_rate(500 if args.quick else 2000)
     res["loadavg_at_end"] = os.getloadavg()
-    out = pathlib.Path(args.out)
     text = markdown(res, args.quick)
     write_report(res, out.with_suffix(".json"), out.with_suffix(".md"), text, indent=1, make_dirs=True)
     print(text)

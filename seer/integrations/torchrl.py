@@ -45,7 +45,8 @@ no per-agent loop); the TensorDicts are built unchecked from them, random
 actions are drawn in one call, and TorchRL's per-step spec completion is
 skipped (every key is always set), as is its generic ``step_mdp`` (the next
 root is the step's TensorDict minus the reward), so TorchRL's ``rollout`` costs a fixed
-amount per step whatever the number of copies.
+amount per step whatever the number of copies.  The env's own ``rollout`` writes
+each step's rows into the result's tensors (see :meth:`SeerTorchRLEnv.rollout`).
 
 **Unbatched specs.**  ``batched=False`` (one copy) gives ``batch_size=[]``
 and a group of shape ``[agents]``: an env like ``PettingZooWrapper``'s,
@@ -143,6 +144,10 @@ class SeerTorchRLEnv(EnvBase):
         self._started = False
         self._arenas: list = []          # the rollout's reusable memory (see _rollout_buffers)
         self._arena_free: list = []
+        self._one_draw: dict[int, bool] = {}  # steps -> one draw gives the numbers of that many (_drawn_actions)
+        # the rollout reads the vector's own rows (no copies, no infos) unless its class changes its step
+        base = seer.vector.SeerVectorEnv
+        self._views = type(envs).step is base.step and type(envs).step_wait is base.step_wait
         # leading dims of root and group entries: [C] and [C, A], or [] and [A]
         self._root = (C,) if batched else ()
         self._lead = (C, A) if batched else (A,)
@@ -191,6 +196,7 @@ class SeerTorchRLEnv(EnvBase):
         self._act_uniform = None
         if isinstance(act_space, spaces.Box):
             self._act_dtype = np.dtype(act_space.dtype)
+            self._act_torch_dtype = _torch_dtype(act_space.dtype)
             low = np.broadcast_to(act_space.low, (*lead, *act_space.shape)).copy()
             high = np.broadcast_to(act_space.high, (*lead, *act_space.shape)).copy()
             act = Bounded(low=torch.as_tensor(low), high=torch.as_tensor(high), shape=(*lead, *act_space.shape),
@@ -244,36 +250,47 @@ class SeerTorchRLEnv(EnvBase):
         A = self.agents_per_copy
         if which is None or which.all():
             obs, infos = self.envs.reset(seed=self._seed)
-            self._seed = None
+            if self._seed is not None:
+                self._seed = None
             rows = slice(None)
         else:
             obs, infos = self.envs.reset(options={"reset_mask": np.repeat(which, A)})
             rows = np.repeat(which, A)
-        self._started = True
+        if not self._started:  # (an attribute set on a TorchRL env costs: only when it changes)
+            self._started = True
         self._term[rows] = False
         self._trunc[rows] = False
-        self._alive = infos["alive"].copy()
+        np.copyto(self._alive, infos["alive"])
         return obs
 
     def _step(self, tensordict: TensorDictBase) -> TensorDictBase:
         obs, rew = self._env_step(self._act_rows(tensordict.get((self.group, "action"))))
         return self._out(obs, rew)
 
-    def _act_rows(self, act: torch.Tensor) -> np.ndarray:
+    def _act_rows(self, act: torch.Tensor, steps: int | None = None) -> np.ndarray:
+        """The vector env's action rows of ``act`` (``[steps, rows, ...]`` for ``steps`` steps' actions)."""
         act = (act.detach().numpy() if act.device.type == "cpu" else act.detach().cpu().numpy())
-        act = act.reshape(self.num_copies * self.agents_per_copy, *act.shape[len(self._lead):])
+        rows = self.num_copies * self.agents_per_copy
+        lead = (rows,) if steps is None else (steps, rows)
+        act = act.reshape(*lead, *act.shape[len(self._lead) + len(lead) - 1:])
         if act.dtype != self._act_dtype:
             act = act.astype(self._act_dtype)
         if self.clip_actions and isinstance(self.envs.single_action_space, spaces.Box):
             act = np.clip(act, self._clip_lo, self._clip_hi)
         return act
 
-    def _env_step(self, act: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        obs, rew, term, trunc, infos = self.envs.step(act)
-        mask = infos["mask"]
-        self._term |= term & mask
-        self._trunc |= trunc & mask
-        np.copyto(self._alive, infos["alive"])
+    def _env_step(self, act: np.ndarray, views: bool = False) -> tuple[np.ndarray, np.ndarray]:
+        """Step the vector env; its observations and rewards.  ``views``: they may be the vector's own
+        buffers (for a caller that copies them on before the next step)."""
+        if views and self._views:
+            obs, rew, term, trunc, mask, alive = self.envs._step_views(act)
+        else:
+            obs, rew, term, trunc, infos = self.envs.step(act)
+            mask, alive = infos["mask"], infos["alive"]
+        # in place: an attribute set on a TorchRL env (``|=``) goes through its __setattr__, a cost per step
+        np.logical_or(self._term, term & mask, out=self._term)
+        np.logical_or(self._trunc, trunc & mask, out=self._trunc)
+        np.copyto(self._alive, alive)
         return obs, rew
 
     def _step_proc_data(self, next_tensordict_out):
@@ -324,7 +341,8 @@ class SeerTorchRLEnv(EnvBase):
         self._keys["reward"] = (g, "reward")
         self._shapes["reward"] = (*lead, 1)
         self._dtypes["reward"] = torch.float32
-        self._unit = {n for n, s in self._shapes.items() if s[-1:] == (1,) and n != "observation" and n != "state"}
+        # the names whose entries end in a unit dim that the rows lack (not "mask": its last dim is the agents')
+        self._unit = set(self._keys) - {"observation", "mask", "state"}
 
     def _rows(self, obs: np.ndarray, rew: np.ndarray | None) -> dict[str, np.ndarray]:
         """Fresh arrays of one reset (``rew`` None) or step; the observations are ``obs`` itself."""
@@ -335,33 +353,27 @@ class SeerTorchRLEnv(EnvBase):
         cf = flags[4 * C * A:].reshape(3, C)
         d = {"mask": af[0], "terminated": af[1], "truncated": af[2], "done": af[3],
              "c_done": cf[0], "c_truncated": cf[1], "c_terminated": cf[2]}
+        self._flags(d, self._alive.reshape(C, A), self._term.reshape(C, A), self._trunc.reshape(C, A))
         if rew is not None:
-            d["reward"] = np.empty((C, A), np.float32)
-        self._fill(d, None, rew)
+            d["reward"] = rew.reshape(C, A).astype(np.float32)
         d["observation"] = obs.reshape(C, A, *obs.shape[1:])
         if self._state_space is not None:
             d["state"] = self._state(obs)
         return d
 
-    def _fill(self, d: dict[str, np.ndarray], obs: np.ndarray | None, rew: np.ndarray | None) -> None:
-        """Write the rows of the state after a reset or step into the arrays of ``d`` (views are fine)."""
-        C, A = self.num_copies, self.agents_per_copy
-        alive = self._alive.reshape(C, A)
-        term, trunc = self._term.reshape(C, A), self._trunc.reshape(C, A)
+    @staticmethod
+    def _flags(d: dict[str, np.ndarray], alive: np.ndarray, term: np.ndarray, trunc: np.ndarray) -> None:
+        """Write the flags of ``alive``, ``term`` and ``trunc`` (``[..., C, A]``: after one step, or
+        several) into the arrays of ``d`` (``[..., C, A]`` for the agents', ``[..., C]`` for the copies';
+        views are fine)."""
         np.copyto(d["mask"], alive)
         np.copyto(d["terminated"], term)
         np.copyto(d["truncated"], trunc)
         np.logical_or(term, trunc, out=d["done"])
         gone = d["c_done"]
-        np.logical_not(alive.any(axis=1), out=gone)                          # the copy has no agent left
-        np.logical_and(gone, trunc.any(axis=1), out=d["c_truncated"])
+        np.logical_not(alive.any(axis=-1), out=gone)                         # the copy has no agent left
+        np.logical_and(gone, trunc.any(axis=-1), out=d["c_truncated"])
         np.greater(gone, d["c_truncated"], out=d["c_terminated"])            # gone and not truncated
-        if rew is not None:
-            np.copyto(d["reward"], rew.reshape(C, A), casting="same_kind")
-        if obs is not None:
-            np.copyto(d["observation"], obs.reshape(C, A, *obs.shape[1:]))
-            if self._state_space is not None:
-                np.copyto(d["state"], self._state(obs))
 
     def _td(self, tensors: dict[str, torch.Tensor], root: tuple, lead: tuple) -> TensorDictBase:
         """The nested TensorDict of named tensors (batch ``root``, the group ``lead``)."""
@@ -400,16 +412,38 @@ class SeerTorchRLEnv(EnvBase):
         tensordict.set((self.group, "action"), self._rand_actions())
         return tensordict
 
-    def _rand_actions(self) -> torch.Tensor:
+    def _rand_actions(self, steps: int | None = None) -> torch.Tensor:
+        """Random actions of every row (``[steps, ...]``: for that many steps, in one draw)."""
         space = self.envs.single_action_space
+        first = () if steps is None else (steps,)
         if isinstance(space, spaces.Box):
             if self._act_uniform is not None:  # one bound for every value (SEER's envs): one call
                 lo, hi = self._act_uniform
-                a = torch.empty(self._act_low.shape, dtype=_torch_dtype(self._act_dtype), device=self.device)
+                a = torch.empty((*first, *self._act_low.shape), dtype=self._act_torch_dtype, device=self.device)
                 return a.uniform_(lo, hi)
-            a = torch.rand(self._act_low.shape, device=self.device, dtype=self._act_low.dtype)
-            return (a * self._act_span + self._act_low).to(_torch_dtype(self._act_dtype))
-        return torch.randint(0, int(space.n), self._lead, device=self.device)
+            a = torch.rand((*first, *self._act_low.shape), device=self.device, dtype=self._act_low.dtype)
+            return (a * self._act_span + self._act_low).to(self._act_torch_dtype)
+        return torch.randint(0, int(space.n), (*first, *self._lead), device=self.device)
+
+    def _drawn_actions(self, steps: int) -> torch.Tensor | None:
+        """The random actions of ``steps`` steps in one draw, ``[steps, ...]``: the very numbers that
+        ``steps`` calls of :meth:`_rand_actions` give, leaving torch's generator where they leave it; None
+        where that cannot be relied on.  Checked once per ``steps`` against that many calls (torch draws
+        a tensor's numbers in order, one stream: an implementation detail); only for copies that all step
+        in C, so that no env copy draws from torch's generator between two steps."""
+        if self.envs.copy_path != "native":
+            return None
+        same = self._one_draw.get(steps)
+        if same is None:
+            state = torch.get_rng_state()
+            each = torch.stack([self._rand_actions() for _ in range(steps)])
+            after = torch.get_rng_state()
+            torch.set_rng_state(state)
+            one = self._rand_actions(steps)
+            same = torch.equal(one, each) and torch.equal(torch.get_rng_state(), after)
+            torch.set_rng_state(state)
+            self._one_draw[steps] = same
+        return self._rand_actions(steps) if same else None
 
     # ---- rollout ---------------------------------------------------------------------------------
 
@@ -426,9 +460,15 @@ class SeerTorchRLEnv(EnvBase):
 
         Each step's rows are written straight into the ``[..., time, ...]``
         tensors of the result (allocated once) instead of one TensorDict per
-        step stacked at the end; a copy's root rows after a step are its
-        next rows unless it was reset, so they are copied over in one call
-        per key at the end.  Callbacks, ``break_when_all_done``,
+        step stacked at the end: the observations and rewards from the
+        vector env's own buffers (no copy of the step, no infos), the flags
+        at the end from each step's live, terminated and truncated rows; a
+        copy's root rows after a step are its next rows unless it was reset,
+        so they are copied over in one call per key at the end.  Without a
+        policy, on copies that all step in C, every step's random actions
+        are drawn in one call: the numbers, and the generator's state after
+        the rollout, of TorchRL's draw per step (checked once per length).
+        Callbacks, ``break_when_all_done``,
         ``auto_cast_to_device``, ``set_truncated``, ``out``, another
         ``storing_device``, a non-CPU device, type checks, a ``tensordict``
         to start from, ``auto_reset=False`` and a global state take
@@ -460,50 +500,74 @@ class SeerTorchRLEnv(EnvBase):
         layout = [("root", n, (*self._root, T, *self._shapes[n][R:]), self._dtypes[n]) for n in self._root_names]
         layout += [("next", n, (*self._root, T, *self._shapes[n][R:]), self._dtypes[n]) for n in self._keys]
         layout.append(("act", "action", (*self._root, T, *act_spec.shape[R:]), act_spec.dtype))
+        C, A = self.num_copies, self.agents_per_copy
+        layout.append(("flags", "flags", (3, T, C, A), torch.bool))  # mask, terminated, truncated after each step
         bufs = self._rollout_buffers(layout)
         root_t = {n: bufs["root", n] for n in self._root_names}
         next_t = {n: bufs["next", n] for n in self._keys}
         act_t = bufs["act", "action"]
+        flags = bufs["flags", "flags"].numpy()
         if not self._load_first(td0, root_t):
             # keys TorchRL's loop carries that the buffers do not hold: its loop, from this reset
             kwargs.update(auto_reset=False, tensordict=td0, trust_policy=True)
             return EnvBase.rollout(self, max_steps, policy, **kwargs)
-        next_np = {n: v.numpy() for n, v in next_t.items()}
         lead_ix = (slice(None),) * R                                  # [:, t] batched, [t] unbatched
-        can_ix = (slice(None),) if self.batched else (None,)         # the canonical [C, ...] view
-        unit = self._unit
-
-        def rows_at(arrays, t):
-            return {n: (a[can_ix + (t,)][..., 0] if n in unit else a[can_ix + (t,)]) for n, a in arrays.items()}
-
+        # the canonical [C, time, ...] views of the next rows
+        next_np = {n: (v.numpy() if self.batched else v.numpy()[None]) for n, v in next_t.items()}
+        obs_out, rew_out = next_np["observation"], next_np["reward"][..., 0]
+        # every step's random actions in one draw (the numbers T calls give) where it can be relied on
+        rng = torch.get_rng_state() if policy is None else None
+        drawn = None if policy is not None else self._drawn_actions(T)
+        if drawn is not None:
+            act_rows = self._act_rows(drawn, T)
         resets: list = []           # (step, copies reset before it, their rows)
         steps_td, acts = [], []     # with a policy: each step's root TensorDict, its actions
-        steps = T
-        for t in range(T):
-            if policy is None:
-                a = self._rand_actions()
-                act_t[lead_ix + (t,)].copy_(a)
-            else:
-                if t:
-                    self._root_from_next(root_t, next_t, resets, t, t + 1)
-                td = self._td({n: v[lead_ix + (t,)] for n, v in root_t.items()}, self._root, self._lead)
-                td.update(policy(td))
-                a = td.get(act_key)
-                steps_td.append(td)
-                acts.append(a)
-            obs, rew = self._env_step(self._act_rows(a))
-            now = rows_at(next_np, t)
-            self._fill(now, obs, rew)
-            if t == T - 1:
-                break
-            if break_any:
-                if now["c_done"].any():    # TorchRL stops at a copy's done (its root keys), not an agent's
-                    steps = t + 1
+        steps = drawn_used = T
+        try:
+            for t in range(T):
+                drawn_used = t + 1
+                if drawn is not None:
+                    rows = act_rows[t]
+                else:
+                    if policy is None:
+                        a = self._rand_actions()
+                        act_t[lead_ix + (t,)].copy_(a)
+                    else:
+                        if t:
+                            self._root_from_next(root_t, next_t, resets, t, t + 1)
+                        td = self._td({n: v[lead_ix + (t,)] for n, v in root_t.items()}, self._root, self._lead)
+                        td.update(policy(td))
+                        a = td.get(act_key)
+                        steps_td.append(td)
+                        acts.append(a)
+                    rows = self._act_rows(a)
+                obs, rew = self._env_step(rows, views=True)
+                # the step's rows: observations and rewards into the result, the flags for later
+                np.copyto(obs_out[:, t], obs.reshape(C, A, *obs.shape[1:]))
+                np.copyto(rew_out[:, t], rew.reshape(C, A), casting="same_kind")
+                np.copyto(flags[0, t], self._alive.reshape(C, A))
+                np.copyto(flags[1, t], self._term.reshape(C, A))
+                np.copyto(flags[2, t], self._trunc.reshape(C, A))
+                if policy is not None:  # its next step reads these rows
+                    self._flags_to_next(next_np, flags, t, t + 1)
+                if t == T - 1:
                     break
-            elif now["c_done"].any():
-                which = now["c_done"].copy()
-                resets.append((t + 1, which, self._rows(self._reset_copies(which), None)))
+                gone = ~flags[0, t].any(axis=-1)  # TorchRL stops at, or resets, a copy's done, not an agent's
+                if gone.any():
+                    if break_any:
+                        steps = t + 1
+                        break
+                    resets.append((t + 1, gone, self._rows(self._reset_copies(gone), None)))
+        finally:
+            if drawn is not None and drawn_used < T:
+                # TorchRL's loop drew the actions of the steps it took only
+                torch.set_rng_state(rng)
+                for _ in range(drawn_used):
+                    self._rand_actions()
         if policy is None:
+            self._flags_to_next(next_np, flags, 0, steps)
+            if drawn is not None:
+                act_t[lead_ix + (slice(0, steps),)].copy_(drawn[:steps].movedim(0, R))
             self._root_from_next(root_t, next_t, resets, 1, steps)
         if steps < T:
             cut = lead_ix + (slice(0, steps),)
@@ -579,6 +643,16 @@ class SeerTorchRLEnv(EnvBase):
                 return False
             root_t[n][(slice(None),) * R + (0,)].copy_(v)
         return True
+
+    def _flags_to_next(self, next_np: dict, flags: np.ndarray, lo: int, hi: int) -> None:
+        """The flags of steps ``lo..hi-1`` into the canonical ``[C, time, ...]`` next rows ``next_np``, from
+        ``flags`` (mask, terminated and truncated after each step, ``[3, time, C, A]``)."""
+        sl = slice(lo, hi)
+        agents = lambda n: next_np[n][:, sl, :, 0].transpose(1, 0, 2)  # noqa: E731  [time, C, A]
+        d = {n: agents(n) for n in ("terminated", "truncated", "done")}
+        d["mask"] = next_np["mask"][:, sl].transpose(1, 0, 2)
+        d.update({n: next_np[n][:, sl, 0].T for n in ("c_done", "c_truncated", "c_terminated")})   # [time, C]
+        self._flags(d, flags[0, sl], flags[1, sl], flags[2, sl])
 
     def _root_from_next(self, root_t: dict, next_t: dict, resets: list, lo: int, hi: int) -> None:
         """Root rows of steps ``lo..hi-1``: the next rows of the step before, then the rows of the

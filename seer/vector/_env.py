@@ -303,6 +303,24 @@ class SeerVectorEnv(VectorEnv):
     def step_wait(self, timeout: float | None = None):
         """Finish :meth:`step_async`.  ``timeout`` (seconds; process backend)
         raises ``multiprocessing.TimeoutError`` and leaves the step pending."""
+        msgs = self._finish_step(timeout)
+        b = self._b
+        alive = self._alive
+        infos = self._infos(msgs) if msgs or self._layout.same_step else {}
+        infos["mask"] = b["mask"].copy()
+        infos["_mask"] = self._all_rows.copy()
+        infos["alive"] = alive.copy()
+        infos["_alive"] = self._all_rows.copy()
+        self._add_action_masks(infos, alive)
+        if b["restarted"].any():
+            infos["restarted"] = np.repeat(b["restarted"], self.agents_per_copy)
+            infos["_restarted"] = self._all_rows.copy()
+        return (self._out(b["obs"]), b["rew"].copy(), b["term"].copy(), b["trunc"].copy(), infos)
+
+    def _finish_step(self, timeout: float | None) -> list:
+        """The backend's end of the step: the copies' failures raised, their
+        restarts warned of, the live rows and ended copies recorded; the
+        step's messages."""
         self._check_open()
         if not self._waiting:
             raise NoAsyncCallError("step_wait() without step_async()", "step")
@@ -316,24 +334,27 @@ class SeerVectorEnv(VectorEnv):
         errors = None
         if msgs:
             errors = failures(msgs)
-            warn_restarts(msgs, stacklevel=3)
-        alive = b["alive"].copy()
-        self._alive = alive
+            warn_restarts(msgs, stacklevel=4)
+        self._alive = b["alive"].copy()
         self._ended = b["ended"].copy()
         if errors:
             for e in errors:
                 self._failed[e.copy] = "its step raised"
             raise self._copy_error("step", errors)
-        infos = self._infos(msgs) if msgs or self._layout.same_step else {}
-        infos["mask"] = b["mask"].copy()
-        infos["_mask"] = self._all_rows.copy()
-        infos["alive"] = alive.copy()
-        infos["_alive"] = self._all_rows.copy()
-        self._add_action_masks(infos, alive)
-        if b["restarted"].any():
-            infos["restarted"] = np.repeat(b["restarted"], self.agents_per_copy)
-            infos["_restarted"] = self._all_rows.copy()
-        return (self._out(b["obs"]), b["rew"].copy(), b["term"].copy(), b["trunc"].copy(), infos)
+        return msgs
+
+    @one_caller("step()")
+    def _step_views(self, actions) -> tuple:
+        """:meth:`step` for callers that copy the rows on at once (seer's
+        TorchRL rollout): the same checks, errors and restart warnings, but
+        no infos and no copies.  ``(obs, rew, term, trunc, mask, alive)``:
+        the vector env's own buffers, as ``step`` returns them and
+        ``infos["mask"]`` / ``infos["alive"]``; read them before the next
+        call, never write them."""
+        self.step_async(actions)
+        self._finish_step(None)
+        b = self._b
+        return b["obs"], b["rew"], b["term"], b["trunc"], b["mask"], b["alive"]
 
     def _add_action_masks(self, infos: dict, alive: np.ndarray, rows=None) -> None:
         """``infos["action_mask"]``: each row's legal actions at the next step

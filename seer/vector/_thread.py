@@ -153,9 +153,9 @@ class ThreadBackend:
         self._payloads = np.zeros(num_copies, np.int64)
         self._push_ptrs = self.runtime.queue.prepare_push(self._entities, self._times, self._kinds, self._payloads)
         self._steady_kinds()
-        # the one-call step: NEXT_STEP autoresets only (SAME_STEP resets in
-        # Python), no trace to collect
-        self._fast = autoreset.value == "NextStep" and not self.runtime.tracing
+        # the one-call step: NEXT_STEP autoresets in C, DISABLED has none to
+        # run (SAME_STEP resets in Python), no trace to collect
+        self._fast = autoreset.value in ("NextStep", "Disabled") and not self.runtime.tracing
         self.closed = False
 
     # the handler: a batch of copies (one event each) on one runtime worker

@@ -153,13 +153,21 @@ def test_missing_torchrl_names_the_extra(monkeypatch):
         importlib.import_module("seer.integrations.torchrl")
 
 
+def _uav_copies(lives):
+    from seer.envs import uav_swarm_v0
+
+    return lambda: uav_swarm_v0.parallel_env(scenario="small", max_cycles=next(lives), workers=1)
+
+
 @pytest.mark.timeout(120)
 @pytest.mark.parametrize("batched", [True, False])
 @pytest.mark.parametrize("with_policy", [False, True])
 @pytest.mark.parametrize("break_any", [False, True])
-def test_fast_rollout_matches_torchrl_generic_rollout(batched, with_policy, break_any):
-    # the env's own rollout writes into preallocated buffers: its result (keys, values, names, resets
-    # of finished copies, early stop) must be TorchRL's generic loop's
+@pytest.mark.parametrize("copies", ["python", "python, one agent", "native"])
+def test_fast_rollout_matches_torchrl_generic_rollout(batched, with_policy, break_any, copies):
+    # the env's own rollout writes into preallocated buffers (native copies: every step's random actions
+    # in one draw): its result (keys, values, names, resets of finished copies, early stop) and where it
+    # leaves torch's generator must be TorchRL's generic loop's
     import itertools
 
     from torchrl.envs import EnvBase
@@ -171,21 +179,26 @@ def test_fast_rollout_matches_torchrl_generic_rollout(batched, with_policy, brea
 
     def policy(td):
         obs = td["agents", "observation"]
-        a = (obs[..., :2].tanh() + 0.1 * torch.randn(obs.shape[:-1] + (2,))).clamp(-1, 1)
+        a = (obs[..., :act_dim].tanh() + 0.1 * torch.randn(obs.shape[:-1] + (act_dim,))).clamp(-1, 1)
         return td.set(("agents", "action"), a).set(("agents", "extra"), a.sum(-1))
 
+    act_dim = 3 if copies == "native" else 2
+    agents = 1 if copies == "python, one agent" else 3
     outs = []
     for cls in (Generic, SeerTorchRLEnv):
         lives = itertools.cycle([4, 6])  # copies end at different steps: partial resets
-        e = cls(lambda: DyingAgents(n_agents=3, max_steps=next(lives), die={1: 2}), 2 if batched else None,
-                batched=batched, backend="thread", workers=1)
+        env_fn = _uav_copies(lives) if copies == "native" else \
+            (lambda: DyingAgents(n_agents=agents, max_steps=next(lives), die={1: 2} if agents > 1 else None))
+        e = cls(env_fn, 2 if batched else None, batched=batched, backend="thread", workers=1)
         try:
+            assert e.envs.copy_path == copies.split(",")[0]
             e.set_seed(3)
             torch.manual_seed(0)
             outs.append([e.rollout(15, policy if with_policy else None, break_when_any_done=break_any)
-                         for _ in range(2)])
+                         for _ in range(2)] + [torch.rand(4)])
         finally:
             e.close()
+    assert torch.equal(outs[0].pop(), outs[1].pop())  # the generator is left where TorchRL's loop leaves it
     for generic, fast in zip(*outs):
         assert fast.batch_size == generic.batch_size and fast.names == generic.names
         assert set(fast.keys(True, True)) == set(generic.keys(True, True))

@@ -30,7 +30,7 @@ def make(native: bool, **kw):
     return cls(workers=1, **kw)
 
 
-def run(native, backend, mode, steps, seed=3, **kw):
+def run(native, backend, mode, steps, seed=3, views=False, **kw):
     env_kw = dict(scenario="small", max_cycles=25)
     env_kw.update(kw)
     opts = {"context": "spawn"} if backend == "process" else {}
@@ -42,10 +42,14 @@ def run(native, backend, mode, steps, seed=3, **kw):
         rng = np.random.default_rng(seed)
         out = [v.reset(seed=seed)[0].tobytes()]
         ends, ended_at = 0, []
-        for _ in range(steps):
+        for k in range(steps):
             # strong random actions: UAVs collide and leave, episodes end early
             act = rng.uniform(-1, 1, v.action_space.shape).astype(np.float32)
-            obs, rew, term, trunc, info = v.step(act)
+            if views and k % 2 == 0:  # the vector's own rows, no copies, no infos
+                obs, rew, term, trunc, mask, alive = v._step_views(act)
+                info = {"mask": mask, "alive": alive}
+            else:
+                obs, rew, term, trunc, info = v.step(act)
             ends += int(v._ended.sum())
             ended_at.append(v._ended.copy())
             out.append(obs.tobytes() + rew.tobytes() + term.tobytes() + trunc.tobytes()
@@ -53,6 +57,8 @@ def run(native, backend, mode, steps, seed=3, **kw):
             if "final_obs" in info:
                 rows = np.flatnonzero(info["_final_obs"])
                 out.append(rows.tobytes() + np.stack(info["final_obs"][rows]).tobytes())
+            if mode == AutoresetMode.DISABLED and v._ended.any():  # the caller resets the copies that ended
+                out.append(v.reset(options={"reset_mask": np.repeat(v._ended, v.agents_per_copy)})[0].tobytes())
         if env_kw["max_cycles"] > steps:  # copies ended at different steps, not all at once
             assert any(e.any() and not e.all() for e in ended_at)
         return out, ends
@@ -60,7 +66,7 @@ def run(native, backend, mode, steps, seed=3, **kw):
         v.close()
 
 
-@pytest.mark.parametrize("mode", [AutoresetMode.NEXT_STEP, AutoresetMode.SAME_STEP])
+@pytest.mark.parametrize("mode", [AutoresetMode.NEXT_STEP, AutoresetMode.SAME_STEP, AutoresetMode.DISABLED])
 @pytest.mark.parametrize("max_cycles,steps", [(25, 80), (10_000, 250)], ids=["truncations", "losses"])
 def test_native_rows_equal_the_pettingzoo_path_bit_for_bit(mode, max_cycles, steps):
     native, ends = run(True, "thread", mode, steps, max_cycles=max_cycles)
@@ -69,6 +75,22 @@ def test_native_rows_equal_the_pettingzoo_path_bit_for_bit(mode, max_cycles, ste
     assert len(native) == len(plain)
     for k, (a, b) in enumerate(zip(native, plain)):
         assert a == b, f"step {k} differs"
+
+
+@pytest.mark.parametrize("mode", [AutoresetMode.NEXT_STEP, AutoresetMode.DISABLED])
+def test_step_views_are_the_rows_of_step(mode, monkeypatch):
+    # _step_views (seer's TorchRL rollout; every other step here) hands the rows step() copies, both
+    # through the one-call native step, DISABLED autoreset included
+    from seer.vector._thread import ThreadBackend
+
+    one_call = []
+    step_all = ThreadBackend._step_all_native
+    monkeypatch.setattr(ThreadBackend, "_step_all_native", lambda self: one_call.append(1) or step_all(self))
+    views, ends = run(True, "thread", mode, 60, views=True)
+    assert len(one_call) == 60
+    rows, ends_rows = run(True, "thread", mode, 60)
+    assert ends == ends_rows and ends >= 4
+    assert views == rows
 
 
 def test_native_path_in_worker_processes_matches_threads():
