@@ -41,6 +41,8 @@ def env_rate(module, scenario, steps):
     env.reset(seed=0)
     rng = np.random.default_rng(0)
     pools = []
+    for i, a in enumerate(env.agents):  # seeded: both builds run the same episodes (losses change a step's cost)
+        env.action_space(a).seed(i)
     for _ in range(4):
         pools.append({a: env.action_space(a).sample() for a in env.agents})
     best = 0.0

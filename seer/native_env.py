@@ -375,19 +375,19 @@ class NativeEnv(ParallelEnv):
             r.act[...] = arr.reshape(r.act.shape)
         else:
             r.act[...] = 0
-            r.act[live] = arr.reshape(r.act[live].shape)
+            r.act[live] = arr.reshape(len(live), *r.act.shape[1:])
         if self._native() is None:  # a copy step writes every row of these (seer.vector relies on it too)
             r.rew[:] = 0
             r.term[:] = r.trunc[:] = r.mask[:] = 0
             r.mask[live] = 1
         self._run_step()
         cnz = np.count_nonzero  # no Python-level wrapper, unlike ndarray.any/all: this runs every step
-        if full and not (r.ended[0] or cnz(r.term) or cnz(r.trunc)) and cnz(r.alive) == n:
-            # nobody left (most steps): the live set, its rows and the flags stay as they are
+        if not (r.ended[0] or cnz(r.term) or cnz(r.trunc)) and cnz(r.alive) == len(live):
+            # nobody left (most steps; nobody is revived): the live set, its rows and the flags stay as they are
             if self.black_death:
                 return self._black_death_step(live, self._present, True, changed=False)
-            return (dict(zip(agents, r.obs.copy())), dict(zip(agents, r.rew.tolist())), dict.fromkeys(agents, False),
-                    dict.fromkeys(agents, False), {a: {} for a in agents})
+            return (dict(zip(agents, r.obs[sel].copy() if full else r.obs[live])), dict(zip(agents, r.rew[sel].tolist())),
+                    dict.fromkeys(agents, False), dict.fromkeys(agents, False), {a: {} for a in agents})
         # of the agents live before the step (nobody is revived), those gone: not alive, terminated,
         # truncated, or the episode ended
         ended = bool(r.ended[0])
