@@ -155,6 +155,7 @@ class NativeEnv(ParallelEnv):
         self._guard = CallGuard(f"this {self.metadata.get('name')} env")  # one caller at a time, as SEER's envs
         self.possible_agents = list(spec.agents)
         self._index = {a: i for i, a in enumerate(self.possible_agents)}
+        self._no_agent_done = dict.fromkeys(self.possible_agents, False)
         self._obs_spaces = {a: copy.deepcopy(spec.observation) for a in self.possible_agents}
         self._act_spaces = {a: copy.deepcopy(spec.action) for a in self.possible_agents}
         obs = spec.observation
@@ -167,6 +168,7 @@ class NativeEnv(ParallelEnv):
         self._live = np.zeros(0, np.int64)
         self.agents: list[str] = []
         self._names: list[str] = []  # the live agents (self.agents is every agent with black_death=True)
+        self._none_done: dict = {}
         self._episode = None  # None: never reset; "over": ended; "failed: why": a step failed
         self._present = np.zeros(spec.slots, bool)  # the rows state() shows: live, or truncated at the end
         self._seed_stream = 0
@@ -387,7 +389,7 @@ class NativeEnv(ParallelEnv):
             if self.black_death:
                 return self._black_death_step(live, self._present, True, changed=False)
             return (dict(zip(agents, r.obs[sel].copy() if full else r.obs[live])), dict(zip(agents, r.rew[sel].tolist())),
-                    dict.fromkeys(agents, False), dict.fromkeys(agents, False), {a: {} for a in agents})
+                    self._none_done.copy(), self._none_done.copy(), {a: {} for a in agents})
         # of the agents live before the step (nobody is revived), those gone: not alive, terminated,
         # truncated, or the episode ended
         ended = bool(r.ended[0])
@@ -428,12 +430,14 @@ class NativeEnv(ParallelEnv):
             rew = np.zeros(len(names))
             rew[was_live] = r.rew[was_live]
         over = not going_on
-        term = ~active if over else np.zeros(len(names), bool)
-        trunc = active if over else np.zeros(len(names), bool)
+        if over:
+            term, trunc = dict(zip(names, (~active).tolist())), dict(zip(names, active.tolist()))
+        else:
+            term, trunc = self._no_agent_done.copy(), self._no_agent_done.copy()
         if changed or over:
             self._set_live(active, over=over)
-        return (dict(zip(names, obs)), dict(zip(names, rew.tolist())), dict(zip(names, term.tolist())),
-                dict(zip(names, trunc.tolist())), {a: {"active": v} for a, v in zip(names, active.tolist())})
+        return (dict(zip(names, obs)), dict(zip(names, rew.tolist())), term, trunc,
+                {a: {"active": v} for a, v in zip(names, active.tolist())})
 
     def _run_step(self) -> None:
         native = self._native()
@@ -458,6 +462,7 @@ class NativeEnv(ParallelEnv):
         self._live = np.flatnonzero(alive)
         names = self.possible_agents
         self._names = [names[i] for i in self._live.tolist()]
+        self._none_done = dict.fromkeys(self._names, False)  # copied for the flags of a step nobody leaves
         if self.black_death:  # every agent until the episode ends
             over = not self._names if over is None else over
             self.agents = [] if over else list(names)
