@@ -18,6 +18,7 @@ backend for them).
 from __future__ import annotations
 
 import numpy as np
+from gymnasium.vector import AutoresetMode
 
 from seer._host import usable_cores
 from seer._seer_c import lib
@@ -76,11 +77,14 @@ def _auto_workers(model, env_fn, num_copies: int, specs, layout, pad: bool, auto
     name = specs[0].metadata.get("name")
     key = None if name is None else ("seer.vector thread", name, num_copies, layout.rows, bool(pad), autoreset.value)
 
+    # the probe steps past episodes' ends, which autoreset DISABLED refuses: it times them autoresetting
+    probe_mode = AutoresetMode.NEXT_STEP if autoreset == AutoresetMode.DISABLED else autoreset
+
     def make(workers):
         # what seer.vector.make(env_fn, num_copies, backend="thread", workers=workers) builds
-        impl = ThreadBackend(env_fn, num_copies, workers, pad=pad, autoreset=autoreset, restart=False)
+        impl = ThreadBackend(env_fn, num_copies, workers, pad=pad, autoreset=probe_mode, restart=False)
         try:
-            envs = ThreadVectorEnv(impl, autoreset, copy=False, validate_actions=False)
+            envs = ThreadVectorEnv(impl, probe_mode, copy=False, validate_actions=False)
         except BaseException:
             impl.close()
             raise

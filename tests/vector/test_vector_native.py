@@ -279,3 +279,25 @@ def test_wireless_env_object_follows_native_steps():
         assert env.step({}) == ({}, {}, {}, {}, {}) and env.steps == 6
     finally:
         v.close()
+
+
+def test_auto_workers_probe_works_with_autoreset_disabled():
+    """The probe of workers="auto" steps past the copies' episodes (TorchRL's and BenchMARL's
+    vector envs run with autoreset disabled): it must not fail and fall back to the heuristic."""
+    import warnings
+
+    from seer.errors import StpaFallbackWarning
+    from seer.envs import uav_swarm_v0
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", StpaFallbackWarning)
+        envs = seer.vector.make(lambda: uav_swarm_v0.parallel_env(scenario="small", workers=1, max_cycles=3), 3,
+                                backend="thread", workers="auto", autoreset_mode="disabled")
+    try:
+        envs.reset(seed=0)
+        for _ in range(3):
+            envs.step(np.zeros(envs.action_space.shape, np.float32))
+        with pytest.raises(RuntimeError, match="autoreset_mode is DISABLED"):  # the env itself still refuses
+            envs.step(np.zeros(envs.action_space.shape, np.float32))
+    finally:
+        envs.close()
