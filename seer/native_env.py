@@ -480,7 +480,8 @@ class NativeEnv(ParallelEnv):
                                                 and actions.keys() <= self._index.keys()):
             return None
         try:
-            vals = [actions[a] for a in agents]
+            # a dict built in agents' order (the usual policy loop): its values as they are
+            vals = list(actions.values()) if list(actions) == agents else [actions[a] for a in agents]
             arr = np.array(vals)  # no dtype=: a cast would hide complex or float ids
         except (KeyError, ValueError, TypeError):
             return None
