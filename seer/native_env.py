@@ -237,9 +237,22 @@ class NativeEnv(ParallelEnv):
 
                 fn, state = got
                 self._copy = NativeCopy(self.spec, step=fn, state=state, error=self._native_error, owner=self,
-                                        autoreset=self.native_autoreset, debug=self._runtime.debug)
+                                        autoreset=self.native_autoreset, debug=self._runtime.debug,
+                                        sync=self._take_vector_rows)
                 self._call = self._caller(self._copy)
         return self._copy
+
+    def _take_vector_rows(self, obs, rew, term, trunc, mask, alive) -> None:
+        """seer.vector stepped this copy natively, in its own rows: take them, so that
+        ``state()``, ``agents`` and ``render()`` answer for the step it ran last."""
+        r = self.rows
+        for mine, theirs in ((r.obs, obs), (r.rew, rew), (r.term, term), (r.trunc, trunc), (r.mask, mask),
+                             (r.alive, alive)):
+            mine[...] = theirs
+        live = alive != 0
+        self._present = live | ((mask != 0) & (term == 0))  # live, or done this step without being lost
+        if self._episode == "running":
+            self._set_live(live)
 
     def _caller(self, native: NativeCopy):
         """The copy step called on this env's own rows (cffi releases the GIL for the call)."""

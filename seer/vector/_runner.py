@@ -363,6 +363,7 @@ class CopyRunner:
     def call(self, c: int, kind: str, name: str, args, kwargs):
         env = self.envs[c]
         try:
+            self._sync_native(c)
             if kind == "set_attr":
                 setattr(env, name, args)
                 return None
@@ -381,6 +382,16 @@ class CopyRunner:
         except Exception as exc:
             self.msgs.append(CopyFailed(c, traceback.format_exc(), isinstance(exc, AttributeError)))
             return None
+
+    def _sync_native(self, c: int) -> None:
+        """Hand a native copy its rows (its ``NativeCopy.sync``) before the env is asked anything."""
+        native = self.vec.copy_of(c) if self.vec is not None else None
+        if native is not None and native.sync is not None:
+            b, rows = self.b, slice(c * self.A, (c + 1) * self.A)
+            views = [b[k][rows] for k in ("obs", "rew", "term", "trunc", "mask", "alive")]
+            for v in views:
+                v.flags.writeable = False
+            native.sync(*views)
 
     def close(self) -> None:
         for env in self.envs.values():
@@ -541,6 +552,11 @@ class NativeCopies:
             self.native[c] = True
             self.autoreset[c] = native.autoreset
         self.native_all = bool(self.native.all())
+
+    def copy_of(self, c: int):
+        """Copy ``c``'s :class:`~seer.vector.native.NativeCopy` while it steps natively, else None."""
+        held = self._held.get(c) if self.native[c] else None
+        return None if held is None else held[0]
 
     def error_for(self, c: int, status: int) -> BaseException:
         held = self._held.get(c)

@@ -152,6 +152,11 @@ class NativeCopy:
         debug: Debug mode (None: on with ``SEER_DEBUG=1``): a ``seer.numba``
             copy step then runs its variant with bounds checks, so an
             out-of-range index fails the step as a :class:`seer.HandlerError`.
+        sync: ``sync(obs, rew, term, trunc, mask, alive)``, called with the
+            copy's rows (read-only views) before seer.vector hands the env
+            to a ``call``, ``get_attr`` or ``render``: native steps write
+            seer.vector's rows, not the env's, so an env that answers from
+            its own rows (``state()``, ``agents``) takes them here.
     """
 
     spec: NativeSpec
@@ -161,6 +166,7 @@ class NativeCopy:
     error: Callable[[int], BaseException] | None = None
     owner: Any = None
     debug: bool | None = None
+    sync: Callable[..., None] | None = None
 
     def __post_init__(self):
         if not isinstance(self.spec, NativeSpec):

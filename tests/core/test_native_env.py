@@ -362,6 +362,22 @@ def test_seer_vector_takes_the_numba_copy_step_and_agrees_with_the_single_env():
 
 
 @pytest.mark.timeout(600)
+def test_a_copy_stepped_by_seer_vector_answers_state_and_agents_from_the_vectors_rows():
+    cls = _numba_env_class()
+    envs = seer.vector.make(lambda: cls(), 2, backend="thread", workers=1)
+    try:
+        envs.reset(seed=3)
+        for k in range(4):  # the copies' episodes end at their 4th step
+            obs, *_ = envs.step(np.full(envs.action_space.shape, k % 3, np.int64))
+            states, agents = envs.call("state"), envs.get_attr("agents")
+            for c in range(2):
+                np.testing.assert_array_equal(states[c], obs[envs.rows_of(c)].reshape(-1))
+                assert agents[c] == ([] if k == 3 else [f"agent_{i}" for i in range(N)])
+    finally:
+        envs.close()
+
+
+@pytest.mark.timeout(600)
 def test_an_exception_in_the_copy_step_is_a_handler_error_and_the_env_needs_a_reset():
     cls = _numba_env_class()
     env = cls(fail_at=1)
