@@ -62,6 +62,7 @@ import numpy as np
 from gymnasium import spaces
 from pettingzoo import ParallelEnv
 
+from seer._agent_dicts import InfoDicts, RowViews, float_dict, gather_actions
 from seer._checks import check_seed, check_workers
 from seer.actions import validate_actions
 from seer.capi import address_of, api_address, pointer_address
@@ -169,6 +170,8 @@ class NativeEnv(ParallelEnv):
         self.agents: list[str] = []
         self._names: list[str] = []  # the live agents (self.agents is every agent with black_death=True)
         self._none_done: dict = {}
+        self._obs_views = RowViews()  # the observations a step hands out, recycled once nobody holds them
+        self._infos = InfoDicts()
         self._episode = None  # None: never reset; "over": ended; "failed: why": a step failed
         self._present = np.zeros(spec.slots, bool)  # the rows state() shows: live, or truncated at the end
         self._seed_stream = 0
@@ -401,8 +404,7 @@ class NativeEnv(ParallelEnv):
             # nobody left (most steps; nobody is revived): the live set, its rows and the flags stay as they are
             if self.black_death:
                 return self._black_death_step(live, self._present, True, changed=False)
-            return (dict(zip(agents, r.obs[sel].copy() if full else r.obs[live])), dict(zip(agents, r.rew[sel].tolist())),
-                    self._none_done.copy(), self._none_done.copy(), {a: {} for a in agents})
+            return self._dicts(agents, None if full else live, self._none_done.copy(), self._none_done.copy())
         # of the agents live before the step (nobody is revived), those gone: not alive, terminated,
         # truncated, or the episode ended
         ended = bool(r.ended[0])
@@ -423,12 +425,17 @@ class NativeEnv(ParallelEnv):
             active = np.zeros(n, bool)
             active[sel] = kept
             return self._black_death_step(live, active, not gone.all(), changed=left)
-        result = (dict(zip(agents, r.obs[sel].copy())), dict(zip(agents, r.rew[sel].tolist())),
-                  dict(zip(agents, (term != 0).tolist())), dict(zip(agents, (trunc != 0).tolist())),
-                  {a: {} for a in agents})
+        result = self._dicts(agents, None if full else live, dict(zip(agents, (term != 0).tolist())),
+                             dict(zip(agents, (trunc != 0).tolist())))
         if left:
             self._set_live(alive)
         return result
+
+    def _dicts(self, agents: list, live: np.ndarray | None, term: dict, trunc: dict) -> tuple:
+        """The five dicts of the agents live before the step (``live``: their rows; None: every row)."""
+        r, names = self.rows, self._none_done  # names: the live agents' names, in row order
+        rew = r.rew if live is None else r.rew[live]
+        return (self._obs_views.take(r.obs, agents, live), float_dict(names, rew), term, trunc, self._infos.take(names))
 
     def _black_death_step(self, was_live: np.ndarray, active: np.ndarray, going_on: bool, changed: bool = True):
         """Every agent's dicts (SuperSuit's black_death_v3): a lost agent stays, with zero observation
@@ -495,10 +502,17 @@ class NativeEnv(ParallelEnv):
         try:
             # a dict built in agents' order (the usual policy loop): its values as they are
             vals = list(actions.values()) if list(actions) == agents else [actions[a] for a in agents]
-            arr = np.array(vals)  # no dtype=: a cast would hide complex or float ids
-        except (KeyError, ValueError, TypeError):
+        except KeyError:
             return None
         space, cnz = self.spec.action, np.count_nonzero  # count_nonzero: no Python-level wrapper, unlike all()
+        gathered = gather_actions(vals, space.shape) if isinstance(space, spaces.Box) else None
+        if gathered is not None:  # arrays of the right shape: read in one C loop, as float64 (exact)
+            arr = gathered
+        else:
+            try:
+                arr = np.array(vals)  # no dtype=: a cast would hide complex or float ids
+            except (ValueError, TypeError):
+                return None
         if isinstance(space, spaces.Box):
             if arr.dtype.kind not in "fiu" or arr.shape != (len(agents), *space.shape):
                 return None

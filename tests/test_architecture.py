@@ -26,13 +26,14 @@ LAYERS = {
     "seer._io": 0, "seer._text": 0, "seer._cdef": 0, "seer._checks": 0, "seer._host": 0, "seer._version": 0,
     "seer._build": 0, "seer._build_synth": 0, "seer._native_errors": 0,
     "seer._runtime_core": 0, "seer._debug": 0, "seer._runtime_blocks": 0, "seer._step_errors": 0, "seer._seer_c": 0, "seer._synth_c": 0,
+    "seer._agent_dicts": 0, "seer._rowdicts": 0,
     "seer.stpa": 1,
     "seer.vector": 2, "seer.wrap": 2, "seer.envs": 2, "seer.numba": 2, "seer.native_env": 2,
     "seer.integrations": 3, "seer.cli": 3, "seer.bench": 3, "seer": 3,
 }
 LAYER_NAMES = {0: "core", 1: "policy (stpa)", 2: "envs/vector/wrap", 3: "integrations/CLI/bench"}
-#: The compiled modules setup.py's cffi_modules build (present only once built).
-EXTENSIONS = ("seer._seer_c", "seer._synth_c", "seer.envs.uav_swarm._uav_swarm_c", "seer.envs.wireless._wireless_c")
+#: The compiled modules setup.py builds (present only once built).
+EXTENSIONS = ("seer._seer_c", "seer._synth_c", "seer._rowdicts", "seer.envs.uav_swarm._uav_swarm_c", "seer.envs.wireless._wireless_c")
 
 
 def module_files() -> dict[str, pathlib.Path | None]:

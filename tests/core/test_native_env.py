@@ -442,3 +442,38 @@ def test_the_builtin_envs_are_native_envs_whose_single_step_is_the_vectors_copy_
         np.testing.assert_array_equal(vrew[live], np.array(list(rew.values())))
     envs.close()
     env.close()
+
+
+def test_what_a_step_hands_out_is_the_callers_to_keep():
+    """Observations kept across steps (dicts, rows, slices) keep their values; every agent gets its
+    own infos dict; actions of any numeric dtype, as arrays or lists, make the same step."""
+    from seer.envs import uav_swarm_v0
+
+    def run(convert, keep):
+        env = uav_swarm_v0.parallel_env(scenario="default", workers=1, max_cycles=20)
+        obs, _ = env.reset(seed=4)
+        kept, history = [], []
+        rng = np.random.default_rng(1)
+        for _ in range(15):
+            act = rng.uniform(-1, 1, (len(env.agents), *env.action_space(env.agents[0]).shape)).astype(np.float32)
+            obs, rew, term, trunc, infos = env.step({a: convert(x) for a, x in zip(env.agents, act)})
+            assert len({id(d) for d in infos.values()}) == len(infos) and not any(infos.values())
+            infos[env.agents[0]]["mine"] = 1  # the caller's to change
+            history.append(({a: v.copy() for a, v in obs.items()}, dict(rew)))
+            if keep:
+                kept.append((obs, obs[env.agents[-1]][:1], {a: v.copy() for a, v in obs.items()}))
+            for d, part, snap in kept:
+                assert all(np.array_equal(d[a], snap[a]) for a in snap)
+                assert part[0] == snap[list(snap)[-1]][0]
+            if not env.agents:
+                break
+        env.close()
+        return history
+
+    base = run(lambda x: x, keep=False)
+    for convert in (lambda x: x.astype(np.float64), lambda x: x.tolist(), lambda x: x.copy()):
+        for keep in (False, True):
+            other = run(convert, keep)
+            assert len(other) == len(base)
+            for (o1, r1), (o2, r2) in zip(base, other):
+                assert r1 == r2 and all(np.array_equal(o1[a], o2[a]) for a in o1)

@@ -1,0 +1,182 @@
+"""seer._agent_dicts: a step's per-agent dicts from rows, answering what plain Python would.
+
+RowViews recycles observation buffers; what a caller keeps (a dict, a row, a
+slice or reshape of a row, a torch tensor of a row) must never change
+afterwards, whatever else is kept or dropped.
+"""
+
+from __future__ import annotations
+
+import gc
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from seer._agent_dicts import InfoDicts, RowViews, float_dict, gather_actions
+from seer._rowdicts import empty_dicts, unheld
+
+
+def reference(values):
+    return np.array(values).astype(np.float64)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int8, np.int32, np.int64, np.uint16])
+def test_gather_actions_equals_np_array(dtype):
+    rng = np.random.default_rng(0)
+    batch = (rng.normal(size=(50, 3)) * 100).astype(dtype)
+    got = gather_actions(list(batch), (3,))
+    np.testing.assert_array_equal(got, reference(list(batch)))
+    assert got.dtype == np.float64 and got.shape == (50, 3)
+
+
+def test_gather_actions_strided_scalar_and_multidimensional_rows():
+    base = np.arange(40, dtype=np.float32).reshape(10, 4)
+    strided = list(base[:, ::2])  # rows with a stride of 8 bytes
+    np.testing.assert_array_equal(gather_actions(strided, (2,)), reference(strided))
+    scalars = [np.float32(i) / 3 for i in range(7)]  # a Box of shape (): numpy scalars
+    np.testing.assert_array_equal(gather_actions(scalars, ()), reference(scalars))
+    cubes = list(np.arange(24.0).reshape(3, 2, 4)[:, :, ::-1])  # negative strides, 2-D rows
+    np.testing.assert_array_equal(gather_actions(cubes, (2, 4)), reference(cubes))
+    assert gather_actions([], (2,)).shape == (0, 2)
+
+
+@pytest.mark.parametrize("values", [
+    [[0.1, 0.2], [0.3, 0.4]],  # lists: numpy's path reads them
+    [np.zeros(2), np.zeros(3)],  # a row of another shape
+    [np.zeros(2), np.zeros((1, 2))],
+    [np.zeros(2), np.array([True, False])],  # bool is not a number of a Box
+    [np.zeros(2), np.zeros(2, np.complex64)],
+    [np.zeros(2), np.zeros(2, ">f4").astype(">f4")],  # byte-swapped
+    [np.zeros(2), np.zeros(2, np.float16)],
+    [np.zeros(2), np.array([None, None], dtype=object)],
+    [np.zeros(2), b"\x00\x00"],  # a buffer of bytes is not a row of two numbers
+    [np.zeros(2), "ab"],
+])
+def test_gather_actions_leaves_anything_else_to_numpy(values):
+    assert gather_actions(values, (2,)) is None
+
+
+def test_float_and_empty_dicts_answer_as_python():
+    names = [f"uav_{i}" for i in range(300)]
+    template = dict.fromkeys(names, False)
+    for rew in (np.linspace(-1, 1, 300), np.linspace(-1, 1, 300).astype(np.float32), np.arange(600.0)[::2]):
+        got = float_dict(template, rew)
+        assert got == dict(zip(names, rew.tolist())) and list(got) == names
+        assert all(type(v) is float for v in got.values())
+    infos = empty_dicts(template)
+    assert infos == {a: {} for a in names} and list(infos) == names
+    assert len({id(d) for d in infos.values()}) == len(names)  # each agent its own dict
+    assert template == dict.fromkeys(names, False)  # the template is copied, never written
+    with pytest.raises(ValueError, match="template has 300 keys for 2 values"):
+        float_dict(template, np.zeros(2))
+    with pytest.raises(ValueError, match="float32 or float64"):
+        float_dict(template, np.zeros(300, np.int64))
+
+
+def test_row_views_reuse_a_buffer_only_once_unheld(monkeypatch):
+    made = []
+    new_slot = RowViews._new_slot
+    monkeypatch.setattr(RowViews, "_new_slot", staticmethod(lambda *a: made.append(1) or new_slot(*a)))
+    views, names = RowViews(), [f"a{i}" for i in range(64)]
+    rows = np.zeros((64, 5), np.float32)
+    obs = views.take(rows, names)
+    for k in range(50):  # a training loop holds the previous step's dict while it steps
+        rows[:] = k
+        obs = views.take(rows, names)
+        assert obs["a3"][0] == k
+    assert len(made) == 2  # two buffers took turns; none was allocated per step
+    kept = [views.take(rows, names) for _ in range(5)]  # a caller that keeps every dict
+    assert len(made) == 2 + 4
+
+
+def test_unheld_counts_every_reference():
+    holder = empty_dicts(dict.fromkeys("abc"))
+    assert unheld(holder, True)
+    inner = holder["b"]
+    assert not unheld(holder, True) and not unheld(holder, False)
+    del inner
+    holder["c"]["x"] = 1
+    assert not unheld(holder, True) and unheld(holder, False)
+
+
+INFO_MOVES = st.sampled_from(["keep infos", "keep one", "write one", "write and clear", "nothing"])
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(INFO_MOVES, min_size=1, max_size=12), st.integers(1, 5))
+def test_infos_are_fresh_empty_dicts_whatever_was_done_with_the_last_ones(moves, n):
+    infos_of, names = InfoDicts(), dict.fromkeys(f"a{i}" for i in range(n))
+    kept = []
+    for step, move in enumerate(moves):
+        infos = infos_of.take(names)
+        assert infos == {a: {} for a in names} and len({id(d) for d in infos.values()}) == n
+        assert all(d is not k for d in infos.values() for k in kept)  # nothing kept is handed out again
+        a = f"a{step % n}"
+        if move == "keep infos":
+            kept.extend(infos.values())
+        elif move == "keep one":
+            kept.append(infos[a])
+        elif move == "write one":
+            infos[a]["step"] = step
+        elif move == "write and clear":
+            infos[a]["step"] = step
+            infos[a].clear()
+        del infos
+        gc.collect()
+
+
+def test_row_views_index_gathers_the_rows_named():
+    views = RowViews()
+    rows = np.arange(30.0).reshape(10, 3)
+    live = np.array([1, 4, 9])
+    got = views.take(rows, ["x", "y", "z"], live)
+    assert list(got) == ["x", "y", "z"]
+    np.testing.assert_array_equal(np.stack(list(got.values())), rows[live])
+
+
+HOLDS = st.sampled_from(["dict", "row", "slice", "reshape", "values", "memoryview", "nothing"])
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(HOLDS, min_size=1, max_size=12), st.integers(1, 6))
+def test_what_a_caller_keeps_never_changes(holds, n):
+    """Whatever a caller keeps of each step's dict, later steps leave it as it was."""
+    views, names = RowViews(), [f"a{i}" for i in range(n)]
+    rows = np.empty((n, 3), np.float32)
+    kept = []  # (the object kept, what it must still read as)
+    for step, hold in enumerate(holds):
+        rows[:] = np.arange(n * 3, dtype=np.float32).reshape(n, 3) + 100 * step
+        obs = views.take(rows, names)
+        a = names[step % n]
+        thing = {"dict": lambda: obs, "row": lambda: obs[a], "slice": lambda: obs[a][1:],
+                 "reshape": lambda: obs[a].reshape(3, 1), "values": lambda: obs.values(),
+                 "memoryview": lambda: memoryview(obs[a]), "nothing": lambda: None}[hold]()
+        if thing is not None:
+            kept.append((thing, snapshot(thing)))
+        del obs, thing
+        gc.collect()
+        for thing, before in kept:
+            assert snapshot(thing) == before
+
+
+def snapshot(thing):
+    if isinstance(thing, dict):
+        return {k: v.tolist() for k, v in thing.items()}
+    if isinstance(thing, memoryview):
+        return thing.tolist()
+    if isinstance(thing, np.ndarray):
+        return thing.tolist()
+    return [v.tolist() for v in thing]
+
+
+def test_a_torch_tensor_of_a_row_keeps_its_values():
+    torch = pytest.importorskip("torch")
+    views, names = RowViews(), ["a", "b"]
+    rows = np.ones((2, 4), np.float32)
+    t = torch.from_numpy(views.take(rows, names)["a"])  # shares the buffer's memory
+    for k in range(4):
+        rows[:] = k + 5
+        views.take(rows, names)
+    assert t.tolist() == [1.0] * 4
