@@ -186,10 +186,19 @@ def pol():
     return dict(zip(env.agents, np.clip(act, -1, 1).astype(np.float32)))
 for _ in range(warm):
     env.step(pol())
+# the engine's own step inside ParallelEnv.step (NativeEnv builds): the rest is the dicts and checks
+inner = [0.0]
+cls = type(env.unwrapped)
+if hasattr(cls, "_run_step"):
+    run = cls._run_step
+    def timed(self):
+        t = time.perf_counter(); run(self); inner[0] += time.perf_counter() - t
+    cls._run_step = timed
 lat = []
 for _ in range(steps):
     a = pol(); t = time.perf_counter(); env.step(a); lat.append(time.perf_counter() - t)
-print(json.dumps({"mean_ms": float(np.mean(lat) * 1e3), "workers_used": env.workers}))
+dicts = (sum(lat) - inner[0]) / steps * 1e3 if inner[0] else None
+print(json.dumps({"mean_ms": float(np.mean(lat) * 1e3), "dicts_ms": dicts, "workers_used": env.workers}))
 """
 
 
@@ -234,7 +243,7 @@ def against(baseline_path: str, scenarios, rounds: int, level: str = "env") -> d
     steps = {"large": (300, 20), "xlarge": (30, 3), "xxlarge": (4, 1), "default": (1000, 50), "small": (1000, 50)}
     env_new = dict(os.environ)
     env_old = dict(os.environ, PYTHONPATH=baseline_path or "")
-    rows = {}
+    rows, dicts = {}, {}
     caps = []
     for r in range(rounds):
         caps.append(parallel_capacity())
@@ -249,11 +258,14 @@ def against(baseline_path: str, scenarios, rounds: int, level: str = "env") -> d
                                        capture_output=True, text=True, check=True, env=env, cwd="/")
                     res = json.loads(p.stdout.strip().splitlines()[-1])
                     rows.setdefault(f"{sc} w={w} {name}", []).append(res["mean_ms"])
+                    if res.get("dicts_ms") is not None:
+                        dicts.setdefault(f"{sc} w={w} {name}", []).append(res["dicts_ms"])
         print(f"round {r + 1}: parallel capacity {caps[-1]:.2f}; " + ", ".join(
             f"{k} {v[-1]:.3f}" for k, v in rows.items()), flush=True)
     med = {k: float(np.median(v)) for k, v in rows.items()}
     return {"baseline_path": baseline_path, "level": level, "rounds": rounds, "parallel_capacity_per_round": caps,
-            "ms_per_step_median": med, "ms_per_step_rounds": rows}
+            "ms_per_step_median": med, "ms_per_step_rounds": rows,
+            "dicts_ms_median": {k: float(np.median(v)) for k, v in dicts.items()}}
 
 
 def in_child(name: str) -> dict:
@@ -419,6 +431,18 @@ def against_markdown(ab, command, m) -> str:
                 growth.append(f"{b}/{a} at 1 worker ({name}): {med[f'{b} w=1 {name}'] / med[f'{a} w=1 {name}']:.1f}x")
     if growth:
         out += ["", "Cost growth (16x the UAVs each; 16x is linear): " + "; ".join(growth) + "."]
+    share = ab.get("dicts_ms_median") or {}
+    if share:
+        out += ["", "The step outside the engine's own (`ParallelEnv.step` less the C copy step: action checks, "
+                "the five dicts), ms and share of the step:", "",
+                "| scenario | workers | old | new |", "|---|---|---|---|"]
+        for sc in scen:
+            for w in (1, 2):
+                cells = []
+                for name in ("old", "new"):
+                    k = f"{sc} w={w} {name}"
+                    cells.append(f"{share[k]:.3f} ({share[k] / med[k]:.0%})" if k in share else "-")
+                out.append(f"| {sc} | {w} | {cells[0]} | {cells[1]} |")
     out.append("")
     return "\n".join(out)
 
