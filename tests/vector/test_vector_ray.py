@@ -243,15 +243,76 @@ def test_rollout_equals_stepping(ray_cluster):
         envs.reset(seed=5)
         again = envs.rollout(linear_policy, 12)
         assert np.array_equal(again["rewards"], ref["rewards"]) and "infos" not in again
-        boxes = [f"/dev/shm/{shm.name.lstrip('/')}" for shm in envs._backend._boxes.values()]
-        # the row buffers and each shard's batches are in shared memory (the shards are on this node)
-        assert len(boxes) == 3 and all(os.path.exists(p) for p in boxes) and envs._backend.direct == {0, 1}
+        be = envs._backend
+        boxes = [f"/dev/shm/{shm.name.lstrip('/')}" for shm in be._boxes.values()]
+        # the row buffers, the lane and the batches are in shared memory (the shards are on this node): a
+        # batch's arrays are views of its block, written in place by the shards
+        assert "bufs" in be._boxes and "lane" in be._boxes and be.direct == {0, 1} and be.lane.open == {0, 1}
+        assert all(os.path.exists(p) for p in boxes)
+        held = {k: v.copy() for k, v in again.items()}
+        envs.reset(seed=6)
+        other = envs.rollout(linear_policy, 12)  # another block: `again` is still held
+        assert not np.array_equal(other["obs"], held["obs"])
+        for k, v in held.items():
+            assert np.array_equal(again[k], v), k
+        names = set(be._boxes)
+        del again, other
+        envs.reset(seed=5)
+        assert np.array_equal(envs.rollout(linear_policy, 12)["rewards"], ref["rewards"])
+        assert set(be._boxes) <= names  # a block whose arrays are all gone serves the next rollout
     assert not any(os.path.exists(p) for p in boxes)  # close() unlinked them
     with seer.vector.make(toy, 5, num_shards=2, shared_memory=False, **RAY) as envs:  # Ray's object store
         envs.reset(seed=5)
         batch = envs.rollout(linear_policy, 12)
         assert np.array_equal(batch["obs"], ref["obs"]) and not envs._backend._boxes and not envs._backend.direct
         assert_same(rollout_ref, rollout(envs, 9, seed=3))
+
+
+# ---- the lane: step and rollout calls through shared memory --------------------------------------
+
+
+def test_lane_replies_too_large_for_their_area_come_through_ray(ray_cluster, monkeypatch):
+    import seer.vector.ray.lane as lane_mod
+
+    with seer.vector.make(toy, 5, backend="thread", workers=1) as envs:
+        ref = rollout(envs, 9, seed=3)
+        envs.reset(seed=5)
+        ref_batch = {k: v for k, v in envs.step(linear_policy(envs.reset(seed=5)[0]))[4].items()}
+    monkeypatch.setattr(lane_mod, "MSG_BYTES", 128)  # only the smallest replies fit
+    monkeypatch.setattr(lane_mod, "CMD_BYTES", 256)  # a rollout's command does not: it goes as a Ray call
+    with seer.vector.make(toy, 5, num_shards=2, **RAY) as envs:
+        be = envs._backend
+        assert be.lane.open == {0, 1} and be.lane.msg_bytes == 128
+        assert_same(ref, rollout(envs, 9, seed=3))
+        envs.reset(seed=5)
+        infos = envs.step(linear_policy(envs.reset(seed=5)[0]))[4]
+        assert infos.keys() == ref_batch.keys() and all(np.array_equal(infos[k], v) for k, v in ref_batch.items())
+        assert be.lane.seq[0] > 9  # the steps went through the lane
+        envs.reset(seed=5)
+        batch = envs.rollout(linear_policy, 4, infos=True)
+        assert len(batch["infos"]) == 4
+
+
+def test_a_forged_lane_call_is_refused_and_named(ray_cluster):
+    import seer.vector.ray.lane as lane_mod
+
+    with seer.vector.make(toy, 4, num_shards=2, **RAY) as envs:
+        envs.reset(seed=0)
+        envs.step(np.zeros(12, np.int64))
+        lane = envs._backend.lane
+        line = lane.line(1)
+        # another process of this user bumps shard 1's call number without the MAC: nothing is run
+        lane.flags.store(line + lane_mod.CMDLEN, 0)
+        lane.flags.store(line + lane_mod.REQ, lane.seq[1] + 1)
+        lane.flags.ring(line + lane_mod.WBELL)
+        for _ in range(200):  # the shard looks at it (and stops serving) before the driver's next call
+            if lane.flags.load(line + lane_mod.EXITED):
+                break
+            time.sleep(0.05)
+        with pytest.raises(WorkerError, match=r"(?s)shard 1 .* failed while running env copies 2..3.*lane stopped "
+                                              r"serving calls.*refused call"):
+            envs.step(np.zeros(12, np.int64))
+        assert envs.closed
 
 
 # ---- dead shards --------------------------------------------------------------------------------
@@ -290,8 +351,15 @@ def test_killed_shard_is_named_and_nothing_hangs(ray_cluster):
     envs.reset(seed=0)
     envs.step(np.zeros(12, np.int64))
     actors = envs.actors
+    pid = envs.worker_pids()[1]
     ray.kill(actors[1])
     dead(ray, actors[1])
+    # Ray calls the actor dead a moment before its process ends; until then the process still serves the lane's
+    # steps (its copies are intact): the step below is the first one after the process is gone
+    deadline = time.monotonic() + 30
+    while os.path.exists(f"/proc/{pid}") and open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[0] != "Z":
+        assert time.monotonic() < deadline, "the killed shard's process did not end"
+        time.sleep(0.02)
     with pytest.raises(WorkerError) as info:  # never a hang: the suite's timeout would end it
         envs.step(np.zeros(12, np.int64))
     msg = str(info.value)

@@ -12,7 +12,8 @@ from seer._checks import check_worker_timeout
 from seer.vector.process.protocol import WORKER_TIMEOUT_S
 from seer.vector import shm as shm_blocks
 from seer.vector.messages import restarts, shifted
-from seer.vector.ray.batch import COPY_FIELDS
+from seer.vector.ray.batch import COPY_FIELDS, BatchBlocks
+from seer.vector.ray.lane import LaneCall
 from seer.vector.ray.cluster import _connect, _release, import_ray
 from seer.vector.ray.restart import CALL, RESET, STEP, ShardRestarts, _ShardDied
 from seer.vector.ray.rollout import ShardRollouts
@@ -39,8 +40,10 @@ class RayBackend(ShardStartup, ShardRestarts, ShardRollouts):
         self.broken: str | None = None
         self.actors: list = []
         self._owns_ray = False
-        self._boxes: dict = {}  # shard -> SharedMemory for its rollout batches (shards on this node)
-        self._box_views: dict = {}  # shard -> (T, (name, views of its block for T steps))
+        self.lane = None  # Lane: step / rollout calls to the shards on this node through shared memory
+        # the shared-memory blocks: "bufs" (the row buffers), "lane", and rollout batches (by name)
+        self._boxes: dict = {}
+        self._batches = BatchBlocks(self._boxes)
         self._box_finalizer = weakref.finalize(self, shm_blocks.release_all, self._boxes)
         self.autoreset = autoreset
         self.restart_failed = bool(restart)
@@ -155,8 +158,13 @@ class RayBackend(ShardStartup, ShardRestarts, ShardRollouts):
                 ref = self.actors[s].reset.remote(np.ones(len(seeds), bool), seeded, seeds, None)
                 self.inflight[s] = (RESET, ref)
             else:
-                r0, r1 = self.row_ranges[s]
-                self.inflight[s] = (STEP, self._step_m[s].remote(None if s in self.direct else act[r0:r1]))
+                call = None
+                if s in self.direct and s in self.lane.open:  # actions already in its rows (shared memory)
+                    call = self.lane.submit(s, "step", (None,))
+                if call is None:
+                    r0, r1 = self.row_ranges[s]
+                    call = self._step_m[s].remote(None if s in self.direct else act[r0:r1])
+                self.inflight[s] = (STEP, call)
 
     def _gather(self, s: int, op: str, result) -> list:
         state, msgs = result
@@ -182,21 +190,18 @@ class RayBackend(ShardStartup, ShardRestarts, ShardRollouts):
         if min_shards is None and timeout is None:
             got = order
             self._wait_all(refs, order)  # bounded by worker_timeout
-            try:  # the usual case: one call for every shard's result
-                results = dict(zip(order, ray.get(refs)))
-            except ray.exceptions.RayError:
-                results = {}  # a shard died or raised: _get sorts it out shard by shard
+            remote = [(s, r) for s, r in zip(order, refs) if not isinstance(r, LaneCall)]
+            if remote:
+                try:  # the usual case: one call for every shard's result
+                    results = dict(zip([s for s, _ in remote], ray.get([r for _, r in remote])))
+                except ray.exceptions.RayError:
+                    results = {}  # a shard died or raised: _get sorts it out shard by shard
         elif refs:
             need = len(refs) if min_shards is None else max(0, min(int(min_shards), have + len(refs)) - have)
-            ready = []
-            if need:
-                ready, _ = ray.wait(refs, num_returns=need, timeout=timeout)
-            rest = [r for r in refs if r not in set(ready)]
-            if rest:  # and whoever else is done by now
-                more, _ = ray.wait(rest, num_returns=len(rest), timeout=0)
-                ready = list(ready) + list(more)
-            done = set(ready)
-            got = [s for s, r in zip(order, refs) if r in done]
+            ready = set(self._ready(order, refs, need, timeout)) if need else set()
+            if len(ready) < len(order):  # and whoever else is done by now
+                ready |= set(self._ready(order, refs, len(order), 0.0))
+            got = [s for s in order if s in ready]
         else:
             got = []
         for s in got:
@@ -263,6 +268,8 @@ class RayBackend(ShardStartup, ShardRestarts, ShardRollouts):
             return
         self.closed = True
         ray = self.ray
+        if self.lane is not None:  # ends a wait of another thread's step
+            self.lane.close()
         try:
             if self.actors and ray.is_initialized():
                 try:  # let each shard close its copies (and its worker processes, shared memory) first
@@ -278,7 +285,7 @@ class RayBackend(ShardStartup, ShardRestarts, ShardRollouts):
         finally:
             self.actors = []
             self.inflight = {}
-            self._box_views.clear()
+            self._batches.close()
             self._box_finalizer()
             if self._owns_ray:
                 self._owns_ray = False

@@ -61,7 +61,9 @@ class RayVectorEnv(EnvPool, SeerVectorEnv):
         (``(num_envs, ...)``: the observations after the last step, where the
         next ``step``/``rollout`` goes on); with ``infos=True`` also
         ``infos``, one dict per step as :meth:`step` returns them (without
-        ``mask``/``alive``).  Autoreset works as in :meth:`step`; with
+        ``mask``/``alive``).  With shards on this node the batch's arrays are
+        views of one shared-memory block that the shards wrote in place (no
+        copy): it serves a later rollout once every array of it is gone.  Autoreset works as in :meth:`step`; with
         ``DISABLED`` a copy that ends stays idle (``mask`` False) until the
         rollout ends.  A copy that raises stops its shard's rollout and raises
         :class:`~seer.vector.EnvCopyError` afterwards (the batch is lost);

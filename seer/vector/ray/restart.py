@@ -11,6 +11,7 @@ from gymnasium.vector import AutoresetMode
 from seer.errors import ActorRestartedError, WorkerError
 from seer.vector._runner import restart_seed, same_spaces
 from seer.vector.messages import CopyRestarted
+from seer.vector.ray.lane import LaneCall
 
 #: What the driver was doing with a shard, as its errors say it; only a step or a rollout is restarted.
 STEP, RESET, CALL, ROLLOUT = "stepping", "resetting", "calling into", "rolling out"
@@ -34,10 +35,15 @@ class ShardRestarts:
         try:
             if result is None:
                 t0 = time.monotonic()
-                try:
-                    result = ray.get(ref, timeout=self.worker_timeout)
-                except ray.exceptions.GetTimeoutError:
-                    self._unanswered([s], time.monotonic() - t0, f"running its {self._what(s)}")
+                if isinstance(ref, LaneCall):
+                    ok, result = self._lane_get(s, ref, t0)
+                    if not ok:
+                        self._failed(s, result)
+                else:
+                    try:
+                        result = ray.get(ref, timeout=self.worker_timeout)
+                    except ray.exceptions.GetTimeoutError:
+                        self._unanswered([s], time.monotonic() - t0, f"running its {self._what(s)}")
             if result[0] != self.tokens[s]:
                 raise _ShardDied(s, ActorRestartedError(
                     "its process died between two calls and Ray restarted it (its env copies are new)"), result[1:])
@@ -45,10 +51,54 @@ class ShardRestarts:
         except ray.exceptions.RayActorError as exc:
             raise _ShardDied(s, exc) from exc
         except ray.exceptions.RayError as exc:  # the call raised (a broken local pool), or Ray failed
-            what = f"{self.describe(s)} failed while running {self._what(s)}"
-            self.broken = what
-            self.close()
-            raise WorkerError(f"{what}; the vector env is closed:\n{exc}") from None
+            self._failed(s, exc)
+
+    def _failed(self, s: int, exc) -> None:
+        """Shard ``s``'s call raised ``exc`` (or its traceback): close, and raise a WorkerError."""
+        what = f"{self.describe(s)} failed while running {self._what(s)}"
+        self.broken = what
+        self.close()
+        raise WorkerError(f"{what}; the vector env is closed:\n{exc}") from None
+
+    def _lane_get(self, s: int, call: LaneCall, t0: float):
+        """(True, the result) of shard ``s``'s lane call (as ``ray.get`` gives
+        a Ray call's), or (False, why) when the call raised or the lane
+        failed; waits at most ``worker_timeout``; a shard process that ended
+        raises what Ray says of it."""
+        lane = self.lane
+        lane.wait([call], 1, self.worker_timeout)
+        state = lane.state(call)
+        if state == "busy":
+            self._check()  # close() from another thread ended the wait
+            self._unanswered([s], time.monotonic() - t0, f"running its {self._what(s)}")
+        if state == "dead":
+            raise _ShardDied(s, self._death(s))
+        if state == "exited":
+            try:
+                why = self.ray.get(self.actors[s].lane_error.remote(), timeout=self.startup_timeout)
+            except Exception as exc:
+                why = repr(exc)
+            return False, f"its shared-memory lane stopped serving calls:\n{why}"
+        return lane.reply(call, lambda: self.ray.get(self.actors[s].lane_reply.remote(call.seq),
+                                                     timeout=self.startup_timeout))
+
+    def _death(self, s: int) -> BaseException:
+        """What Ray says of shard ``s``, whose process ended during a lane
+        call: the dead actor's error, or (Ray restarted it) that it restarted."""
+        ray = self.ray
+        self.lane.drop(s)
+        try:
+            token = ray.get(self.actors[s].token_of.remote(), timeout=self.startup_timeout)
+        except ray.exceptions.RayActorError as exc:
+            if not isinstance(exc, ray.exceptions.ActorUnavailableError):
+                return exc
+        except Exception:
+            pass
+        else:
+            if token == self.tokens[s]:
+                return ray.exceptions.RayActorError(f"shard {s}'s process {self.shard_info[s].get('pid')} ended but "
+                                                    f"its actor still answers")
+        return ActorRestartedError("its process died during the call and Ray restarted it (its env copies are new)")
 
     def _wait_all(self, refs: list, shards: list[int], op: str = STEP) -> None:
         """Wait for the calls ``refs`` of ``shards``, at most ``worker_timeout``.
@@ -59,10 +109,10 @@ class ShardRestarts:
         if self.worker_timeout is None or not refs:
             return
         t0 = time.monotonic()
-        _, pending = self.ray.wait(refs, num_returns=len(refs), timeout=self.worker_timeout)
-        if not pending:
+        done = set(self._ready(shards, refs, len(refs), self.worker_timeout))
+        if len(done) == len(shards):
             return
-        late = [s for s, r in zip(shards, refs) if r in set(pending)]
+        late = [s for s in shards if s not in done]
         if not (self.restart_failed and op == STEP):
             self._unanswered(late, time.monotonic() - t0, "stepping")
         for s in late:
@@ -72,6 +122,33 @@ class ShardRestarts:
                 self.ray.kill(self.actors[s], no_restart=False)
             except Exception:  # already gone: the gather sees it dead
                 pass
+
+    def _ready(self, shards: list[int], refs: list, need: int, timeout: float | None) -> list[int]:
+        """Those of ``shards`` whose calls ``refs`` (Ray's or the lane's) are
+        answered (or whose lane shard died), once ``need`` of them are or
+        ``timeout`` seconds have passed (None: no limit)."""
+        ray, lane = self.ray, self.lane
+        calls = {s: r for s, r in zip(shards, refs) if isinstance(r, LaneCall)}
+        remote = {s: r for s, r in zip(shards, refs) if not isinstance(r, LaneCall)}
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            self._check()  # close() from another thread ends the wait
+            done = {c.s for c in calls.values() if lane.state(c) != "busy"}
+            if remote:
+                ready, _ = ray.wait(list(remote.values()), num_returns=len(remote), timeout=0)
+                ready = set(ready)
+                done |= {s for s, r in remote.items() if r in ready}
+            left = None if deadline is None else deadline - time.monotonic()
+            if len(done) >= need or (left is not None and left <= 0):
+                return [s for s in shards if s in done]
+            busy_calls = [c for s, c in calls.items() if s not in done]
+            busy_refs = [r for s, r in remote.items() if s not in done]
+            if not busy_refs:
+                lane.wait(busy_calls, need - len(done), left)
+            elif not busy_calls:
+                ray.wait(busy_refs, num_returns=min(need - len(done), len(busy_refs)), timeout=left)
+            else:  # both kinds (a restarted shard's reset goes through Ray): look at both in turn
+                lane.wait(busy_calls, 1, 0.005 if left is None else min(left, 0.005))
 
     def _unanswered(self, shards: list[int], waited: float, doing: str) -> None:
         """Shards that did not answer within ``worker_timeout``: raise a
@@ -115,9 +192,15 @@ class ShardRestarts:
         self._step_m[s] = self.actors[s].step
         if s in self.direct:
             self.direct.discard(s)
-            token = self._call_restarting(s, "attach", self._boxes["bufs"].name, self._row_spec(s))
+            lane = self.lane
+            if lane is not None:
+                lane.drop(s)
+            token = self._call_restarting(s, "attach", self._boxes["bufs"].name, self._row_spec(s),
+                                          None if lane is None else lane.config(s))
             if token == info["token"]:
                 self.direct.add(s)
+                if lane is not None:
+                    lane.adopt(s, info["pid"])
 
     def _died(self, d: _ShardDied, op: str) -> list:
         """Shard ``d.s``'s actor died during ``op``: raise WorkerError (and

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import threading
 import traceback
 import uuid
 
@@ -14,6 +15,10 @@ from seer.vector.actions import ActionCheck
 from seer.vector.backend import build_local
 from seer.vector.messages import CopyFailed, CopyRestarted, FinalObs, RestartFlag, failures, restarts
 from seer.vector.ray.batch import _batch_spec, _views, shard_fields
+from seer.vector.ray.lane import LaneServer
+
+#: Batch blocks a shard keeps mapped (the driver recycles a few, and names those it frees in the next rollout).
+_BATCH_MAPS = 4
 
 
 class _Shard:
@@ -34,6 +39,9 @@ class _Shard:
         self.policy = None
         self.shms: dict = {}  # role -> the driver's SharedMemory blocks this shard writes (same node only)
         self.rows = None  # views of this shard's rows of the driver's buffers (role "bufs")
+        self.batches: dict = {}  # name -> SharedMemory of the driver's rollout batch blocks mapped here
+        self.lane = None  # LaneServer: the driver's step / rollout calls through shared memory (same node only)
+        self.lock = threading.Lock()  # one call at a time, from Ray's task thread or the lane thread
         try:
             env_fn = cloudpickle.loads(fn_bytes)
             workers = kw["workers"]
@@ -115,15 +123,48 @@ class _Shard:
             self.shms[role] = shm
         return shm.buf
 
-    def attach(self, name: str, spec) -> str:
+    def attach(self, name: str, spec, lane=None) -> str:
         """Write this shard's rows straight into the driver's buffers (block
         ``name``; ``spec``: (field, dtype, shape, offset) of its rows), and
-        read its actions there, instead of sending arrays through Ray."""
+        read its actions there, instead of sending arrays through Ray;
+        ``lane``: serve the driver's step and rollout calls through shared
+        memory too (:mod:`seer.vector.ray.lane`)."""
         buf = self._attach("bufs", name)
         self.rows = {n: np.frombuffer(buf, dt, int(np.prod(sh, dtype=np.int64)), off).reshape(sh)
                      for n, dt, sh, off in spec}
         self.row_pairs = [(self.rows[n], self.b[n]) for n in self.names]
+        if lane is not None:
+            if self.lane is not None and not self.lane.stop(5.0):
+                raise RuntimeError(f"shard {self.index}'s lane thread is still in a call")
+            self.lane = LaneServer(self, lane)
         return self.token
+
+    def token_of(self) -> str:
+        """This incarnation's token (the driver asks after a lane shard's process ended)."""
+        return self.token
+
+    def lane_reply(self, seq: int) -> bytes:
+        """The sealed reply to lane call ``seq`` that did not fit in its reply area."""
+        return self.lane.take(seq)
+
+    def lane_error(self) -> str:
+        """Why the lane thread ended (its traceback), or ""."""
+        return (self.lane.error or "") if self.lane is not None else "no lane thread"
+
+    def _batch(self, name: str, forget):
+        """The buffer of the driver's rollout batch block ``name``; unmaps the blocks in ``forget`` (freed by
+        the driver), and the oldest ones beyond a few."""
+        for n in forget or ():
+            shm = self.batches.pop(n, None)
+            if shm is not None:
+                shm_blocks.close(shm)
+        shm = self.batches.pop(name, None)
+        if shm is None:
+            shm = shm_blocks.attach(name, owned_elsewhere=True)  # the driver unlinks it
+        self.batches[name] = shm  # most recent last
+        while len(self.batches) > _BATCH_MAPS:
+            shm_blocks.close(self.batches.pop(next(iter(self.batches))))
+        return shm.buf
 
     def _emit(self):
         """This shard's arrays for the driver: None when written into its
@@ -134,18 +175,25 @@ class _Shard:
             dst[...] = src
         return None
 
-    def rollout(self, key, payload, num_steps: int, reset_first, want_infos: bool, validate: bool, box=None):
+    def rollout(self, key, payload, num_steps: int, reset_first, want_infos: bool, validate: bool, box=None,
+                forget=None):
         """``num_steps`` steps with ``policy(obs) -> actions`` on this shard's
         rows.  ``reset_first``: (seeded, seeds) of a reset that replaces the
-        first step (a restarted shard in NEXT_STEP mode).  ``box``: the name
-        of a shared-memory block (on this node) to write the batch into
-        instead of returning it."""
+        first step (a restarted shard in NEXT_STEP mode).  ``box``: (name,
+        rows, first row) of the driver's batch block (on this node) for the
+        whole vector env's ``rows``: this shard writes its rows of the batch
+        there instead of returning them.  ``forget``: names of batch blocks
+        the driver freed."""
         b, impl = self.b, self.impl
         T = num_steps
         obs, act = b["obs"], b["act"]
-        spec, _ = _batch_spec(T, len(act), obs.shape[1:], obs.dtype, act.shape[1:], act.dtype)
-        out = _views(self._attach("batch", box), spec) if box else \
-            {n: np.empty(sh, dt) for n, sh, dt, _ in spec}
+        if box:
+            name, rows, r0 = box
+            spec, _ = _batch_spec(T, rows, obs.shape[1:], obs.dtype, act.shape[1:], act.dtype)
+            out = {n: v[:, r0:r0 + len(act)] for n, v in _views(self._batch(name, forget), spec).items()}
+        else:
+            spec, _ = _batch_spec(T, len(act), obs.shape[1:], obs.dtype, act.shape[1:], act.dtype)
+            out = {n: np.empty(sh, dt) for n, sh, dt, _ in spec}
         steps_msgs: list = []
         failure = None
         done = 0
@@ -211,10 +259,14 @@ class _Shard:
         return os.getpid()
 
     def close(self) -> None:
+        if self.lane is not None:
+            if not self.lane.stop(1.0):  # its thread hangs in a copy's step: the driver kills this actor next
+                return
+            self.lane = None
         self.rows = self.row_pairs = None
-        for shm in self.shms.values():
+        for shm in list(self.shms.values()) + list(self.batches.values()):
             shm_blocks.close(shm)
-        self.shms = {}
+        self.shms, self.batches = {}, {}
         if self.impl is not None:
             self.impl.close()
             self.impl = None

@@ -13,6 +13,7 @@ from seer.vector._layout import build_layout
 from seer.vector.process.options import unpicklable
 from seer.vector.ray.batch import COPY_FIELDS, shard_fields
 from seer.vector.ray.cluster import _INLINE_BYTES, _dumps
+from seer.vector.ray.lane import Lane
 from seer.vector.ray.shard import _Shard
 
 
@@ -118,10 +119,15 @@ class ShardStartup:
         self._policy_keys: dict[int, bytes] = {}
         self._alive_before = None
         if local:
-            tokens = ray.get([self.actors[s].attach.remote(self._boxes["bufs"].name, self._row_spec(s))
+            self.lane = Lane(num_shards)
+            self._boxes["lane"] = self.lane.shm
+            tokens = ray.get([self.actors[s].attach.remote(self._boxes["bufs"].name, self._row_spec(s),
+                                                           self.lane.config(s))
                               for s in local], timeout=self.startup_timeout)
             if tokens == [self.tokens[s] for s in local]:
                 self.direct = set(local)
+                for s in local:
+                    self.lane.adopt(s, starts[s]["pid"])
 
     def _row_spec(self, s: int) -> list:
         """(field, dtype, shape, byte offset) of shard ``s``'s rows (copies)
