@@ -22,6 +22,10 @@ EVENT_DTYPE = np.dtype(
 assert ffi.sizeof("seer_event") == EVENT_DTYPE.itemsize
 
 _INT32 = np.iinfo(np.int32)
+# numpy's built-in dtypes are singletons: an `is` test is the cheap exact check
+# (native byte order only) of the wrappers' fast paths below
+_I32, _F64, _I64 = np.dtype(np.int32), np.dtype(np.float64), np.dtype(np.int64)
+_ndarray = np.ndarray
 
 
 def _ptr(ctype: str, array: np.ndarray | None):
@@ -124,6 +128,9 @@ class EventQueue:
         self.num_entities = int(num_entities)
         self.num_kinds = int(num_kinds)
         self.capacity = int(capacity)
+        #: (out, its C pointer, its length) of the last pop given an out array,
+        #: for pop's fast path (it keeps that array alive until another replaces it)
+        self._out_cache = None
 
     def _call(self, what: str, fn, *args):
         """fn(*args), holding the owning runtime (if any) as its own calls do."""
@@ -185,6 +192,27 @@ class EventQueue:
             seqs: Optional per-source sequence numbers (default: one
                 queue-wide counter).
         """
+        if (sources is None and seqs is None and payloads is not None and type(entities) is _ndarray
+                and type(times) is _ndarray and type(kinds) is _ndarray and type(payloads) is _ndarray
+                and entities.dtype is _I32 and times.dtype is _F64 and kinds.dtype is _I32 and payloads.dtype is _I64
+                and entities.ndim == 1 and entities.shape == times.shape == kinds.shape == payloads.shape
+                and entities.flags.c_contiguous and times.flags.c_contiguous and kinds.flags.c_contiguous
+                and payloads.flags.c_contiguous and len(entities)):
+            # Fast path: four 1-D contiguous arrays of exactly the C types, as
+            # a simulator's step hands them over; at a few thousand events a
+            # call, the conversions below cost as much as the C push itself.
+            # Everything else about them is checked in C.
+            if self._clock is not None:
+                self._check_clock(times, entities)
+            n = len(entities)
+            bad = ffi.new("int64_t *")
+            rc = self._call("queue.push_many()", lib.seer_queue_push_many, self._q,
+                            ffi.from_buffer("int32_t[]", entities), ffi.from_buffer("double[]", times),
+                            ffi.from_buffer("int32_t[]", kinds), ffi.from_buffer("int64_t[]", payloads), ffi.NULL,
+                            ffi.NULL, n, bad)
+            if rc != lib.SEER_OK:
+                raise self._push_error(rc, int(bad[0]), entities, times, kinds, n)
+            return
         ent = _as_array("entities", entities, np.int32, None, integer=True)
         n = ent.shape[0]
         tim = _as_array("times", times, np.float64, n, integer=False)
@@ -319,6 +347,19 @@ class EventQueue:
             A structured array with fields entity, time, kind, payload,
             source and seq.
         """
+        c = self._out_cache
+        if (c is not None and c[0] is out and type(horizon) is float and type(max_events) is int
+                and per_entity is None and horizon == horizon and 1 <= max_events < 1 << 63 and out.flags.writeable):
+            # Fast path: the same out array as the last pop's (a loop that
+            # pops into one buffer), its C pointer kept from then: no checks
+            # beyond the ones above, no conversion.  c[2]: how many events
+            # that pointer's buffer holds, whatever has become of out's shape.
+            cap = max_events if max_events < c[2] else c[2]
+            if self._owner is None:
+                n = lib.seer_queue_pop(self._q, horizon, c[1], cap, 0)
+            else:
+                n = self._call("queue.pop()", lib.seer_queue_pop, self._q, horizon, c[1], cap, 0)
+            return out[:n]
         if not isinstance(horizon, numbers.Real) or isinstance(horizon, bool) or math.isnan(horizon):
             raise InvalidEventError(f"horizon={horizon!r} is invalid: expected a float that is not NaN")
         if not isinstance(max_events, numbers.Integral) or isinstance(max_events, bool) or not 1 <= max_events < 2**63:
@@ -326,6 +367,7 @@ class EventQueue:
         if per_entity is not None and (not isinstance(per_entity, numbers.Integral) or isinstance(per_entity, bool)
                                        or not 1 <= per_entity <= _INT32.max):
             raise InvalidArgumentError(f"per_entity={per_entity!r} is invalid: expected None or an integer in [1, {_INT32.max}]")
+        keep = out is not None
         if out is None:
             # no pop returns more than the pool holds
             out = np.empty(min(int(max_events), self.capacity), EVENT_DTYPE)
@@ -336,8 +378,12 @@ class EventQueue:
         elif not out.flags.writeable:
             raise InvalidArgumentError("out is read-only: pop writes the events into it; pass a writeable array")
         cap = min(int(max_events), out.shape[0])
-        n = self._call("queue.pop()", lib.seer_queue_pop, self._q, float(horizon),
-                       ffi.from_buffer("seer_event[]", out, require_writable=True), cap, int(per_entity or 0))
+        ptr = ffi.from_buffer("seer_event[]", out, require_writable=True)
+        if keep:
+            # for the fast path above; one tuple, so a thread never sees one
+            # array's pointer next to another array
+            self._out_cache = (out, ptr, out.shape[0])
+        n = self._call("queue.pop()", lib.seer_queue_pop, self._q, float(horizon), ptr, cap, int(per_entity or 0))
         return out[:n]
 
     def release(self, entities) -> None:
@@ -346,9 +392,15 @@ class EventQueue:
         Releasing an entity nobody holds raises :class:`NotClaimedError`;
         those listed before it are released.
         """
-        if isinstance(entities, numbers.Integral) and not isinstance(entities, bool):
-            entities = [int(entities)]
-        ent = _as_array("entities", entities, np.int32, None, integer=True)
+        if type(entities) is _ndarray and entities.dtype is _I32 and entities.ndim == 1:
+            # fast path: an int32 array, e.g. a popped batch's entity column
+            # (strided: copied, which C could read in place if cffi could
+            # point into a strided array)
+            ent = entities if entities.flags.c_contiguous else entities.copy()
+        else:
+            if isinstance(entities, numbers.Integral) and not isinstance(entities, bool):
+                entities = [int(entities)]
+            ent = _as_array("entities", entities, np.int32, None, integer=True)
         if ent.size == 0:
             return
         bad = ffi.new("int64_t *")

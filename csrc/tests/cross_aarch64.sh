@@ -14,8 +14,8 @@
 # store/store reorderings never happen here.  It is also weaker than ARM in
 # one place: it emits STLR and LDAR (seq_cst store and load) as plain moves,
 # so a seq_cst store may pass a later seq_cst load, which C11 and ARMv8 both
-# forbid; litmus_sb shows it, and the queue's one store->load handshake uses
-# an exchange for that reason (see seer_queue_unclaim_key).  A pass means the code builds
+# forbid; litmus_sb shows it, and the queue's store->load handshakes write
+# with RMWs for that reason (see csrc/seer_queue.c's header).  A pass means the code builds
 # cleanly for aarch64 and its invariants hold with aarch64's atomic
 # instruction sequences and the compiler's aarch64 code generation; the
 # memory-order argument itself is in the comments of csrc/seer_ring.h and

@@ -5,11 +5,12 @@
  *
  * Two threads, round i: T1 writes x[i] then loads y[i], T2 writes y[i] then
  * loads x[i].  Under C11 seq_cst both loads cannot read 0.  The queue's
- * unclaim handshake (seer_queue_unclaim_key: write next_key, then load the
- * inbox; pushers CAS the inbox, then CAS-min next_key) has this shape.
+ * handshakes have this shape (csrc/seer_queue.c's header: a push or an
+ * unclaim writes the lane's word, then loads the horizon; advance raises
+ * the horizon, then loads the word), and each writes with an RMW.
  *
- * Two variants of the write: a seq_cst store, and a seq_cst exchange (what
- * the queue uses).  qemu-user 7.2 on an x86 host translates aarch64 STLR and
+ * Two variants of the write: a seq_cst store, and a seq_cst exchange (an
+ * RMW, as the queue's).  qemu-user 7.2 on an x86 host translates aarch64 STLR and
  * LDAR to plain moves with no store->load fence, so the store variant shows
  * both-zero outcomes there although real ARMv8 hardware forbids them; the
  * exchange is emulated with a host atomic and must show none.  Prints both

@@ -67,7 +67,7 @@
 
 #define MAGIC 0x5eE7C0FFEE15DEADull
 #define NUM_KINDS 16
-#define MAX_BATCH 256 /* events per push_many                       */
+#define MAX_BATCH 1024 /* events per push_many (half the batches: 256) */
 #define MAX_POP 512   /* biggest max_events a consumer asks for     */
 #define LEAD 8.0      /* producers stay this close to the slowest one */
 #define MAX_OFFSET 2.0
@@ -227,7 +227,9 @@ static void *producer(void *argp) {
         /* Stay within LEAD of the slowest producer (see the header). */
         for (unsigned w = 0; clock >= min_low(S) + LEAD; w++) pause_a_little(w);
         int64_t left = S->per_producer - sent;
-        int n = 1 + (int)(rng_next(&rng) % MAX_BATCH);
+        /* Half the batches are big enough that push_many groups them by
+         * entity (at least 256 events, and entities <= 4 * events). */
+        int n = 1 + (int)(rng_next(&rng) % ((rng & 1) ? 256 : MAX_BATCH));
         if (n > left) n = (int)left;
         for (int i = 0; i < n; i++) {
             uint64_t r = rng_next(&rng);
