@@ -208,6 +208,8 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 import numpy as np
 from seer.envs.uav_swarm import model as M
 sc, w, steps, warm = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+# wall: perf_counter; thread: the stepping thread's CPU time (all of a 1-worker step's work)
+clock = time.thread_time if len(sys.argv) > 5 and sys.argv[5] == "thread" else time.perf_counter
 cfg = M.make_config(sc)
 sim = M.SeerSim(cfg, workers=w)
 sim.reset(0)
@@ -226,18 +228,22 @@ for k in range(steps + warm):
         sim.set_actions(live, act)
     else:
         M.set_actions(cfg, st, live, act)
-    t = time.perf_counter(); sim.step(); dt = time.perf_counter() - t
+    t = clock(); sim.step(); dt = clock() - t
     if k >= warm:
         lat.append(dt)
 print(json.dumps({"mean_ms": float(np.mean(lat) * 1e3), "workers_used": w}))
 """
 
 
-def against(baseline_path: str, scenarios, rounds: int, level: str = "env") -> dict:
+def against(baseline_path: str, scenarios, rounds: int, level: str = "env", workers=(1, 2),
+            clock: str = "wall") -> dict:
     """`ParallelEnv.step` of this tree and of a build of an earlier commit
     (installed with `pip install --target baseline_path`), in alternating
     fresh processes, so load from other jobs hits both alike; per round the
-    machine's parallel capacity is measured too.  Medians over rounds."""
+    machine's parallel capacity is measured too.  Medians over rounds.
+    clock "thread" (level c): the stepping thread's CPU time instead of the
+    wall clock, which a busy machine's time slicing inflates (with 1 worker
+    it holds all of the step's work; with more, only the stepping thread's)."""
     from seer.bench.common import parallel_capacity
 
     steps = {"large": (300, 20), "xlarge": (30, 3), "xxlarge": (4, 1), "default": (1000, 50), "small": (1000, 50)}
@@ -249,12 +255,13 @@ def against(baseline_path: str, scenarios, rounds: int, level: str = "env") -> d
         caps.append(parallel_capacity())
         for sc in scenarios:
             n, warm = steps.get(sc, (50, 5))
-            for w in (1, 2):
-                for name, env in (("new", env_new), ("old", env_old)):
+            for w in workers:
+                pair = (("new", env_new), ("old", env_old))
+                for name, env in (pair if r % 2 == 0 else pair[::-1]):  # who goes first alternates
                     if name == "old" and not baseline_path:
                         continue
                     drv = AB_DRIVER if level == "env" else AB_DRIVER_C
-                    p = subprocess.run([sys.executable, "-c", drv, sc, str(w), str(n), str(warm)],
+                    p = subprocess.run([sys.executable, "-c", drv, sc, str(w), str(n), str(warm), clock],
                                        capture_output=True, text=True, check=True, env=env, cwd="/")
                     res = json.loads(p.stdout.strip().splitlines()[-1])
                     rows.setdefault(f"{sc} w={w} {name}", []).append(res["mean_ms"])
@@ -264,7 +271,7 @@ def against(baseline_path: str, scenarios, rounds: int, level: str = "env") -> d
             f"{k} {v[-1]:.3f}" for k, v in rows.items()), flush=True)
     med = {k: float(np.median(v)) for k, v in rows.items()}
     return {"baseline_path": baseline_path, "level": level, "rounds": rounds, "parallel_capacity_per_round": caps,
-            "ms_per_step_median": med, "ms_per_step_rounds": rows,
+            "clock": clock, "ms_per_step_median": med, "ms_per_step_rounds": rows,
             "dicts_ms_median": {k: float(np.median(v)) for k, v in dicts.items()}}
 
 
@@ -296,10 +303,16 @@ def main(argv=None):
     ap.add_argument("--skip-main", action="store_true", help="only the --against comparison")
     ap.add_argument("--against-label", help="what --against DIR holds, for the report (default: an earlier commit "
                     "installed with pip install --target)")
+    ap.add_argument("--against-workers", default="1,2", help="pool sizes of --against")
+    ap.add_argument("--clock", choices=["wall", "thread"], default="wall",
+                    help="--level c: time steps by the wall clock or by the stepping thread's CPU time (all of a "
+                         "1-worker step's work; on a busy machine the wall clock also counts the time the OS gives "
+                         "other processes)")
     args = ap.parse_args(argv)
     if args.skip_main:
         info = machine_info()  # before the runs: its load average is the one at the start
-        ab = against(args.against, args.against_scenarios.split(","), args.rounds, args.level)
+        ab = against(args.against, args.against_scenarios.split(","), args.rounds, args.level,
+                     tuple(int(w) for w in args.against_workers.split(",")), args.clock)
         if args.against_label:
             ab["baseline_label"] = args.against_label
         md = against_markdown(ab, "python " + " ".join([os.path.relpath(__file__, os.getcwd())] + (
@@ -406,8 +419,10 @@ def against_markdown(ab, command, m) -> str:
            + ", ".join(f"{c:.2f}" for c in ab["parallel_capacity_per_round"]), "",
            ("Timed: `ParallelEnv.step(actions)`" if ab.get("level", "env") == "env" else
             "Timed: the C step alone (`SeerSim.step`: broadcast grid, the step's events, readout, losses; no "
-            "PettingZoo dicts)") + " (hover policy, outside the timer), each configuration in a fresh "
-           f"process, old and new alternating; medians over {ab['rounds']} rounds. Old: "
+            "PettingZoo dicts)") + (", by the stepping thread's CPU time (`time.thread_time`)"
+                                      if ab.get("clock") == "thread" and ab.get("level") == "c" else "")
+           + " (hover policy, outside the timer), each configuration in a fresh "
+           f"process, old and new alternating (who goes first alternates too); medians over {ab['rounds']} rounds. Old: "
            + (ab.get("baseline_label") or f"the previous commit built with `pip install --target` into "
               f"`{ab['baseline_path']}`") + ".", "",
            "| scenario | workers | old ms/step | new ms/step | new vs old | old w=2 / w=1 | new w=2 / w=1 |",
@@ -418,12 +433,13 @@ def against_markdown(ab, command, m) -> str:
             o, n = med.get(f"{sc} w={w} old"), med.get(f"{sc} w={w} new")
             if n is None:
                 continue
-            sn = med[f"{sc} w=1 new"] / med[f"{sc} w=2 new"]
+            both = f"{sc} w=2 new" in med and f"{sc} w=1 new" in med
+            sn = f"{med[f'{sc} w=1 new'] / med[f'{sc} w=2 new']:.2f}x" if both else "-"
             if o is None:
-                out.append(f"| {sc} | {w} | - | {n:.3f} | - | - | {sn:.2f}x |")
+                out.append(f"| {sc} | {w} | - | {n:.3f} | - | - | {sn} |")
                 continue
-            so = med[f"{sc} w=1 old"] / med[f"{sc} w=2 old"]
-            out.append(f"| {sc} | {w} | {o:.3f} | {n:.3f} | {o / n:.2f}x | {so:.2f}x | {sn:.2f}x |")
+            so = f"{med[f'{sc} w=1 old'] / med[f'{sc} w=2 old']:.2f}x" if both and f"{sc} w=2 old" in med else "-"
+            out.append(f"| {sc} | {w} | {o:.3f} | {n:.3f} | {o / n:.2f}x | {so} | {sn} |")
     growth = []
     for a, b in (("large", "xlarge"), ("xlarge", "xxlarge")):
         for name in ("old", "new"):
@@ -431,6 +447,18 @@ def against_markdown(ab, command, m) -> str:
                 growth.append(f"{b}/{a} at 1 worker ({name}): {med[f'{b} w=1 {name}'] / med[f'{a} w=1 {name}']:.1f}x")
     if growth:
         out += ["", "Cost growth (16x the UAVs each; 16x is linear): " + "; ".join(growth) + "."]
+    # the same ratios taken within each round (both sizes timed minutes apart, in the same host state), medians
+    rounds = ab.get("ms_per_step_rounds", {})
+    per_round = []
+    for a, b in (("large", "xlarge"), ("xlarge", "xxlarge")):
+        for name in ("old", "new"):
+            ra, rb = rounds.get(f"{a} w=1 {name}"), rounds.get(f"{b} w=1 {name}")
+            if ra and rb and len(ra) == len(rb):
+                g = sorted(y / x for x, y in zip(ra, rb))
+                per_round.append(f"{b}/{a} ({name}) {np.median(g):.1f}x (quartiles {np.percentile(g, 25):.1f}-"
+                                 f"{np.percentile(g, 75):.1f}x)")
+    if per_round:
+        out += ["", "Per round, then the median over rounds: " + "; ".join(per_round) + "."]
     share = ab.get("dicts_ms_median") or {}
     if share:
         out += ["", "The step outside the engine's own (`ParallelEnv.step` less the C copy step: action checks, "

@@ -308,6 +308,9 @@ typedef struct seer_worker {
      * lists being delivered. */
     int defer;          /* this window defers (see above)        */
     seer_outbox *ob[2]; /* [window parity][destination chunk]    */
+    /* A tiled step's events for other entities, pushed at the end of each
+     * seer_rt_tiled_run (see there) */
+    seer_outbox tile_ob;
 } seer_worker;
 
 typedef struct snapshot_region {
@@ -420,6 +423,14 @@ struct seer_runtime {
     _Atomic int32_t err_claim; /* the first failure owns err, then sets err_code */
     seer_error_info err;
     seer_worker *workers;
+    /* A tiled step (seer_rt_tiled_begin .. seer_rt_tiled_end): its window
+     * ends, and per entity the windows it has run so far (allocated on the
+     * first tiled step). */
+    int tiled;
+    int32_t tile_k;
+    int64_t tile_t0; /* its start (ns), when the stats are on */
+    const double *tile_end;
+    int32_t *tile_win;
 };
 
 static inline int64_t now_ns(void) {
@@ -560,6 +571,7 @@ static void free_workers(seer_worker *ws, int32_t n, int32_t chunks) {
             for (int32_t d = 0; ws[w].ob[p] && d < chunks; d++) free(ws[w].ob[p][d].ids);
             free(ws[w].ob[p]);
         }
+        free(ws[w].tile_ob.ids);
     }
     free(ws);
 }
@@ -653,6 +665,7 @@ void seer_rt_free(seer_runtime *rt) {
     free(rt->stream_of);
     free(rt->emit_seq);
     free(rt->cur_time);
+    free(rt->tile_win);
     free(rt);
 }
 
@@ -867,7 +880,7 @@ static inline void note_key(seer_worker *w, uint64_t k) {
  * that holds target's lane; 0: no memory to grow the outbox (the emit
  * fails: publishing it now would break the window's no-pusher rule). */
 static int defer_publish(seer_runtime *rt, seer_worker *w, int32_t target, uint32_t id) {
-    seer_outbox *ob = &w->ob[w->win_seq & 1][rt->chunk_of[target]];
+    seer_outbox *ob = rt->tiled ? &w->tile_ob : &w->ob[w->win_seq & 1][rt->chunk_of[target]];
     if (ob->len == ob->cap) {
         int32_t cap = ob->cap ? 2 * ob->cap : 64;
         uint32_t *ids = realloc(ob->ids, sizeof(uint32_t) * (size_t)cap);
@@ -909,6 +922,14 @@ static int emit_one(seer_runtime *rt, seer_worker *w, int32_t source, int32_t ta
     double now = rt->cur_time[source];
     if (target != source ? time < now + rt->lookahead : time < now)
         return target != source ? SEER_E_CAUSALITY : SEER_E_PAST;
+    if (rt->tiled && target != source) {
+        /* A tiled step: an event for another entity must fall after the
+         * window being run, and into a window its target has not run yet
+         * (a plan that lets a target run ahead of its senders is caught
+         * here, at the first event that comes too late). */
+        const int32_t done = rt->tile_win[target];
+        if (time < w->ctx.window_end || (done > 0 && time < rt->tile_end[done - 1])) return SEER_E_CAUSALITY;
+    }
     uint32_t id = seer_queue_alloc(rt->q, &w->cache);
     if (id == SEER_NIL) return SEER_E_FULL;
     seer_event *ev = seer_queue_node_event(rt->q, id);
@@ -1761,6 +1782,173 @@ int seer_rt_step(seer_runtime *rt, double horizon) {
     return atomic_load_explicit(&rt->err_code, memory_order_acquire);
 }
 
+/* ---- tiled steps ---------------------------------------------------------------------
+ *
+ * A step whose windows the caller runs entity set by entity set (see
+ * seer_rt_tiled_begin in seer/seer.h): the caller may run a group of
+ * entities through several windows before it moves on to the next group,
+ * so that the rows of a group stay in cache from one window to the next
+ * instead of every window sweeping all entities.  One thread does it all:
+ * the stepping thread of a runtime with one worker, with the lanes to
+ * itself, so a cross-entity event goes onto its target's lane with plain
+ * stores (seer_queue_push_private_many, when the run that sent it returns:
+ * tiled_deliver) and claims and unclaims need no handshake (the private
+ * variants), as in a deferred window.  Whether the caller's order respects
+ * the events' causality is checked at every emit (emit_one): an event for
+ * another entity must fall after the window being run and into a window
+ * its target has not run yet; the first that does not fails the step
+ * (SEER_E_CAUSALITY).  What a handler reads of other entities' rows is the
+ * caller's to order: a tiled step takes no snapshots. */
+
+static int begin_stepping(seer_runtime *rt) {
+    unsigned spins = 0;
+    for (int idle = STEP_IDLE;; idle = STEP_IDLE) {
+        /* acquire: as in seer_rt_step */
+        if (atomic_compare_exchange_weak_explicit(&rt->stepping, &idle, STEP_RUNNING, memory_order_acquire,
+                                                  memory_order_relaxed))
+            return 1;
+        if (idle == STEP_RUNNING) return 0;
+        seer_backoff(&spins);
+    }
+}
+
+int seer_rt_tiled_begin(seer_runtime *rt, int32_t num_windows, const double *window_end) {
+    if (rt->num_workers != 1 || rt->has_python || TRACING(rt)) return SEER_E_UNSUPPORTED;
+    if (num_windows < 1 || !window_end || rt->tiled) return SEER_E_ARG;
+    for (int32_t k = 0; k < num_windows; k++)
+        if (isnan(window_end[k]) || (k > 0 && !(window_end[k] > window_end[k - 1]))) return SEER_E_ARG;
+    if (!rt->tile_win) {
+        rt->tile_win = malloc(sizeof(int32_t) * (size_t)rt->num_entities);
+        if (!rt->tile_win) return SEER_E_NOMEM;
+    }
+    if (!begin_stepping(rt)) return SEER_E_ARG; /* a step inside a step */
+    if (rt->dbg_n) dbg_refresh(rt);
+    /* as at a chunked step's start: lanes readied from outside go idle again */
+    uint32_t e;
+    while (seer_queue_take(rt->q, &e)) (void)seer_queue_unclaim_private(rt->q, e);
+    memset(rt->tile_win, 0, sizeof(int32_t) * (size_t)rt->num_entities);
+    rt->horizon = window_end[num_windows - 1];
+    rt->tile_end = window_end;
+    rt->tile_k = num_windows;
+    rt->tiled = 1;
+    rt->steps_begun++;
+    seer_worker *w = &rt->workers[0];
+    w->defer = 1; /* the private next and unclaim in run_entity */
+    w->win_seq = 0;
+    rt->tile_t0 = STATS_ON(rt) ? now_ns() : 0;
+    return SEER_OK;
+}
+
+/* Push the events the last run sent to other entities (emit_one put them
+ * in tile_ob): none is due before the end of the window it was sent in
+ * (emit_one checks), so none is needed before the next run; pushed
+ * together, their lanes' misses overlap (seer_queue_push_private_many)
+ * instead of stalling each handler that sends one. */
+static void tiled_deliver(seer_runtime *rt, seer_worker *w) {
+    if (w->tile_ob.len) seer_queue_push_private_many(rt->q, w->tile_ob.ids, w->tile_ob.len);
+    w->tile_ob.len = 0;
+}
+
+/* Run window k of lanes [lo, hi), which have all run windows 0 .. k - 1
+ * (and are marked as having run k). */
+static void tiled_range(seer_runtime *rt, seer_worker *w, int32_t k, int32_t lo, int32_t hi, window_stats *st) {
+    const double t1 = rt->tile_end[k];
+    uint64_t rest;
+    uint32_t *own = &rt->claimed[lo];
+    const int32_t n = seer_queue_claim_range_private(rt->q, t1, lo, hi, own, &rest);
+    const int32_t window = (int32_t)(rt->windows_total + k + 1);
+    if (n > 1) seer_queue_prefetch_ahead(rt->q, SEER_NIL, own[0]);
+    for (int32_t i = 0; i < n; i++) {
+        if (i + 1 < n) seer_queue_prefetch_ahead(rt->q, i + 2 < n ? own[i + 2] : SEER_NIL, own[i + 1]);
+        if (aborted(rt))
+            (void)seer_queue_unclaim_private(rt->q, own[i]); /* given back unrun */
+        else
+            run_entity(rt, w, own[i], t1, st, window);
+    }
+}
+
+int seer_rt_tiled_run(seer_runtime *rt, int32_t window, const int32_t *entities, int32_t n) {
+    if (!rt->tiled || window < 0 || window >= rt->tile_k || n < 0 || (n > 0 && !entities)) return SEER_E_ARG;
+    seer_worker *w = &rt->workers[0];
+    const double t1 = rt->tile_end[window];
+    w->window_key = seer_time_key(t1);
+    w->ctx.window_end = t1;
+    w->min_key = SEER_KEY_INF;
+    window_stats st = {0, 0, 0, 0};
+    const uint32_t N = (uint32_t)rt->num_entities;
+    int32_t *done = rt->tile_win;
+    int rc = SEER_OK;
+    for (int32_t i = 0; i < n && !aborted(rt);) {
+        /* a run of consecutive entities: one claim over their lanes.  Each
+         * is marked as having run the window as it joins the run (no event
+         * of this window can be for this window: emit_one) */
+        const int32_t lo = entities[i];
+        int32_t hi = lo;
+        while (i < n && entities[i] == hi && (uint32_t)hi < N && done[hi] == window) done[hi++] = window + 1, i++;
+        if (hi == lo) { /* not an entity, or not at this window: the caller's plan is wrong */
+            seer_event cur = {t1, 0, lo, -1, -1, 0};
+            fail(rt, SEER_E_ARG, 0, &cur, lo, -1, NAN);
+            rc = SEER_E_ARG;
+            break;
+        }
+        tiled_range(rt, w, window, lo, hi, &st);
+    }
+    tiled_deliver(rt, w);
+    w->events += st.events;
+    if (rc == SEER_OK) rc = atomic_load_explicit(&rt->err_code, memory_order_relaxed);
+    return rc;
+}
+
+int seer_rt_tiled_end(seer_runtime *rt) {
+    if (!rt->tiled) return SEER_E_ARG;
+    seer_worker *w = &rt->workers[0];
+    const int32_t K = rt->tile_k, N = rt->num_entities;
+    /* The entities the caller did not run through every window (with no
+     * events to share, as lost UAVs): the rest of their windows now, in
+     * window order, their ids listed in claimed (free scratch here). */
+    int32_t m = 0;
+    for (int32_t e = N - 1; e >= 0; e--)
+        if (rt->tile_win[e] < K) rt->claimed[N - 1 - m++] = (uint32_t)e;
+    window_stats st = {0, 0, 0, 0};
+    for (int32_t k = 0; k < K && m > 0 && !aborted(rt); k++) {
+        const double t1 = rt->tile_end[k];
+        w->window_key = seer_time_key(t1);
+        w->ctx.window_end = t1;
+        for (int32_t i = N - m; i < N && !aborted(rt); i++) {
+            const int32_t e = (int32_t)rt->claimed[i];
+            if (rt->tile_win[e] != k) continue;
+            uint64_t rest;
+            uint32_t own;
+            if (seer_queue_claim_range_private(rt->q, t1, e, e + 1, &own, &rest))
+                run_entity(rt, w, own, t1, &st, (int32_t)(rt->windows_total + k + 1));
+            rt->tile_win[e] = k + 1;
+        }
+        tiled_deliver(rt, w);
+    }
+    tiled_deliver(rt, w); /* (an aborted step's too: its nodes go back to the lanes) */
+    w->events += st.events;
+    w->ctx.window_end = rt->horizon;
+    w->defer = 0;
+    rt->tiled = 0;
+    rt->tile_end = NULL;
+    rt->windows_total += K;
+    if (STATS_ON(rt)) {
+        w->stats.windows += K;
+        w->stats.steps++;
+        w->stats.step_ns += now_ns() - rt->tile_t0;
+    }
+    int64_t events = rt->events_base;
+    for (int32_t i = 0; i < rt->num_workers; i++) events += rt->workers[i].events;
+    rt->events_total = events;
+    if (w->pending_delta) {
+        seer_queue_add_pending(rt->q, w->pending_delta);
+        w->pending_delta = 0;
+    }
+    /* release: as at seer_rt_step's end */
+    atomic_store_explicit(&rt->stepping, STEP_IDLE, memory_order_release);
+    return atomic_load_explicit(&rt->err_code, memory_order_acquire);
+}
+
 void seer_rt_worker_main(seer_runtime *rt, int32_t wid) {
     seer_worker *w = &rt->workers[wid];
     uint32_t barrier_done = EP_IDLE; /* the epoch of the last barrier job run (never an EP_BARRIER one at start) */
@@ -1845,6 +2033,9 @@ static const seer_api API = {
     .rt_parallel_for = seer_rt_parallel_for,
     .rt_num_workers = seer_rt_num_workers,
     .rt_relabel = seer_rt_relabel,
+    .rt_tiled_begin = seer_rt_tiled_begin,
+    .rt_tiled_run = seer_rt_tiled_run,
+    .rt_tiled_end = seer_rt_tiled_end,
 };
 
 const seer_api *seer_api_table(void) { return &API; }

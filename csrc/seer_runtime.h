@@ -85,6 +85,11 @@ void seer_rt_reset(seer_runtime *rt, uint64_t seed);
 int seer_rt_relabel(seer_runtime *rt, const int32_t *new_of_old);
 /* Run every window before horizon; the caller acts as worker 0. */
 int seer_rt_step(seer_runtime *rt, double horizon);
+/* A step run entity group by entity group, window by window (see
+ * seer_rt_tiled_begin in seer/seer.h). */
+int seer_rt_tiled_begin(seer_runtime *rt, int32_t num_windows, const double *window_end);
+int seer_rt_tiled_run(seer_runtime *rt, int32_t window, const int32_t *entities, int32_t n);
+int seer_rt_tiled_end(seer_runtime *rt);
 /* Body of pool threads 1..num_workers-1; returns after seer_rt_shutdown. */
 void seer_rt_worker_main(seer_runtime *rt, int32_t worker);
 void seer_rt_shutdown(seer_runtime *rt);

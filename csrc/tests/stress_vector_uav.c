@@ -5,6 +5,10 @@
  *
  *   stress_vector_uav [copies] [uavs] [steps] [max_workers] [seed]
  *
+ * Every copy steps tiled (seer_rt_tiled_begin in seer/seer.h: its runtime
+ * has one worker), and once more untiled with 1 outer worker: the rows
+ * must be the same.
+ *
  * Runs the same actions with 1 outer worker, then 2..max_workers pthreads,
  * stepping through the runtime's native handler on even steps and through
  * seer_vec_step_all (LPT hand-out, action check) on odd ones, and checks
@@ -69,7 +73,7 @@ typedef struct copy {
     seer_uav_env e;
     seer_queue *q;
     seer_runtime *rt;
-    void *blocks[40];
+    void *blocks[48];
     int nblocks;
 } copy;
 
@@ -78,6 +82,9 @@ static void *own(copy *c, size_t bytes) {
     c->blocks[c->nblocks++] = p;
     return p;
 }
+
+/* The copies' and the intra-env run's tiling (seer_uav_env.tiling). */
+static int32_t g_tiling = 1;
 
 static void copy_init_workers(copy *c, int32_t n, int32_t inner);
 static void copy_init(copy *c, int32_t n) { copy_init_workers(c, n, 1); }
@@ -191,6 +198,12 @@ static void copy_init_workers(copy *c, int32_t n, int32_t inner) {
     e->sep_slot_pen = own(c, sizeof(double) * SEER_UAV_SEP_SLOTS * n);
     e->sep_count = own(c, sizeof(int32_t) * n);
     e->grid_pos = own(c, sizeof(double) * 3 * n);
+    m->tile_snap[0] = own(c, sizeof(double) * 3 * n);
+    m->tile_snap[1] = own(c, sizeof(double) * 3 * n);
+    e->tile_list = own(c, sizeof(int32_t) * n);
+    e->tile_col_start = own(c, sizeof(int32_t) * (cells + 1));
+    e->tiling = g_tiling;
+    e->tile_cells = 2; /* small tiles: many borders */
 
     c->q = seer_queue_new(n, 2, (uint32_t)(n * 66 + 8192));
     c->rt = seer_rt_new(c->q, inner, 0.005, 100);
@@ -348,12 +361,15 @@ static uint64_t run(int32_t copies, int32_t uavs, int32_t steps, int32_t workers
     for (int32_t w = 1; w < workers; w++) pthread_join(th[w], NULL);
     seer_rt_free(ort);
     seer_queue_free(oq);
+    int64_t tiled = 0;
+    for (int32_t c = 0; c < copies; c++) tiled += cp[c].e.tiled_steps;
+    CHECK((tiled > 0) == (g_tiling >= 0), "%lld tiled copy steps with tiling %d", (long long)tiled, g_tiling);
     for (int32_t c = 0; c < copies; c++) copy_free(&cp[c]);
     free(cp), free(obs), free(act), free(rew), free(term), free(trunc), free(mask), free(alive), free(before);
     free(ended), free(fns), free(envs), free(status), free(th), free(args), free(op), free(due);
     free(order), free(count), free(key);
-    printf("  workers %d: %d episode ends, %d autoresets, hash %016llx\n", workers, ends, resets,
-           (unsigned long long)h);
+    printf("  workers %d: %d episode ends, %d autoresets, hash %016llx, %s\n", workers, ends, resets,
+           (unsigned long long)h, tiled ? "tiled" : "untiled");
     return h;
 }
 
@@ -399,8 +415,10 @@ static uint64_t run_intra(int32_t uavs, int32_t steps, int32_t inner, uint64_t s
     seer_rt_shutdown(c->rt);
     for (int32_t w = 1; w < inner; w++) pthread_join(th[w], NULL);
     CHECK(lost > 0, "intra: no UAV was lost (the losses phase had no work)");
-    printf("  intra-env, %d inner workers: %lld UAVs lost, hash %016llx\n", inner, (long long)lost,
-           (unsigned long long)h);
+    CHECK(e->tiled_steps == (inner == 1 && g_tiling >= 0 ? steps : 0), "intra: %lld tiled steps of %d",
+          (long long)e->tiled_steps, steps);
+    printf("  intra-env, %d inner workers: %lld UAVs lost, hash %016llx, %s\n", inner, (long long)lost,
+           (unsigned long long)h, e->tiled_steps ? "tiled" : "untiled");
     copy_free(c);
     free(c);
     free(th);
@@ -421,13 +439,18 @@ int main(int argc, char **argv) {
     const uint64_t h1 = run(copies, uavs, steps, 1, seed);
     for (int32_t w = 2; w <= max_workers; w++)
         CHECK(run(copies, uavs, steps, w, seed) == h1, "rows with %d workers differ from 1 worker", w);
+    g_tiling = -1;
+    CHECK(run(copies, uavs, steps, 1, seed) == h1, "rows of untiled copies differ from tiled ones");
+    g_tiling = 1;
     if (failures) {
         fprintf(stderr, "stress_vector_uav: %d failures\n", failures);
         return 1;
     }
     /* one big env across its own pool (above the env's inline threshold) */
     const int32_t intra_uavs = argc > 6 ? atoi(argv[6]) : 2304, intra_steps = argc > 7 ? atoi(argv[7]) : 3;
-    const uint64_t hi1 = run_intra(intra_uavs, intra_steps, 1, seed);
+    const uint64_t hi1 = run_intra(intra_uavs, intra_steps, 1, seed); /* tiled */
+    g_tiling = -1;
+    CHECK(run_intra(intra_uavs, intra_steps, 1, seed) == hi1, "intra-env: untiled differs from tiled");
     for (int32_t w = 2; w <= max_workers; w++)
         CHECK(run_intra(intra_uavs, intra_steps, w, seed) == hi1, "intra-env: %d inner workers differ from 1", w);
     printf("stress_vector_uav: OK %d copies x %d UAVs, %d steps, 1..%d workers, identical rows; one env of %d UAVs "

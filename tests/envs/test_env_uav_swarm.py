@@ -156,7 +156,9 @@ def test_slots_follow_the_swarm_and_never_change_a_result(period):
 def test_slots_are_in_space_order_from_space_min_uavs_on():
     """Small swarms keep slot = agent id (their state fits the core's cache:
     no locality to gain); from SEER_UAV_SPACE_MIN UAVs on, a reset orders
-    the slots by start cell, the grid's longest axis first."""
+    the slots by start cell in strips: strips of SEER_UAV_TILE_CELLS cells
+    across y (the grid's second-longest axis; x and y are as long), strip
+    after strip, and within a strip by x, then y, then z."""
     lib = M.lib
     for n, spatial in ((256, False), (lib.SEER_UAV_SPACE_MIN, True)):
         sim = M.SeerSim(M.make_config(num_uavs=n), workers=1)
@@ -165,9 +167,13 @@ def test_slots_are_in_space_order_from_space_min_uavs_on():
             agent_of = sim.model.agent_of
             assert (agent_of.tolist() != list(range(n))) == spatial, n
             assert (sim.model.slot_of[agent_of] == np.arange(n)).all()
-            if spatial:  # the start x (the longest axis) never decreases by more than a cell along the slots
-                x = sim.state["pos"][:, 0]
-                assert (np.diff(np.floor(x / sim.cfg.cell)) >= 0).all()
+            if spatial:  # (strip, x, y in the strip, z) never decreases along the slots
+                c = np.minimum(np.floor(sim.state["pos"] / sim.cfg.cell).astype(np.int64),
+                               np.array(sim.cfg.grid_dims) - 1)
+                T = lib.SEER_UAV_TILE_CELLS
+                key = np.stack([c[:, 1] // T, c[:, 0], c[:, 1] % T, c[:, 2]], axis=1)
+                assert all(tuple(key[i]) <= tuple(key[i + 1]) for i in range(n - 1))
+                assert len(set(key[:, 0].tolist())) > 1  # really several strips
         finally:
             sim.close()
 

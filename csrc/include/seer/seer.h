@@ -92,6 +92,44 @@ static inline int seer_rt_relabel(seer_runtime *rt, const int32_t *new_of_old) {
     return SEER_API_HAS(api, rt_relabel) ? api->rt_relabel(rt, new_of_old) : SEER_E_UNSUPPORTED;
 }
 
+/* A tiled step: the caller runs the step's windows entity group by entity
+ * group, so that a group's rows stay in cache through several windows
+ * (uav_swarm_v0 runs blocks of its broadcast grid through a whole env step
+ * before it moves on) instead of each window sweeping every entity.
+ *
+ * seer_rt_tiled_begin opens a step of num_windows windows, window k being
+ * the events before window_end[k] (ascending; the last is the step's
+ * horizon, as seer_rt_step's).  seer_rt_tiled_run(rt, k, entities, n) runs
+ * window k of each listed entity (its events before window_end[k]), each
+ * of which must have run windows 0 .. k - 1 (SEER_E_ARG otherwise); runs
+ * of consecutive ids are claimed together.  seer_rt_tiled_end runs the
+ * windows left of every entity not listed through all of them (in window
+ * order, by id: the ones that have no events to share), closes the step
+ * and returns what seer_rt_step would (0, or the step's error code).
+ *
+ * The caller orders the runs so that no event comes too late: an event for
+ * another entity must be at or after the end of the window being run and
+ * must not fall before the end of a window its target has already run;
+ * the first that breaks either fails the step (SEER_E_CAUSALITY), before
+ * it is queued.  What handlers read of other entities' rows is the
+ * caller's to order as well: a tiled step takes no snapshots.  Everything
+ * else is as in seer_rt_step: each entity's events run one at a time in
+ * (time, source, seq) order, so a plan that respects the above gives the
+ * results of seer_rt_step.
+ *
+ * One thread: SEER_E_UNSUPPORTED from a runtime with more than one worker,
+ * Python handlers or a trace, and from a SEER that predates the calls (the
+ * caller then steps with seer_rt_step).  Between begin and end, the
+ * stepping thread makes no other call on the runtime. */
+static inline int seer_rt_tiled_begin(seer_runtime *rt, int32_t num_windows, const double *window_end) {
+    const seer_api *api = seer_api_of(rt);
+    return SEER_API_HAS(api, rt_tiled_end) ? api->rt_tiled_begin(rt, num_windows, window_end) : SEER_E_UNSUPPORTED;
+}
+static inline int seer_rt_tiled_run(seer_runtime *rt, int32_t window, const int32_t *entities, int32_t n) {
+    return seer_api_of(rt)->rt_tiled_run(rt, window, entities, n);
+}
+static inline int seer_rt_tiled_end(seer_runtime *rt) { return seer_api_of(rt)->rt_tiled_end(rt); }
+
 #endif /* SEER_CORE_BUILD */
 
 #endif

@@ -46,6 +46,13 @@ why); ``UavModel.agent_of`` / ``slot_of`` map between the two, and
 ``trace=True``) names each event's agent (``Runtime.trace_entity_ids``).
 The reference keeps row = id.
 
+Tiled steps.  On a runtime of one worker, a swarm in space order steps tile
+by tile: tiles of the broadcast grid run through all of the step's ticks
+one after the other, so that their rows stay in cache (``step_tiled`` in
+uav_swarm_step.c, over the runtime's ``seer_rt_tiled_begin``).  The results
+are those of the window-by-window step, bit for bit; ``native_env.tiling``
+(0 by default, 1 always, -1 never) and ``tile_cells`` choose.
+
 The broadcast grid (cell size ``radius + 2 v_max dt``) is rebuilt once per
 env step (in C, ``seer_uav_prepare_step``; the reference builds the same in
 numpy with :class:`BroadcastGrid`) from the step-start positions.  A UAV moves at most
@@ -407,6 +414,13 @@ class UavModel(Model):
         self.slot_of = np.arange(n, dtype=np.int32)
         c.agent_of = ptr("int32_t *", self.agent_of)
         c.snap_pos = ptr("double *", snap["pos"])
+        # a tiled step's positions at tick starts (uav_swarm_step.c), instead of snapshots
+        self._tile_rows = {"snap_even": np.zeros((n, 3)), "snap_odd": np.zeros((n, 3)),
+                           "tile_list": np.zeros(n, np.int32),
+                           "tile_col_start": np.zeros(int(np.prod(cfg.grid_dims)) + 1, np.int32)}
+        c.tiled = 0
+        c.tile_snap[0] = ptr("double *", self._tile_rows["snap_even"])
+        c.tile_snap[1] = ptr("double *", self._tile_rows["snap_odd"])
         c.cell_of = ptr("int32_t *", self.grid.cell_of)
         c.cell_start = ptr("int32_t *", self.grid.cell_start)
         c.cell_items = ptr("int32_t *", self.grid.cell_items)
@@ -445,6 +459,10 @@ class UavModel(Model):
             e.centre[k] = hi[k] / 2
             e.half[k] = hi[k] / 2
             e.hi[k] = hi[k]
+        e.tiling = 0
+        e.tile_cells = 0
+        e.tile_list = ptr("int32_t *", self._tile_rows["tile_list"])
+        e.tile_col_start = ptr("int32_t *", self._tile_rows["tile_col_start"])
         e.agent_of = ffi.cast("int32_t *", c.agent_of)
         e.slot_of = ptr("int32_t *", self.slot_of)
         e.acc = c.acc

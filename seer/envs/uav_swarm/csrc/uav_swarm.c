@@ -27,12 +27,15 @@ typedef struct recipients {
     int32_t a[SEER_UAV_MAX_RECIPIENTS];
 } recipients;
 
-/* Candidate slot c (live, not the sender at p): a recipient if within range. */
-static inline void consider(recipients *rs, const seer_uav *m, const double *p, int32_t c) {
-    const double *q = m->snap_pos + 3 * (int64_t)c;
-    const double dx = q[0] - p[0], dy = q[1] - p[1], dz = q[2] - p[2];
-    const double d2 = dx * dx + dy * dy + dz * dz;
-    if (!(d2 <= m->radius2)) return;
+/* Where UAV c was at the start of tick j: the window's snapshot, the
+ * runtime's or in a tiled step the model's own (see seer_uav.tile_snap). */
+static inline const double *pos_at_start(const seer_uav *m, int32_t c, int64_t j) {
+    return (m->tiled ? m->tile_snap[j & 1] : m->snap_pos) + 3 * (int64_t)c;
+}
+
+/* Candidate slot c, within range at squared distance d2: a recipient if
+ * among the max nearest so far. */
+static inline void consider_in_range(recipients *rs, const seer_uav *m, double d2, int32_t c) {
     const int32_t M = rs->max, id = m->agent_of[c];
     int32_t nb = rs->n;
     if (nb == M && !closer(d2, id, rs->d[nb - 1], rs->a[nb - 1])) return;
@@ -47,6 +50,14 @@ static inline void consider(recipients *rs, const seer_uav *m, const double *p, 
     rs->c[at] = c;
     rs->a[at] = id;
     rs->n = nb;
+}
+
+/* Candidate slot c (live, not the sender at p): a recipient if within range. */
+static inline void consider(recipients *rs, const seer_uav *m, const double *p, int32_t c, int64_t j) {
+    const double *q = pos_at_start(m, c, j);
+    const double dx = q[0] - p[0], dy = q[1] - p[1], dz = q[2] - p[2];
+    const double d2 = dx * dx + dy * dy + dz * dz;
+    if (d2 <= m->radius2) consider_in_range(rs, m, d2, c);
 }
 
 int seer_uav_tick(seer_ctx *ctx, const seer_event *ev) {
@@ -75,14 +86,41 @@ int seer_uav_tick(seer_ctx *ctx, const seer_event *ev) {
     recipients rs;
     rs.n = 0;
     rs.max = m->max_recipients;
+    int32_t nb = 0;
+    const int32_t *best_c = NULL; /* the recipients' slots: rs.c, unless all candidates in range are */
+    double d2s[SEER_UAV_CAND_LIST_MAX];
+    int32_t in[SEER_UAV_CAND_LIST_MAX];
     uint32_t head = SEER_UAV_CAND_NONE;
     if (m->cand_head && j >= m->cand_tick_lo && j < m->cand_tick_hi) head = m->cand_head[i];
     if (head != SEER_UAV_CAND_NONE) {
         const int32_t *list = m->cand_pool[head >> 30] + ((head >> 8) & 0x3FFFFFu);
         const int32_t len = (int32_t)(head & 0xFFu);
         /* the candidates' snapshot rows are scattered: overlap the misses */
-        for (int32_t k = 0; k < len; k++) __builtin_prefetch(m->snap_pos + 3 * (int64_t)list[k]);
-        for (int32_t k = 0; k < len; k++) consider(&rs, m, p, list[k]);
+        const double *snap = pos_at_start(m, 0, j);
+        for (int32_t k = 0; k < len; k++) __builtin_prefetch(snap + 3 * (int64_t)list[k]);
+        /* Those in range, without a branch per candidate: which are follows
+         * no pattern that a branch predictor learns in a big swarm (in a
+         * small one it learns each UAV's, tick after tick). */
+        int32_t n = 0;
+        const double r2 = m->radius2;
+        for (int32_t k = 0; k < len; k++) {
+            const int32_t c = list[k];
+            const double *q = snap + 3 * (int64_t)c;
+            const double dx = q[0] - p[0], dy = q[1] - p[1], dz = q[2] - p[2];
+            const double d2 = dx * dx + dy * dy + dz * dz;
+            d2s[n] = d2;
+            in[n] = c;
+            n += d2 <= r2;
+        }
+        if (n <= rs.max) {
+            /* every one is a recipient.  In candidate order, not by
+             * distance: a receiver gets one message of this sender and tick,
+             * so the order of the emits (their seq) orders nothing. */
+            nb = n;
+            best_c = in;
+        } else {
+            for (int32_t k = 0; k < n; k++) consider_in_range(&rs, m, d2s[k], in[k]);
+        }
     } else {
         const int32_t *co = m->cell_of + 3 * (int64_t)i;
         const int32_t nx = m->grid_nx, ny = m->grid_ny, nz = m->grid_nz;
@@ -96,13 +134,15 @@ int seer_uav_tick(seer_ctx *ctx, const seer_event *ev) {
                 const int32_t hi = m->cell_start[row + (co[0] + 1 < nx ? co[0] + 1 : nx - 1) + 1];
                 for (int32_t k = lo; k < hi; k++) {
                     const int32_t c = m->cell_items[k];
-                    if (c != i) consider(&rs, m, p, c);
+                    if (c != i) consider(&rs, m, p, c, j);
                 }
             }
         }
     }
-    const int32_t nb = rs.n;
-    const int32_t *best_c = rs.c;
+    if (!best_c) {
+        nb = rs.n;
+        best_c = rs.c;
+    }
     /* The broadcast delay is one tick; the lookahead is half a tick, so the
      * rounding of (j + 1) * tick can never make it look too close. */
     const double t_recv = (double)(j + 1) * m->tick;
@@ -173,8 +213,15 @@ int seer_uav_recv(seer_ctx *ctx, const seer_event *ev) {
     int64_t *tk = m->nb_tick + (int64_t)C * r;
     double *st = m->nb_state + (int64_t)6 * C * r;
     int32_t n = m->nb_count[r];
+    /* k: the first slot whose sender is not below sa (slots are sorted),
+     * counted without a branch per slot (where it falls follows no
+     * pattern a predictor learns in a big swarm) */
     int32_t k = 0;
-    while (k < n && src[k] < sa) k++;
+    if (C >= 8 && n <= 8) {
+        for (int32_t q = 0; q < 8; q++) k += (q < n) & (src[q] < sa);
+    } else {
+        for (int32_t q = 0; q < n; q++) k += src[q] < sa;
+    }
     if (k < n && src[k] == sa) {
         if (j > tk[k]) {
             tk[k] = j;

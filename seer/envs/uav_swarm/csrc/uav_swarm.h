@@ -21,6 +21,14 @@
  * 2, 5 and 10 ticks; a window holds one tick), so no window both reads and
  * writes a row, and the window barriers order the write before the reads.
  *
+ * Tiled steps.  On a runtime of one worker, a swarm in space order steps
+ * tile by tile (uav_swarm_step.c, step_tiled): tiles of the broadcast grid
+ * run through all of the step's ticks one after the other, so that their
+ * rows stay in cache.  A UAV then never has a neighbour more than one tick
+ * ahead (so the broadcasts above stay intact), the runtime takes no
+ * snapshots, and the positions at the start of tick j come from the
+ * model's own snapshots (seer_uav.tile_snap).  The results are the same.
+ *
  * Slots.  The per-UAV state rows and the runtime's entities are *slots*,
  * not agent ids: a reset (seer_uav_initial_state with spatial set) of a
  * swarm of SEER_UAV_SPACE_MIN UAVs or more (seer_uav_env.slot_layout)
@@ -45,6 +53,9 @@
 /* Upper bounds of max_recipients and table_cap (stack buffers). */
 #define SEER_UAV_MAX_RECIPIENTS 128
 #define SEER_UAV_MAX_TABLE 256
+/* The longest broadcast candidate list (uav_swarm_step.c: 8 bits of
+ * cand_head, 255 being SEER_UAV_CAND_NONE's). */
+#define SEER_UAV_CAND_LIST_MAX 254
 /* Separation pairs kept per UAV when the pairs are found on a pool. */
 #define SEER_UAV_SEP_SLOTS 8
 /* cand_head: pool (2 bits) << 30 | offset (22 bits) << 8 | length (8 bits) */
@@ -83,6 +94,11 @@ typedef struct seer_uav {
     /* pos as it was at the window start (a runtime snapshot); the
      * broadcasts need none (see the top of this file) */
     const double *snap_pos;        /* N x 3 */
+    /* A tiled step (uav_swarm_step.c) takes the snapshots itself, per block
+     * of UAVs and window, in two buffers: the positions at the start of
+     * tick j are in tile_snap[j & 1]. */
+    int32_t tiled;                 /* this step is tiled                   */
+    double *tile_snap[2];          /* N x 3 each                           */
 
     /* broadcast grid, rebuilt in numpy before each env step */
     const int32_t *cell_of;    /* N x 3 cell coordinates of each UAV            */
@@ -208,11 +224,25 @@ typedef struct seer_uav_env {
     /* Slots in space order: 0 from SEER_UAV_SPACE_MIN UAVs on (the
      * default), 1 always, -1 never (slot = agent id) */
     int32_t slot_layout;
+    /* Tiled steps (uav_swarm_step.c), on a runtime of one worker: 0 when
+     * the slots are in space order (the default), 1 always, -1 never;
+     * tile_cells: the tiles' side in broadcast-grid cells, also the slots'
+     * strips' (0: SEER_UAV_TILE_CELLS); scratch: tile_list N slots (the
+     * UAVs by grid column), tile_col_start grid cells + 1 */
+    int32_t tiling;
+    int32_t tile_cells;
+    int32_t *tile_list;
+    int32_t *tile_col_start;
+    int64_t tiled_steps;       /* steps run tiled since the env was made   */
+    int32_t observed;          /* the step observed its live UAVs already (a tiled one) */
 } seer_uav_env;
 
 /* Fewer UAVs than this keep slot = agent id unless slot_layout says
  * otherwise (uav_swarm_step.c says why). */
 #define SEER_UAV_SPACE_MIN 1024
+/* The default side of a tiled step's tiles and of the slots' strips, in
+ * broadcast-grid cells (uav_swarm_step.c). */
+#define SEER_UAV_TILE_CELLS 8
 
 /* The initial state for seed (a pure function of it); no runtime needed.
  * spatial: 1, UAVs in slots by start cell (see Slots); 0, slot = agent id

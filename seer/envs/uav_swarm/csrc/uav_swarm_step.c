@@ -113,10 +113,12 @@ static void prepare_slice(void *arg, int64_t lo, int64_t hi, int32_t worker) {
  * sender within radio range at the window start.  Scanning the cells reads
  * the snapshot position of some 50 UAVs per broadcast, scattered over the
  * arrays (ids are not in space order), which is most of a big swarm's tick
- * cost.  Once per step, in cell order, over positions gathered in that
- * order (grid_pos: a cell's UAVs are then consecutive rows), we keep for
- * each live UAV the UAVs
- * of its 27 cells that can come within range during the step: a UAV moves
+ * cost.  Once per step, UAV by UAV in slot order, so that the lists are
+ * in the order the TICKs read them (slots in space order: a tile's UAVs
+ * are runs of slots), over the cells' positions gathered in cell order
+ * (grid_pos: a cell's UAVs are then consecutive rows), we keep for each
+ * live UAV the UAVs of its 27 cells that can come within range during the
+ * step: a UAV moves
  * at most D = max(|v|, v_max) * T in the step (T: the control periods that
  * begin in it; the first period starts from the current velocity, the
  * later ones from speeds clipped to v_max), so a pair within the radio
@@ -130,7 +132,7 @@ static void prepare_slice(void *arg, int64_t lo, int64_t hi, int32_t worker) {
  * does never changes a result: both give the same recipients. */
 
 #define CAND_SLOTS 8     /* list slots per UAV across the four pools */
-#define CAND_MAX_LEN 254 /* longest list (8 bits; 255 is CAND_NONE's) */
+#define CAND_MAX_LEN SEER_UAV_CAND_LIST_MAX /* longest list (8 bits; 255 is CAND_NONE's) */
 #define CAND_BUF 512     /* a list being gathered: up to CAND_MAX_LEN plus a row */
 
 typedef struct cand_ctx {
@@ -153,10 +155,13 @@ static void cand_slice(void *arg, int64_t lo, int64_t hi, int32_t worker) {
     int64_t g = CAND_SLOTS * lo;
     const int64_t g_end = CAND_SLOTS * hi;
     const double *gp = e->grid_pos; /* positions in items order: rows in sequence */
-    for (int64_t r = lo; r < hi; r++) {
-        const int32_t i = items[r];
-        const double *p = gp + 3 * r;
-        const int32_t *co = e->cell_of + 3 * (int64_t)i;
+    for (int64_t i = lo; i < hi; i++) {
+        if (!m->alive[i]) { /* its clock has stopped: no TICK reads a list */
+            head[i] = SEER_UAV_CAND_NONE;
+            continue;
+        }
+        const double *p = m->pos + 3 * i;
+        const int32_t *co = e->cell_of + 3 * i;
         int32_t len = 0;
         for (int64_t z = co[2] - 1; z <= co[2] + 1 && len >= 0; z++) {
             if (z < 0 || z >= nz) continue;
@@ -238,7 +243,7 @@ static void build_candidates(seer_uav_env *e, int64_t J) {
     m->cand_pool[3] = (const int32_t *)(void *)e->dist;
     gather_ctx g = {e, e->cell_items, NULL};
     run_phase(e, live, gather_slice, &g);
-    run_phase(e, live, cand_slice, &cc);
+    run_phase(e, n, cand_slice, &cc);
     m->cand_tick_hi = J + steps;
 }
 
@@ -269,7 +274,8 @@ static inline void drop_candidates(seer_uav_env *e) { e->m->cand_tick_hi = e->m-
  * 1; at 'xxlarge' it wins on either.  bench/bench_uav_slots.py times both
  * orders alternating in one process (bench/results/uav_slots.md).
  * (Sorting each cell's UAVs by period did not win the 1-worker loss back
- * beyond the noise.) */
+ * beyond the noise.)  On one worker, space order also makes the steps
+ * tiled (step_tiled, below), whose tiles are runs of strips' slots. */
 
 static int slots_in_space(const seer_uav_env *e) {
     return e->slot_layout > 0 || (e->slot_layout == 0 && e->m->num_uavs >= SEER_UAV_SPACE_MIN);
@@ -279,30 +285,44 @@ static int slots_in_space(const seer_uav_env *e) {
 #define RANDOM_SPREAD (1.0 / 3.0) /* mean |i - j| / N of two random slots */
 #define SPREAD_SAMPLE 8           /* measure every 8th pair of grid neighbours */
 
-/* agent_in_slot: the agents ordered by cell, the broadcast grid's longest
- * axis first, so that a pool's contiguous shares of the lanes are slabs
- * across that axis, whose faces (where neighbours sit on two workers) are
- * the smallest; agent id order within a cell.  pos: positions by row, the
- * row of agent a being row_of_agent[a] (NULL: a).  Lost UAVs are ordered
- * where they were lost, so every share keeps its part of the live ones. */
-static void spatial_order(seer_uav_env *e, const double *pos, const int32_t *row_of_agent, int32_t *agent_in_slot) {
-    const seer_uav *m = e->m;
-    const int32_t n = m->num_uavs;
-    const int64_t dims[3] = {m->grid_nx, m->grid_ny, m->grid_nz}, cells = dims[0] * dims[1] * dims[2];
-    int ax[3] = {0, 1, 2}; /* axes by extent, longest first (stable) */
+static int64_t tile_side(const seer_uav_env *e) { return e->tile_cells > 0 ? e->tile_cells : SEER_UAV_TILE_CELLS; }
+
+/* The broadcast grid's axes by extent, longest first (stable). */
+static void space_axes(const seer_uav *m, int ax[3]) {
+    const int64_t dims[3] = {m->grid_nx, m->grid_ny, m->grid_nz};
+    ax[0] = 0, ax[1] = 1, ax[2] = 2;
     for (int a = 1; a < 3; a++)
         for (int b = a; b > 0 && dims[ax[b]] > dims[ax[b - 1]]; b--) {
             const int t = ax[b];
             ax[b] = ax[b - 1];
             ax[b - 1] = t;
         }
+}
+
+/* agent_in_slot: the agents ordered by cell in strips: the broadcast
+ * grid's cells are cut across its second-longest axis into strips of
+ * tile_side cells (the rows of a tiled step's tiles), strip after strip,
+ * and within a strip ordered by the longest axis, then the second, then
+ * the third; agent id order within a cell.  So a pool's contiguous shares
+ * of the lanes are slabs of strips, and a tile of a tiled step finds its
+ * UAVs in one or two runs of nearby slots.  pos: positions by row, the
+ * row of agent a being row_of_agent[a] (NULL: a).  Lost UAVs are ordered
+ * where they were lost, so every share keeps its part of the live ones. */
+static void spatial_order(seer_uav_env *e, const double *pos, const int32_t *row_of_agent, int32_t *agent_in_slot) {
+    const seer_uav *m = e->m;
+    const int32_t n = m->num_uavs;
+    const int64_t dims[3] = {m->grid_nx, m->grid_ny, m->grid_nz}, cells = dims[0] * dims[1] * dims[2];
+    int ax[3];
+    space_axes(m, ax);
+    const int64_t T = tile_side(e), d0 = dims[ax[0]], d1 = dims[ax[1]], d2 = dims[ax[2]];
     int32_t *key = e->sep_key, *start = e->cell_start; /* scratch between steps */
     memset(start, 0, sizeof(int32_t) * (size_t)(cells + 1));
     for (int32_t a = 0; a < n; a++) {
         const double *p = pos + 3 * (int64_t)(row_of_agent ? row_of_agent[a] : a);
         int64_t c[3];
         for (int k = 0; k < 3; k++) c[k] = clamp_cell(p[k], e->cell, dims[k]);
-        key[a] = (int32_t)((c[ax[0]] * dims[ax[1]] + c[ax[1]]) * dims[ax[2]] + c[ax[2]]);
+        const int64_t s0 = c[ax[1]] / T * T, h = d1 - s0 < T ? d1 - s0 : T; /* the strip's first row, height */
+        key[a] = (int32_t)(s0 * d0 * d2 + (c[ax[0]] * h + (c[ax[1]] - s0)) * d2 + c[ax[2]]);
         start[key[a] + 1]++;
     }
     for (int64_t k = 0; k < cells; k++) start[k + 1] += start[k];
@@ -798,6 +818,7 @@ typedef struct readout_ctx {
     seer_uav_env *e;
     int64_t J;
     int32_t first;
+    int32_t observed; /* the live UAVs' observations are written already */
 } readout_ctx;
 
 /* The observation row of the UAV in slot i at tick J (row agent_of[i]). */
@@ -820,27 +841,31 @@ static void observe_one(seer_uav_env *e, int64_t J, int64_t i) {
             o[6 + k] = (float)((g[k] - p[k]) / e->target_scale);
         }
         memset(o + 9, 0, sizeof(float) * (size_t)(D - 9));
-        /* fresh table entries, nearest first: a stable insertion sort on
-         * numpy's key row * 1024 + min(d2, 1023) (slots are in sender order) */
-        const int32_t cnt = m->nb_count[i];
+        /* fresh table entries, nearest first: numpy's stable sort on the
+         * key row * 1024 + min(d2, 1023) (slots are in sender order), as
+         * ranks: an entry's place is the number of entries with a smaller
+         * key, or an equal one and an earlier slot.  Counted without a
+         * branch per pair: the order of a UAV's neighbours follows no
+         * pattern a branch predictor learns in a big swarm. */
+        const int32_t cnt = m->nb_count[i] < C ? m->nb_count[i] : C;
         const int64_t *tk = m->nb_tick + (int64_t)C * i;
         const double *st = m->nb_state + (int64_t)6 * C * i;
         int32_t used = 0;
-        for (int32_t s = 0; s < cnt && s < C; s++) {
-            if (tk[s] < oldest) continue;
+        for (int32_t s = 0; s < cnt; s++) {
             const double *q = st + 6 * (int64_t)s;
             const double r0 = q[0] - p[0], r1 = q[1] - p[1], r2 = q[2] - p[2];
             const double d2 = r0 * r0 + r1 * r1 + r2 * r2;
-            const double kv = (double)agent * 1024.0 + (d2 < 1023.0 ? d2 : 1023.0);
-            int32_t at = used++;
-            while (at > 0 && key[at - 1] > kv) {
-                key[at] = key[at - 1];
-                slot[at] = slot[at - 1];
-                at--;
-            }
-            key[at] = kv;
-            slot[at] = s;
+            key[used] = (double)agent * 1024.0 + (d2 < 1023.0 ? d2 : 1023.0);
+            slot[used] = s;
+            used += tk[s] >= oldest;
         }
+        int32_t order[SEER_UAV_MAX_TABLE];
+        for (int32_t a = 0; a < used; a++) {
+            int32_t rank = 0;
+            for (int32_t b = 0; b < used; b++) rank += (key[b] < key[a]) | ((key[b] == key[a]) & (b < a));
+            order[rank] = slot[a];
+        }
+        for (int32_t a = 0; a < used; a++) slot[a] = order[a];
         for (int32_t rank = 0; rank < used && rank < K; rank++) {
             const double *q = st + 6 * (int64_t)slot[rank];
             float *f = o + 9 + 7 * rank;
@@ -896,6 +921,7 @@ static void finish_slice(void *arg, int64_t lo, int64_t hi, int32_t worker) {
                            e->r_goal * (double)(e->dist[i] < e->goal_radius);
         }
         e->prev_dist[i] = e->dist[i];
+        if (rc->observed && e->alive[i]) continue; /* in the tiled step (step_tiled) */
         if (a + OBS_AHEAD < hi) { /* tables are 1.4 KiB apart: too far for the hardware prefetcher */
             const int64_t C = m->table_cap, f = e->slot_of[a + OBS_AHEAD];
             __builtin_prefetch(m->nb_tick + C * f);
@@ -922,17 +948,207 @@ void seer_uav_readout(seer_uav_env *e, int64_t J, int32_t first) {
         run_phase(e, n, dist_slice, e);
     else
         separation(e); /* with each UAV's target distance */
-    readout_ctx rc = {e, J, first};
+    readout_ctx rc = {e, J, first, !first && e->observed};
+    e->observed = 0;
     run_phase(e, n, finish_slice, &rc);
 }
 
 /* ---- steps ---------------------------------------------------------------- */
 
+/* ---- tiled steps ------------------------------------------------------------
+ *
+ * A big swarm's rows do not fit in the core's cache, and a step's windows
+ * (one per tick) each sweep nearly every UAV, so without tiles every window
+ * fetches every row again.  On a runtime of one worker the step instead
+ * runs tiles of the broadcast grid's columns (T x T cells along the grid's
+ * two longest axes, x and y below, all of the third, z) through all of the
+ * step's ticks, one tile after the other (seer_rt_tiled_begin in
+ * seer/seer.h), so a tile's rows stay in cache from tick to tick; T is
+ * tile_cells (SEER_UAV_TILE_CELLS), the height of the slots' strips too
+ * (spatial_order), so a tile's UAVs are runs of nearby slots.
+ *
+ * Causality.  A UAV interacts only with UAVs of the 27 grid cells around
+ * its own during the step (the broadcast candidates: its messages go to
+ * them, its TICK reads their positions).  So column (x, y) may run tick k
+ * of the step once its 8 neighbour columns have run tick k - 1.  Tiles are
+ * skewed parallelograms in (x, y, tick): tile (tx, ty) runs tick k over the
+ * columns x in [tx T - k, (tx + 1) T - k), y in [ty T - k, (ty + 1) T - k),
+ * so the neighbours a column needs at tick k - 1 belong to this tile's
+ * tick k - 1 or to the tiles (tx - 1, .), (., ty - 1) before it (row-major
+ * order), and no neighbour has run past tick k when the column runs it.
+ * The runtime checks every message against that (an event that would come
+ * too late fails the step).
+ *
+ * What a TICK reads of other UAVs then: the neighbours' broadcasts are
+ * intact as before (a neighbour at most one tick ahead has not broadcast
+ * again yet: periods of 2 ticks and more), and their positions at the
+ * start of the tick come from the step's own snapshots, as the runtime
+ * takes none: after a tile runs tick k, its UAVs' positions go to
+ * tile_snap[(J + k + 1) & 1], which no neighbour overwrites before every
+ * UAV around has run tick k + 1 (it would have to run tick k + 2 first).
+ * The results are the untiled step's, bit for bit: each UAV handles the
+ * same events in the same order and reads the same values.
+ *
+ * After a tile's last tick its UAVs are observed (the readout's
+ * observations, observe_one) while their rows are still in cache.
+ *
+ * Window k of the tiled step holds tick J + k: it ends half a tick after
+ * it (the last one at the step's horizon), so a message (one tick later)
+ * always falls after the window it is sent in. */
+
+static int use_tiles(seer_uav_env *e) {
+    const seer_uav *m = e->m;
+    if (e->tiling < 0 || (e->tiling == 0 && !slots_in_space(e))) return 0;
+    return e->rt && e->tile_list && e->tile_col_start && m->tile_snap[0] && m->tile_snap[1] && e->ticks_per_step >= 1 &&
+           seer_rt_num_workers(e->rt) == 1;
+}
+
+static void observe_one(seer_uav_env *e, int64_t J, int64_t i);
+
+/* The live UAVs by column (a0, a1) of the grid's two longest axes, the
+ * columns in strip order (spatial_order's: strips of T rows of a1, within
+ * a strip by a0, then a1), each column's UAVs by slot, into tile_list;
+ * column c's UAVs are [tile_col_start[c], tile_col_start[c + 1]).
+ * So the part of a tile in one strip is one range of the list per a0.
+ * 0, or SEER_E_NOMEM. */
+static int tile_columns(seer_uav_env *e, const int ax[3], int64_t T) {
+    const seer_uav *m = e->m;
+    const int64_t dims[3] = {m->grid_nx, m->grid_ny, m->grid_nz}, d0 = dims[ax[0]], d1 = dims[ax[1]];
+    const int64_t cols = d0 * d1;
+    /* column (a0, a1) is base[a1] + a0 * h[a1]: its strip starts at row
+     * s0 = a1 - a1 % T, has h rows, and d0 s0 columns come before it */
+    int64_t *base = malloc(sizeof(int64_t) * 2 * (size_t)d1);
+    if (!base) return SEER_E_NOMEM;
+    int64_t *h = base + d1;
+    for (int64_t a1 = 0; a1 < d1; a1++) {
+        const int64_t s0 = a1 / T * T;
+        h[a1] = d1 - s0 < T ? d1 - s0 : T;
+        base[a1] = s0 * d0 + (a1 - s0);
+    }
+    int32_t *start = e->tile_col_start, *by_col = e->tile_list;
+    memset(start, 0, sizeof(int32_t) * (size_t)(cols + 1));
+    const int32_t n = m->num_uavs, *cell = e->cell_of;
+    const int c0 = ax[0], c1 = ax[1];
+    for (int32_t i = 0; i < n; i++)
+        if (m->alive[i]) {
+            const int32_t *c = cell + 3 * (int64_t)i;
+            start[base[c[c1]] + c[c0] * h[c[c1]] + 1]++;
+        }
+    for (int64_t c = 0; c < cols; c++) start[c + 1] += start[c];
+    for (int32_t i = 0; i < n; i++)
+        if (m->alive[i]) {
+            const int32_t *c = cell + 3 * (int64_t)i;
+            by_col[start[base[c[c1]] + c[c0] * h[c[c1]]]++] = i;
+        }
+    for (int64_t c = cols; c > 0; c--) start[c] = start[c - 1]; /* the fill moved each one column on */
+    start[0] = 0;
+    free(base);
+    return SEER_OK;
+}
+
+/* Run every tile through ticks [J0, J0 + K) of an open tiled step (see
+ * above); after each tick, a tile's UAVs' positions go to the snapshot of
+ * the next tick's start, and after the last, they are observed (the
+ * readout's observations, while their rows are in cache). */
+/* range: room for 4 d0 (lo, hi) entries, d0 the grid's longest axis. */
+static int run_tiles(seer_uav_env *e, const int ax[3], int64_t T, int64_t J0, int32_t K, int32_t *range) {
+    seer_uav *m = e->m;
+    const int64_t dims[3] = {m->grid_nx, m->grid_ny, m->grid_nz}, d0 = dims[ax[0]], d1 = dims[ax[1]];
+    const int64_t ntx = (d0 + K - 1 + T - 1) / T, nty = (d1 + K - 1 + T - 1) / T;
+    const int32_t *start = e->tile_col_start, *by_col = e->tile_list;
+    /* A tile's UAVs at one tick: ranges of by_col, a strip's part of a
+     * column each (the tile's T rows span two strips at most, so there
+     * are at most 2 d0 ranges), those that follow one another merged. */
+    for (int64_t ty = 0; ty < nty; ty++) {
+        for (int64_t tx = 0; tx < ntx; tx++) {
+            for (int32_t k = 0; k < K; k++) {
+                const int64_t x0 = tx * T - k > 0 ? tx * T - k : 0, x1 = (tx + 1) * T - k < d0 ? (tx + 1) * T - k : d0;
+                const int64_t y0 = ty * T - k > 0 ? ty * T - k : 0, y1 = (ty + 1) * T - k < d1 ? (ty + 1) * T - k : d1;
+                if (x0 >= x1 || y0 >= y1) continue;
+                int32_t nr = 0;
+                for (int64_t ya = y0; ya < y1;) {
+                    const int64_t s0 = ya / T * T, h = d1 - s0 < T ? d1 - s0 : T;
+                    const int64_t yb = s0 + h < y1 ? s0 + h : y1; /* the tile's part in this strip */
+                    for (int64_t x = x0; x < x1; x++) {
+                        const int32_t lo = start[s0 * d0 + x * h + (ya - s0)], hi = start[s0 * d0 + x * h + (yb - s0)];
+                        if (lo == hi) continue;
+                        if (nr > 0 && range[2 * nr - 1] == lo) { /* continues the last one */
+                            range[2 * nr - 1] = hi;
+                        } else {
+                            range[2 * nr] = lo, range[2 * nr + 1] = hi;
+                            nr++;
+                        }
+                    }
+                    ya = yb;
+                }
+                for (int32_t r = 0; r < nr; r++) {
+                    const int rc = seer_rt_tiled_run(e->rt, k, by_col + range[2 * r], range[2 * r + 1] - range[2 * r]);
+                    if (rc != SEER_OK) return rc;
+                }
+                for (int32_t r = 0; r < nr; r++)
+                    for (int32_t q = range[2 * r]; q < range[2 * r + 1]; q++) {
+                        const int64_t i = by_col[q];
+                        if (k + 1 < K) {
+                            double *snap = m->tile_snap[(J0 + k + 1) & 1] + 3 * i;
+                            const double *p = m->pos + 3 * i;
+                            snap[0] = p[0], snap[1] = p[1], snap[2] = p[2];
+                        } else {
+                            observe_one(e, J0 + K, i);
+                        }
+                    }
+            }
+        }
+    }
+    return SEER_OK;
+}
+
+/* Ticks [J0, J1) as a tiled step; *ran: 0 if none could be run (nothing
+ * ran: the caller steps the usual way). */
+static int step_tiled(seer_uav_env *e, int64_t J0, int64_t J1, int *ran) {
+    seer_uav *m = e->m;
+    const int32_t K = (int32_t)(J1 - J0);
+    *ran = 0;
+    int ax[3];
+    space_axes(m, ax);
+    const int64_t T = tile_side(e);
+    if (tile_columns(e, ax, T) != SEER_OK) return SEER_OK;
+    const int64_t dims[3] = {m->grid_nx, m->grid_ny, m->grid_nz};
+    int32_t *range = malloc(sizeof(int32_t) * 4 * (size_t)dims[ax[0]]);
+    double ends_buf[64];
+    double *ends = K <= 64 ? ends_buf : malloc(sizeof(double) * (size_t)K);
+    if (!ends || !range) {
+        if (ends != ends_buf) free(ends);
+        free(range);
+        return SEER_OK;
+    }
+    for (int32_t k = 0; k + 1 < K; k++) ends[k] = ((double)(J0 + k) + 0.5) * m->tick;
+    ends[K - 1] = (double)J1 * m->tick;
+    int rc = seer_rt_tiled_begin(e->rt, K, ends);
+    if (rc == SEER_OK) {
+        *ran = 1;
+        m->tiled = 1;
+        /* the first tick's start */
+        memcpy(m->tile_snap[J0 & 1], m->pos, sizeof(double) * 3 * (size_t)m->num_uavs);
+        rc = run_tiles(e, ax, T, J0, K, range);
+        /* and the lost UAVs, not in the grid (their last TICK, which does nothing) */
+        const int rc_end = seer_rt_tiled_end(e->rt);
+        m->tiled = 0;
+        e->observed = rc == SEER_OK && rc_end == SEER_OK;
+        e->tiled_steps++;
+        if (rc == SEER_OK) rc = rc_end;
+    }
+    if (ends != ends_buf) free(ends);
+    free(range);
+    return rc;
+}
+
 /* Advance one env step; the lost UAVs are still alive (see retire). */
 static int advance(seer_uav_env *e) {
     seer_uav_prepare_step(e);
-    const int64_t J1 = e->episode[SEER_UAV_EP_TICK] + e->ticks_per_step;
-    const int rc = seer_rt_step(e->rt, (double)J1 * e->m->tick);
+    const int64_t J0 = e->episode[SEER_UAV_EP_TICK], J1 = J0 + e->ticks_per_step;
+    int ran = 0, rc = SEER_OK;
+    if (use_tiles(e)) rc = step_tiled(e, J0, J1, &ran);
+    if (!ran) rc = seer_rt_step(e->rt, (double)J1 * e->m->tick);
     if (rc != SEER_OK) return rc;
     e->episode[SEER_UAV_EP_TICK] = J1;
     e->episode[SEER_UAV_EP_STEPS]++;

@@ -1,0 +1,215 @@
+"""uav_swarm_v0's tiled steps (seer/envs/uav_swarm/csrc/uav_swarm_step.c,
+step_tiled; the runtime's seer_rt_tiled_begin/run/end): on a runtime of one
+worker a step runs tiles of the broadcast grid through all of its ticks,
+one tile after the other, instead of one window per tick over every UAV.
+The results must be the untiled step's and the reference's, bit for bit,
+whatever the tiles' size, the slots' order and the losses; and the
+runtime must refuse a plan that lets an entity run ahead of a sender."""
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from seer._seer_c import ffi as core_ffi
+from seer._seer_c import lib as core
+from seer.envs.uav_swarm import model as M
+from seer.envs.uav_swarm.reference import ReferenceSim
+
+
+def fly(sim, rng):
+    """Fly to the targets with noise: crossing paths, losses, full tables."""
+    live = sim.live_agents()
+    st = sim.agent_rows()
+    act = np.clip(0.3 * (st["target"][live] - st["pos"][live]) - 0.6 * st["vel"][live]
+                  + rng.normal(0, 0.3, (len(live), 3)), -1, 1)
+    sim.set_actions(live, act)
+    return live, act
+
+
+def tiled_sim(cfg, workers=1, tiling=1, tile_cells=0, relabel_period=0, slot_layout=1, **kw):
+    sim = M.SeerSim(cfg, workers=workers, **kw)
+    e = sim.model.native_env
+    e.tiling = tiling
+    e.tile_cells = tile_cells
+    e.relabel_period = relabel_period
+    e.slot_layout = slot_layout
+    return sim
+
+
+@pytest.mark.parametrize("tile_cells,relabel_period,dt", [
+    (2, 0, 0.1),  # tiles of 2 x 2 columns: most UAVs sit on a tile's border
+    (3, 1, 0.1),  # the slots re-ordered at every step
+    (0, 0, 0.2),  # the default tiles; 20 ticks (windows) a step
+])
+def test_tiled_steps_match_the_reference_bit_for_bit(tile_cells, relabel_period, dt):
+    cfg = M.make_config(num_uavs=300, dt=dt)
+    a, b = tiled_sim(cfg, tile_cells=tile_cells, relabel_period=relabel_period), ReferenceSim(cfg)
+    c = tiled_sim(cfg, tiling=-1, relabel_period=relabel_period)  # untiled: the same events
+    try:
+        a.reset(5)
+        b.reset(5)
+        c.reset(5)
+        assert a.out.obs.tobytes() == b.out.obs.tobytes()
+        rng = np.random.default_rng(5)
+        steps = 60
+        for k in range(steps):
+            live, act = fly(a, rng)
+            assert live.tolist() == b.live_agents().tolist()
+            b.set_actions(live, act)
+            c.set_actions(live, act)
+            a.step()
+            b.step()
+            c.step()
+            for name in ("obs", "reward", "collided", "oob", "episode"):
+                assert getattr(a.out, name).tobytes() == getattr(b.out, name).tobytes(), (k, name)
+            rows = a.agent_rows()
+            for name in a.state:
+                assert rows[name].tobytes() == b.state[name].tobytes(), (k, name)
+            # (the reference does not count a lost UAV's last TICK, which does nothing)
+            assert a.last_events == c.last_events
+        assert a.model.native_env.tiled_steps == steps and c.model.native_env.tiled_steps == 0
+        assert cfg.num_uavs - len(a.live_agents()) > 0  # lost UAVs: their last TICK runs after the tiles
+    finally:
+        a.close()
+        c.close()
+
+
+def test_tiled_steps_with_tight_caps_match_the_reference():
+    """Tables of 4 and broadcasts cut to the 3 nearest: every eviction and
+    every cut as in the reference, tiled."""
+    cfg = dataclasses.replace(M.make_config(num_uavs=200), table_cap=4, max_recipients=3, k_neighbors=3)
+    a, b = tiled_sim(cfg, tile_cells=2), ReferenceSim(cfg)
+    try:
+        a.reset(3)
+        b.reset(3)
+        rng = np.random.default_rng(0)
+        for k in range(40):
+            live, act = fly(a, rng)
+            b.set_actions(live, act)
+            a.step()
+            b.step()
+            assert a.out.obs.tobytes() == b.out.obs.tobytes(), k
+            rows = a.agent_rows()
+            for name in a.state:
+                assert rows[name].tobytes() == b.state[name].tobytes(), (k, name)
+        assert a.model.native_env.tiled_steps == 40
+    finally:
+        a.close()
+
+
+def test_a_big_swarm_steps_tiled_by_default_on_one_worker_and_alike_on_any():
+    """From SEER_UAV_SPACE_MIN UAVs on (slots in space order), one worker
+    steps tiled by default; untiled, and a pool of two (never tiled), give
+    the same results."""
+    cfg = M.make_config(num_uavs=M.lib.SEER_UAV_SPACE_MIN * 2)
+    sims = [tiled_sim(cfg, tiling=0, slot_layout=0), tiled_sim(cfg, tiling=-1, slot_layout=0),
+            tiled_sim(cfg, workers=2, tiling=0, slot_layout=0)]
+    try:
+        rngs = [np.random.default_rng(9) for _ in sims]
+        for s in sims:
+            s.reset(9)
+        for k in range(6):
+            for s, rng in zip(sims, rngs):
+                fly(s, rng)
+                s.step()
+            first = sims[0]
+            for s in sims[1:]:
+                for name in ("obs", "reward", "collided", "oob"):
+                    assert getattr(s.out, name).tobytes() == getattr(first.out, name).tobytes(), (k, name)
+                ra, rb = first.agent_rows(), s.agent_rows()
+                for name in first.state:
+                    assert ra[name].tobytes() == rb[name].tobytes(), (k, name)
+        assert [s.model.native_env.tiled_steps for s in sims] == [6, 0, 0]
+    finally:
+        for s in sims:
+            s.close()
+
+
+def test_tiled_steps_pass_the_debug_mode_row_checks():
+    """Debug mode checks that a native handler writes only its own rows:
+    a tiled step's handlers do, and it steps as a normal run."""
+    cfg = M.make_config(num_uavs=150)
+    runs = []
+    for debug in (True, False):
+        sim = tiled_sim(cfg, tile_cells=2, debug=debug)
+        try:
+            assert sim.runtime.debug is debug
+            sim.reset(2)
+            rng = np.random.default_rng(2)
+            trail = []
+            for _ in range(15):
+                fly(sim, rng)
+                sim.step()
+                trail.append(sim.out.obs.tobytes() + sim.out.reward.tobytes())
+            assert sim.model.native_env.tiled_steps == 15
+            runs.append(trail)
+        finally:
+            sim.close()
+    assert runs[0] == runs[1]
+
+
+def step_plan(sim):
+    """A tiled step's windows for the sim's next step (one per tick, ending
+    half a tick after it; the last at the step's horizon), its runtime, and
+    the UAVs in slot order; prepares the step (grid, candidates)."""
+    M.lib.seer_uav_prepare_step(sim.model.native_env)
+    J, K, tick = sim.J, sim.cfg.ticks_per_step, M.TICK_S
+    ends = core_ffi.new("double[]", [(J + k + 0.5) * tick for k in range(K - 1)] + [(J + K) * tick])
+    rt = core_ffi.cast("seer_runtime *", sim.runtime.native_address)
+    return rt, ends, K
+
+
+def test_the_runtime_refuses_a_plan_that_runs_an_entity_ahead_of_its_senders():
+    """Running one UAV through every window before the others lets it run
+    ticks without its neighbours' messages: the first message that then
+    arrives for a window it has run fails the step (SEER_E_CAUSALITY), and
+    a run of an entity that skips a window is refused (SEER_E_ARG)."""
+    cfg = M.make_config(num_uavs=64)
+    sim = tiled_sim(cfg, tiling=-1)  # the model's own steps stay untiled: we run the runtime by hand
+    try:
+        sim.reset(1)
+        sim.step()
+        rt, ends, K = step_plan(sim)
+        assert core.seer_rt_tiled_begin(rt, K, ends) == core.SEER_OK
+        n = cfg.num_uavs
+        ids = core_ffi.new("int32_t[]", list(range(n)))
+        # slot 0 through every window alone (it hears its neighbours' later ticks too late)
+        for k in range(K):
+            assert core.seer_rt_tiled_run(rt, k, ids, 1) == core.SEER_OK
+        rc = core.SEER_OK
+        for k in range(K):
+            rc = core.seer_rt_tiled_run(rt, k, ids + 1, n - 1)
+            if rc != core.SEER_OK:
+                break
+        assert rc == core.SEER_E_CAUSALITY
+        assert core.seer_rt_tiled_end(rt) == core.SEER_E_CAUSALITY
+    finally:
+        sim.close()
+
+    sim = tiled_sim(cfg, tiling=-1)
+    try:
+        sim.reset(1)
+        rt, ends, K = step_plan(sim)
+        assert core.seer_rt_tiled_begin(rt, K, ends) == core.SEER_OK
+        ids = core_ffi.new("int32_t[]", [3])
+        assert core.seer_rt_tiled_run(rt, 1, ids, 1) == core.SEER_E_ARG  # window 0 first
+        assert core.seer_rt_tiled_end(rt) == core.SEER_E_ARG
+    finally:
+        sim.close()
+
+
+def test_a_pool_or_a_trace_refuses_a_tiled_step():
+    """One thread only: a pool of two, or a traced runtime, answers
+    SEER_E_UNSUPPORTED (and the env steps the usual way)."""
+    cfg = M.make_config(num_uavs=64)
+    for kwargs in ({"workers": 2}, {"workers": 1, "trace": True}):
+        sim = tiled_sim(cfg, **kwargs)
+        try:
+            sim.reset(0)
+            rt, ends, K = step_plan(sim)
+            assert core.seer_rt_tiled_begin(rt, K, ends) == core.SEER_E_UNSUPPORTED
+            sim.step()
+            assert sim.model.native_env.tiled_steps == 0
+        finally:
+            sim.close()
