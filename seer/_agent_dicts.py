@@ -25,7 +25,7 @@ import numpy as np
 
 from seer._rowdicts import empty_dicts, float_dict, gather_rows, unheld
 
-__all__ = ["InfoDicts", "RowViews", "float_dict", "gather_actions"]
+__all__ = ["InfoDicts", "RowViews", "float_dict", "gather_actions", "gather_in_box"]
 
 
 def gather_actions(values: list, shape: tuple) -> np.ndarray | None:
@@ -37,6 +37,15 @@ def gather_actions(values: list, shape: tuple) -> np.ndarray | None:
     out = np.empty((len(values), *shape))
     kinds = gather_rows(values, out, tuple(shape))
     return None if kinds is None else out
+
+
+def gather_in_box(values: list, low: np.ndarray, high: np.ndarray, finite: bool) -> tuple | None:
+    """:func:`gather_actions` for a Box's ``low`` and ``high`` (float64 arrays of its shape), checking the
+    bounds in the same C pass: ``(rows, inside)``, where ``inside`` says that every element lies within
+    the bounds (so none is NaN) and, with ``finite``, is finite; None as for :func:`gather_actions`."""
+    out = np.empty((len(values), *low.shape))
+    kinds = gather_rows(values, out, low.shape, low, high, finite)
+    return None if kinds is None else (out, bool(kinds & 4))
 
 
 class _Recycled:

@@ -62,7 +62,7 @@ import numpy as np
 from gymnasium import spaces
 from pettingzoo import ParallelEnv
 
-from seer._agent_dicts import InfoDicts, RowViews, float_dict, gather_actions
+from seer._agent_dicts import InfoDicts, RowViews, float_dict, gather_in_box
 from seer._checks import check_seed, check_workers
 from seer.actions import validate_actions
 from seer.capi import address_of, api_address, pointer_address
@@ -166,6 +166,9 @@ class NativeEnv(ParallelEnv):
         act = spec.action
         self._finite_bounds = not isinstance(act, spaces.Box) or bool(np.isfinite(act.low).all()
                                                                        and np.isfinite(act.high).all())
+        # a Box's bounds as float64, as numpy compares the float64 rows gather_in_box reads with them
+        self._box_bounds = (np.ascontiguousarray(act.low, np.float64), np.ascontiguousarray(act.high, np.float64)) \
+            if isinstance(act, spaces.Box) else None
         self._live = np.zeros(0, np.int64)
         self.agents: list[str] = []
         self._names: list[str] = []  # the live agents (self.agents is every agent with black_death=True)
@@ -505,14 +508,16 @@ class NativeEnv(ParallelEnv):
         except KeyError:
             return None
         space, cnz = self.spec.action, np.count_nonzero  # count_nonzero: no Python-level wrapper, unlike all()
-        gathered = gather_actions(vals, space.shape) if isinstance(space, spaces.Box) else None
-        if gathered is not None:  # arrays of the right shape: read in one C loop, as float64 (exact)
-            arr = gathered
-        else:
-            try:
-                arr = np.array(vals)  # no dtype=: a cast would hide complex or float ids
-            except (ValueError, TypeError):
-                return None
+        if self._box_bounds is not None:
+            # arrays of the right shape: read in one C loop as float64 (exact), the bounds checked in it
+            gathered = gather_in_box(vals, *self._box_bounds, not self._finite_bounds)
+            if gathered is not None:
+                arr, inside = gathered
+                return arr if inside else None
+        try:
+            arr = np.array(vals)  # no dtype=: a cast would hide complex or float ids
+        except (ValueError, TypeError):
+            return None
         if isinstance(space, spaces.Box):
             if arr.dtype.kind not in "fiu" or arr.shape != (len(agents), *space.shape):
                 return None

@@ -41,32 +41,107 @@ static const char *native_order(const char *fmt)
     return fmt;
 }
 
-/* The value of one element of a buffer with struct format fmt and item
- * size itemsize, as a double.  Returns 0 when that is not a real or integer
- * scalar of this host's byte order whose size matches the C type read (the
- * size check covers the "standard size" of a prefixed format). */
-static int read_scalar(const char *fmt, Py_ssize_t itemsize, const char *p, double *out)
+/* The element types a loop reads: real or integer scalars of this host's
+ * byte order, named by their struct format letter. */
+enum scalar_kind { K_NONE, K_F, K_D, K_B, K_UB, K_H, K_UH, K_I, K_UI, K_L, K_UL, K_Q, K_UQ };
+
+/* The kind of a buffer's elements, from its struct format and item size
+ * (parsed once per buffer, not per element).  K_NONE when that is not a
+ * real or integer scalar of this host's byte order whose size matches the C
+ * type read (the size check covers the "standard size" of a prefixed
+ * format). */
+static enum scalar_kind scalar_kind(const char *fmt, Py_ssize_t itemsize)
 {
     if (fmt == NULL || (fmt = native_order(fmt)) == NULL || fmt[0] == '\0' || fmt[1] != '\0')
-        return 0;
-#define READ(T) do { T v_; if (itemsize != (Py_ssize_t)sizeof(T)) return 0; memcpy(&v_, p, sizeof v_); \
-                     *out = (double)v_; return 1; } while (0)
+        return K_NONE;
+#define KIND(T, K) return itemsize == (Py_ssize_t)sizeof(T) ? (K) : K_NONE
     switch (fmt[0]) {
-    case 'f': READ(float);
-    case 'd': READ(double);
-    case 'b': READ(signed char);
-    case 'B': READ(unsigned char);
-    case 'h': READ(short);
-    case 'H': READ(unsigned short);
-    case 'i': READ(int);
-    case 'I': READ(unsigned int);
-    case 'l': READ(long);
-    case 'L': READ(unsigned long);
-    case 'q': READ(long long);
-    case 'Q': READ(unsigned long long);
-    default: return 0;
+    case 'f': KIND(float, K_F);
+    case 'd': KIND(double, K_D);
+    case 'b': KIND(signed char, K_B);
+    case 'B': KIND(unsigned char, K_UB);
+    case 'h': KIND(short, K_H);
+    case 'H': KIND(unsigned short, K_UH);
+    case 'i': KIND(int, K_I);
+    case 'I': KIND(unsigned int, K_UI);
+    case 'l': KIND(long, K_L);
+    case 'L': KIND(unsigned long, K_UL);
+    case 'q': KIND(long long, K_Q);
+    case 'Q': KIND(unsigned long long, K_UQ);
+    default: return K_NONE;
+    }
+#undef KIND
+}
+
+/* The element of kind k at p, as a double. */
+static inline double read_at(enum scalar_kind k, const char *p)
+{
+#define READ(T) do { T v_; memcpy(&v_, p, sizeof v_); return (double)v_; } while (0)
+    switch (k) {
+    case K_F: READ(float);
+    case K_D: READ(double);
+    case K_B: READ(signed char);
+    case K_UB: READ(unsigned char);
+    case K_H: READ(short);
+    case K_UH: READ(unsigned short);
+    case K_I: READ(int);
+    case K_UI: READ(unsigned int);
+    case K_L: READ(long);
+    case K_UL: READ(unsigned long);
+    case K_Q: READ(long long);
+    case K_UQ: READ(unsigned long long);
+    default: return 0.0;
     }
 #undef READ
+}
+
+/* Whether a buffer's elements lie one after the other in C order. */
+static int c_contiguous(const Py_buffer *v)
+{
+    if (v->strides == NULL)
+        return 1;
+    Py_ssize_t step = v->itemsize;
+    for (int d = v->ndim - 1; d >= 0; d--) {
+        if (v->shape[d] > 1 && v->strides[d] != step)
+            return 0;
+        step *= v->shape[d];
+    }
+    return 1;
+}
+
+/* Copy count elements of kind k from one value to out[0 .. count).  The
+ * common value (a row of a policy's output) is contiguous and float32 or
+ * float64: those loops have no branch per element. */
+static void copy_value(const Py_buffer *v, enum scalar_kind k, Py_ssize_t count, double *out)
+{
+    if (c_contiguous(v)) {
+        const char *p = (const char *)v->buf;
+        if (k == K_F) {
+            for (Py_ssize_t i = 0; i < count; i++) {
+                float x;
+                memcpy(&x, p + i * (Py_ssize_t)sizeof x, sizeof x);
+                out[i] = x;
+            }
+        } else if (k == K_D) {
+            memcpy(out, p, (size_t)count * sizeof(double));
+        } else {
+            for (Py_ssize_t i = 0; i < count; i++)
+                out[i] = read_at(k, p + i * v->itemsize);
+        }
+        return;
+    }
+    Py_ssize_t idx[MAX_DIMS] = {0};
+    for (Py_ssize_t i = 0; i < count; i++) {
+        const char *p = (const char *)v->buf;
+        for (int d = 0; d < v->ndim; d++)
+            p += idx[d] * v->strides[d];
+        out[i] = read_at(k, p);
+        for (int d = v->ndim - 1; d >= 0; d--) {  /* the next index, last axis fastest */
+            if (++idx[d] < v->shape[d])
+                break;
+            idx[d] = 0;
+        }
+    }
 }
 
 /* 1 for a float format, 0 otherwise. */
@@ -76,43 +151,39 @@ static int is_real_format(const char *fmt)
     return fmt != NULL && (fmt[0] == 'f' || fmt[0] == 'd') && fmt[1] == '\0';
 }
 
-/* Copy one value's elements (C order, any strides) to out[0 .. count). */
-static int copy_value(const Py_buffer *v, double *out)
+/* A float64 buffer of exactly count elements (the bounds), or an error. */
+static int get_doubles(PyObject *obj, Py_ssize_t count, Py_buffer *out, const char *what)
 {
-    Py_ssize_t idx[MAX_DIMS] = {0};
-    Py_ssize_t count = 1;
-    for (int d = 0; d < v->ndim; d++)
-        count *= v->shape[d];
-    for (Py_ssize_t k = 0; k < count; k++) {
-        const char *p = (const char *)v->buf;
-        for (int d = 0; d < v->ndim; d++)
-            p += idx[d] * v->strides[d];
-        if (!read_scalar(v->format, v->itemsize, p, &out[k]))
-            return 0;
-        for (int d = v->ndim - 1; d >= 0; d--) {  /* the next index, last axis fastest */
-            if (++idx[d] < v->shape[d])
-                break;
-            idx[d] = 0;
-        }
+    if (PyObject_GetBuffer(obj, out, PyBUF_CONTIG_RO | PyBUF_FORMAT) != 0)
+        return -1;
+    if (scalar_kind(out->format, out->itemsize) != K_D || out->len != count * (Py_ssize_t)sizeof(double)) {
+        PyBuffer_Release(out);
+        PyErr_Format(PyExc_ValueError, "gather_rows: %s must be a contiguous float64 buffer of %zd elements", what,
+                     count);
+        return -1;
     }
-    return 1;
+    return 0;
 }
 
-/* gather_rows(values, out, shape) -> kinds
+/* gather_rows(values, out, shape[, low, high, finite]) -> kinds
  *
  * Copies values[i] (each a buffer of the given shape) into row i of out, a
  * writable C-contiguous float64 buffer of len(values) * prod(shape)
  * elements.  Returns a bit set of what the values held: 1 some real
- * element type, 2 some integer one; None when some value is not a buffer
- * of that exact shape and a native real or integer format (bool, complex,
- * objects and byte-swapped data included), with out partly written. */
+ * element type, 2 some integer one, and with bounds (low and high: float64
+ * buffers of prod(shape) elements, a row's bounds) 4 when every element x
+ * has low <= x <= high (so not NaN) and, with finite, is finite too.
+ * None when some value is not a buffer of that exact shape and a native
+ * real or integer format (bool, complex, objects and byte-swapped data
+ * included), with out partly written. */
 static PyObject *gather_rows(PyObject *Py_UNUSED(self), PyObject *args)
 {
-    PyObject *values, *out_obj, *shape_obj;
-    if (!PyArg_ParseTuple(args, "OOO", &values, &out_obj, &shape_obj))
+    PyObject *values, *out_obj, *shape_obj, *low_obj = Py_None, *high_obj = Py_None;
+    int finite = 0;
+    if (!PyArg_ParseTuple(args, "OOO|OOp", &values, &out_obj, &shape_obj, &low_obj, &high_obj, &finite))
         return NULL;
     if (!PyList_Check(values) || !PyTuple_Check(shape_obj)) {
-        PyErr_SetString(PyExc_TypeError, "gather_rows(list, buffer, tuple)");
+        PyErr_SetString(PyExc_TypeError, "gather_rows(list, buffer, tuple[, low, high, finite])");
         return NULL;
     }
     Py_ssize_t ndim = PyTuple_Size(shape_obj);
@@ -129,13 +200,30 @@ static PyObject *gather_rows(PyObject *Py_UNUSED(self), PyObject *args)
         }
         per_row *= shape[d];
     }
+    const int bounded = low_obj != Py_None;
+    Py_buffer low = {0}, high = {0};
+    if (bounded) {
+        if (get_doubles(low_obj, per_row, &low, "low") != 0)
+            return NULL;
+        if (get_doubles(high_obj, per_row, &high, "high") != 0) {
+            PyBuffer_Release(&low);
+            return NULL;
+        }
+    }
     Py_buffer out;
-    if (PyObject_GetBuffer(out_obj, &out, PyBUF_CONTIG | PyBUF_FORMAT) != 0)
-        return NULL;
     Py_ssize_t n = PyList_Size(values);
-    if (out.format == NULL || strcmp(out.format, "d") != 0 || out.len != (Py_ssize_t)(n * per_row * sizeof(double))) {
+    if (PyObject_GetBuffer(out_obj, &out, PyBUF_CONTIG | PyBUF_FORMAT) != 0) {
+        out.obj = NULL;
+    } else if (scalar_kind(out.format, out.itemsize) != K_D || out.len != (Py_ssize_t)(n * per_row * sizeof(double))) {
         PyBuffer_Release(&out);
+        out.obj = NULL;
         PyErr_SetString(PyExc_ValueError, "gather_rows: out must be float64 with len(values) * prod(shape) elements");
+    }
+    if (out.obj == NULL) {
+        if (bounded) {
+            PyBuffer_Release(&low);
+            PyBuffer_Release(&high);
+        }
         return NULL;
     }
     double *dst = (double *)out.buf;
@@ -154,20 +242,34 @@ static PyObject *gather_rows(PyObject *Py_UNUSED(self), PyObject *args)
             taken = 0;
             break;
         }
-        if (v.ndim != ndim || v.format == NULL) {
-            taken = 0;
-        } else {
-            for (Py_ssize_t d = 0; d < ndim; d++)
-                if (v.shape[d] != shape[d])
-                    taken = 0;
+        const enum scalar_kind k = v.ndim == ndim ? scalar_kind(v.format, v.itemsize) : K_NONE;
+        taken = k != K_NONE;
+        for (Py_ssize_t d = 0; d < ndim && taken; d++)
+            taken = v.shape[d] == shape[d];
+        if (taken) {
+            copy_value(&v, k, per_row, dst + i * per_row);
+            kinds |= (k == K_F || k == K_D) ? 1 : 2;
         }
-        if (taken)
-            taken = copy_value(&v, dst + i * per_row);
-        if (taken)
-            kinds |= is_real_format(v.format) ? 1 : 2;
         PyBuffer_Release(&v);
     }
     PyBuffer_Release(&out);
+    if (taken && bounded) {
+        /* one pass over the gathered rows, no branch per element: NaN fails
+         * both comparisons, an infinity the finite check */
+        const double *lo = low.buf, *hi = high.buf;
+        int inside = 1;
+        for (Py_ssize_t i = 0; i < n; i++) {
+            const double *row = dst + i * per_row;
+            for (Py_ssize_t j = 0; j < per_row; j++)
+                inside &= (row[j] >= lo[j]) & (row[j] <= hi[j]) & (!finite | (row[j] - row[j] == 0.0));
+        }
+        if (inside)
+            kinds |= 4;
+    }
+    if (bounded) {
+        PyBuffer_Release(&low);
+        PyBuffer_Release(&high);
+    }
     if (!taken)
         Py_RETURN_NONE;
     return PyLong_FromLong(kinds);
@@ -214,12 +316,15 @@ static int check_template(PyObject *template, Py_ssize_t n, const char *fn)
     return 0;
 }
 
+typedef struct float_source {
+    const Py_buffer *v;
+    enum scalar_kind kind;
+} float_source;
+
 static PyObject *float_at(Py_ssize_t i, void *ctx)
 {
-    const Py_buffer *v = ctx;
-    double x = 0.0;
-    read_scalar(v->format, v->itemsize, (const char *)v->buf + i * v->strides[0], &x);
-    return PyFloat_FromDouble(x);
+    const float_source *f = ctx;
+    return PyFloat_FromDouble(read_at(f->kind, (const char *)f->v->buf + i * f->v->strides[0]));
 }
 
 /* float_dict(template, values) -> {key_i: float(values[i])}
@@ -239,7 +344,7 @@ static PyObject *float_dict(PyObject *Py_UNUSED(self), PyObject *args)
         return NULL;
     }
     PyObject *dict = check_template(template, v.shape[0], "float_dict") == 0
-        ? fill_copy(template, v.shape[0], float_at, &v) : NULL;
+        ? fill_copy(template, v.shape[0], float_at, &(float_source){&v, scalar_kind(v.format, v.itemsize)}) : NULL;
     PyBuffer_Release(&v);
     return dict;
 }

@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from seer._agent_dicts import InfoDicts, RowViews, float_dict, gather_actions
+from seer._agent_dicts import InfoDicts, RowViews, float_dict, gather_actions, gather_in_box
 from seer._rowdicts import empty_dicts, unheld
 
 
@@ -56,6 +56,47 @@ def test_gather_actions_strided_scalar_and_multidimensional_rows():
 ])
 def test_gather_actions_leaves_anything_else_to_numpy(values):
     assert gather_actions(values, (2,)) is None
+
+
+def numpy_inside(rows, low, high, finite):
+    """What NativeEnv's general path asks of a Box's actions: within the bounds and, with finite, finite."""
+    inside = bool(((rows >= low) & (rows <= high)).all())
+    return inside and (not finite or bool(np.isfinite(rows).all()))
+
+
+special = st.sampled_from([np.nan, np.inf, -np.inf, 0.0, -0.0, 1.0, -1.0, 1.0 + 2 ** -23, -1.0 - 2 ** -23, 3e38])
+
+
+@settings(max_examples=150, deadline=None)
+@given(rows=st.lists(st.lists(special | st.floats(-2, 2, width=32), min_size=3, max_size=3), max_size=12),
+       dtype=st.sampled_from([np.float32, np.float64, np.int16]),
+       bounds=st.sampled_from([(-1.0, 1.0), (-np.inf, np.inf), (-np.inf, 0.5), (0.0, 0.0)]),
+       strided=st.booleans())
+def test_gather_in_box_answers_as_numpys_bounds_check(rows, dtype, bounds, strided):
+    with np.errstate(invalid="ignore", over="ignore"):
+        batch = np.array(rows, np.float64).reshape(-1, 3)
+        if np.dtype(dtype).kind == "i":
+            batch = np.nan_to_num(batch, posinf=7, neginf=-7).astype(dtype)
+        else:
+            batch = batch.astype(dtype)
+    values = list(np.repeat(batch, 2, axis=1)[:, ::2]) if strided else list(batch)
+    low, high = np.full(3, bounds[0]), np.full(3, bounds[1])
+    finite = not (np.isfinite(low).all() and np.isfinite(high).all())  # as NativeEnv asks
+    got = gather_in_box(values, low, high, finite)
+    assert got is not None
+    arr, inside = got
+    np.testing.assert_array_equal(arr, batch.astype(np.float64))
+    assert inside == numpy_inside(batch.astype(np.float64), low, high, finite)
+
+
+def test_gather_in_box_checks_each_element_against_its_own_bound():
+    low, high = np.array([-1.0, 0.0, 5.0]), np.array([1.0, 0.0, 6.0])
+    assert gather_in_box([np.array([1.0, 0.0, 5.5]), np.array([-1.0, 0.0, 6.0])], low, high, False)[1]
+    assert not gather_in_box([np.array([1.0, 0.0, 5.5]), np.array([-1.0, 0.0, 6.5])], low, high, False)[1]
+    assert not gather_in_box([np.array([0.0, 1e-300, 5.5])], low, high, False)[1]
+    assert gather_in_box([np.zeros(2), np.zeros(3)], low, high, False) is None  # numpy's path names the bad one
+    with pytest.raises(ValueError, match="low must be a contiguous float64 buffer of 3 elements"):
+        gather_in_box([np.zeros(3)], low.astype(np.float32), high, False)
 
 
 def test_float_and_empty_dicts_answer_as_python():
