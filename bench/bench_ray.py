@@ -379,6 +379,9 @@ def main(argv=None):
     ap.add_argument("--out", default=None, help="folder for ray.json / ray.md (default bench/results; none "
                                                 "with --quick)")
     ap.add_argument("--scenarios", default="default,xlarge")
+    ap.add_argument("--rounds", type=int, default=None,
+                    help="timed rounds per scenario (default: 5): more of them narrow the paired medians on a noisy "
+                         "machine, where xlarge's rounds differ by far more than the overheads measured")
     args = ap.parse_args(argv)
     out_dir = args.out or (None if args.quick else os.path.join(HERE, "results"))
     os.environ.setdefault("RAY_AUTH_MODE", "disabled")
@@ -393,6 +396,8 @@ def main(argv=None):
     ray.init(num_cpus=2, include_dashboard=False, object_store_memory=768 << 20, _temp_dir=tmp, log_to_driver=False)
     try:
         plan = QUICK if args.quick else PLAN
+        if args.rounds:
+            plan = {k: dict(v, rounds=args.rounds) for k, v in plan.items()}
         sections = [bench_scenario(s, plan[s]) for s in args.scenarios.split(",")]
     finally:
         ray.shutdown()
