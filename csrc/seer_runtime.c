@@ -423,11 +423,6 @@ struct seer_runtime {
     _Alignas(SEER_CACHELINE) _Atomic uint32_t epoch; /* seq << 2 | EP_* state; the futex word */
     _Atomic uint32_t epoch_sleepers;
     _Alignas(SEER_CACHELINE) _Atomic uint32_t units_done; /* homes of the open phase whose units are all done */
-    /* The open phase leaves a home's units to its owner while the owner is
-     * at them (claim_unit): 1 for a step's phases, 0 for parallel loops.
-     * Relaxed, read before a claim: a claimant that reads the last phase's
-     * value only steals sooner or later, which no result depends on. */
-    _Atomic uint32_t keep_homes;
     _Alignas(SEER_CACHELINE) _Atomic uint64_t next_key[2]; /* by window parity: min of what the units left */
     _Alignas(SEER_CACHELINE) _Atomic int shutdown;
     /* STEP_IDLE, STEP_RUNNING (seer_rt_step) or STEP_RECLAIMING (a push
@@ -1422,8 +1417,6 @@ static void publish_phase(seer_runtime *rt, uint32_t state) {
         }
         rt->ph.units = units;
         rt->ph.homes = homes;
-        /* relaxed: a hint (see keep_homes) */
-        atomic_store_explicit(&rt->keep_homes, rt->ph.kind != PH_FOR, memory_order_relaxed);
         for (int pass = 0; pass < 2; pass++) {
             for (int32_t w = 0; w < rt->num_workers; w++) {
                 const uint32_t n = home_units(rt, w);
@@ -1454,23 +1447,23 @@ static void publish_phase(seer_runtime *rt, uint32_t state) {
  * index, 0 when every unit of the phase whose range words we read is
  * claimed, or left to its owner.
  *
- * In a step's phases (keep_homes) a helper leaves the units of a home
- * whose owner has begun on it (claimed its first unit) to the owner,
- * unless steal is set, and says so in *left: a unit taken from an owner
- * at work saves at most the unit's time, but its entities' rows then go
- * to the helper's cache and, in the next window, back; at the end of
- * nearly every phase the first worker done took the other's last unit.
- * On 2 workers uav_swarm_v0's C step ran 11% faster at 'large' (0.094
- * against 0.106 ms, medians of 7 alternating processes) and 7% at
- * 'xlarge' (2.07 against 2.23 ms, 5 each) with no steals at all in a
- * step's phases.  A home whose owner has not begun
- * (a parked or late pool thread) is helped at once as before, and one
- * whose owner was taken off its core mid-home after STEAL_AFTER_NS
+ * A helper leaves the units of a home whose owner has begun on it
+ * (claimed its first unit) to the owner, unless steal is set, and says so
+ * in *left: a unit taken from an owner at work saves at most the unit's
+ * time, but the rows it touches (a chunk's entities, a parallel loop's
+ * slice of an env's rows, both cut by the same homes) then go to the
+ * helper's cache and, in the next phase, back; at the end of nearly every
+ * phase the first worker done took the other's last unit.  On 2 workers
+ * uav_swarm_v0's C step ran 11% faster at 'large' (0.094 against 0.106 ms,
+ * medians of 7 alternating processes) and 7% at 'xlarge' (2.07 against
+ * 2.23 ms, 5 each) with no steals at all in a step's phases, and leaving
+ * the parallel loops' homes to their owners too gained 12% and 15% more
+ * (0.097 against 0.110 ms, 1.80 against 2.13 ms).  A home whose owner has
+ * not begun (a parked or late pool thread) is helped at once as before,
+ * and one whose owner was taken off its core mid-home after STEAL_AFTER_NS
  * (wait_or_steal). */
 static int claim_unit(seer_runtime *rt, const seer_worker *w, int32_t *home, uint32_t *unit, int steal, int *left) {
     const int32_t W = rt->num_workers;
-    /* relaxed: a hint (see keep_homes) */
-    const int keep = !steal && atomic_load_explicit(&rt->keep_homes, memory_order_relaxed);
     for (int32_t i = 0; i < W; i++) {
         const int32_t h = (w->ctx.worker + i) % W;
         _Atomic uint64_t *range = &rt->workers[h].range;
@@ -1479,7 +1472,7 @@ static int claim_unit(seer_runtime *rt, const seer_worker *w, int32_t *home, uin
         for (;;) {
             const uint32_t next = (uint32_t)r & 0xffffu, end = (uint32_t)(r >> 16) & 0xffffu;
             if (next >= end) break;
-            if (i && keep && next > 0) { /* its owner is at work on it */
+            if (i && !steal && next > 0) { /* its owner is at work on it */
                 *left = 1;
                 break;
             }

@@ -90,12 +90,22 @@ static void gather_slice(void *arg, int64_t lo, int64_t hi, int32_t worker) {
     }
 }
 
+/* Per slot: its grid cell and key, its energy reset and, in a copy step,
+ * its commanded acceleration from its agent's action row (by the worker
+ * whose lanes hold the slot, so the row that its TICKs read is in that
+ * worker's cache, not the stepping thread's). */
 static void prepare_slice(void *arg, int64_t lo, int64_t hi, int32_t worker) {
     (void)worker;
     seer_uav_env *e = arg;
     const seer_uav *m = e->m;
     const int64_t nx = m->grid_nx, ny = m->grid_ny, nz = m->grid_nz;
     int32_t *key = e->sep_key; /* scratch: free until the readout */
+    if (e->copy_rows) {
+        const float *act = e->copy_rows->act; /* rows by agent id */
+        for (int64_t i = lo; i < hi; i++)
+            if (e->alive[i])
+                for (int k = 0; k < 3; k++) e->acc[3 * i + k] = (double)act[3 * (int64_t)e->agent_of[i] + k] * e->a_max;
+    }
     for (int64_t i = lo; i < hi; i++) {
         const double *p = m->pos + 3 * i;
         int32_t *c = e->cell_of + 3 * i;
@@ -1252,13 +1262,10 @@ int seer_uav_copy_step(void *env, const seer_copy_rows *rows, int32_t op) {
         *rows->ended = 1;
         return SEER_OK;
     }
-    const float *act = rows->act; /* rows by agent id, like every row below */
-    for (int32_t i = 0; i < n; i++) {
-        const int64_t s = e->slot_of[i];
-        if (e->alive[s])
-            for (int k = 0; k < 3; k++) e->acc[3 * s + k] = (double)act[3 * (int64_t)i + k] * e->a_max;
-    }
-    e->copy_rows = rows; /* obs, rew, term, trunc, mask: the readout's (copy_out) */
+    /* the actions (rows by agent id, like every row below) go to acc in
+     * prepare_slice; obs, rew, term, trunc, mask come from the readout
+     * (copy_out) */
+    e->copy_rows = rows;
     const int rc = advance(e);
     e->copy_rows = NULL;
     if (rc != SEER_OK) return rc;
