@@ -1454,14 +1454,13 @@ static void publish_phase(seer_runtime *rt, uint32_t state) {
  * slice of an env's rows, both cut by the same homes) then go to the
  * helper's cache and, in the next phase, back; at the end of nearly every
  * phase the first worker done took the other's last unit.  On 2 workers
- * uav_swarm_v0's C step ran 11% faster at 'large' (0.094 against 0.106 ms,
- * medians of 7 alternating processes) and 7% at 'xlarge' (2.07 against
- * 2.23 ms, 5 each) with no steals at all in a step's phases, and leaving
- * the parallel loops' homes to their owners too gained 12% and 15% more
- * (0.097 against 0.110 ms, 1.80 against 2.13 ms).  A home whose owner has
- * not begun (a parked or late pool thread) is helped at once as before,
- * and one whose owner was taken off its core mid-home after STEAL_AFTER_NS
- * (wait_or_steal). */
+ * uav_swarm_v0's C step took 0.0945 against 0.0966 ms at 'large' and
+ * 1.713 against 1.712 ms at 'xlarge' with this rule and without it
+ * (medians of 8 alternating processes on a quiet 2-core VM; A/Bs on a
+ * busier host showed 7 to 15%, within that host's noise).  A home whose
+ * owner has not begun (a parked or late pool thread) is helped at once as
+ * before, and one whose owner was taken off its core mid-home after
+ * STEAL_AFTER_NS (wait_or_steal). */
 static int claim_unit(seer_runtime *rt, const seer_worker *w, int32_t *home, uint32_t *unit, int steal, int *left) {
     const int32_t W = rt->num_workers;
     for (int32_t i = 0; i < W; i++) {
