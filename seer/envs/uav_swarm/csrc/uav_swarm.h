@@ -235,6 +235,9 @@ typedef struct seer_uav_env {
     int32_t *tile_col_start;
     int64_t tiled_steps;       /* steps run tiled since the env was made   */
     int32_t observed;          /* the step observed its live UAVs already (a tiled one) */
+    /* A copy step's rows (seer_uav_copy_step, NULL otherwise): its
+     * readout writes each agent's rows as it finishes the agent */
+    const seer_copy_rows *copy_rows;
 } seer_uav_env;
 
 /* Fewer UAVs than this keep slot = agent id unless slot_layout says

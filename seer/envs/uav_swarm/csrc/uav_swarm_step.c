@@ -90,12 +90,22 @@ static void gather_slice(void *arg, int64_t lo, int64_t hi, int32_t worker) {
     }
 }
 
+/* Per slot: its grid cell and key, its energy reset and, in a copy step,
+ * its commanded acceleration from its agent's action row (by the worker
+ * whose lanes hold the slot, so the row that its TICKs read is in that
+ * worker's cache, not the stepping thread's). */
 static void prepare_slice(void *arg, int64_t lo, int64_t hi, int32_t worker) {
     (void)worker;
     seer_uav_env *e = arg;
     const seer_uav *m = e->m;
     const int64_t nx = m->grid_nx, ny = m->grid_ny, nz = m->grid_nz;
     int32_t *key = e->sep_key; /* scratch: free until the readout */
+    if (e->copy_rows) {
+        const float *act = e->copy_rows->act; /* rows by agent id */
+        for (int64_t i = lo; i < hi; i++)
+            if (e->alive[i])
+                for (int k = 0; k < 3; k++) e->acc[3 * i + k] = (double)act[3 * (int64_t)e->agent_of[i] + k] * e->a_max;
+    }
     for (int64_t i = lo; i < hi; i++) {
         const double *p = m->pos + 3 * i;
         int32_t *c = e->cell_of + 3 * i;
@@ -597,20 +607,30 @@ static int32_t lower_cell(const uint64_t *sorted, int32_t lo, int32_t hi, uint64
 }
 
 /* Stable LSD radix sort of the live entries (cell << 32 | agent, already in
- * agent order) by cell: the (cell, agent) order a full sort gives, in O(n). */
+ * agent order) by cell: the (cell, agent) order a full sort gives, in O(n).
+ * As few passes as digits of up to 11 bits allow, the bits shared evenly
+ * among them: a pass costs about 2 n + 2^bits, and at 'large' (256 UAVs,
+ * 22,528 cells: 15 bits) two passes of 11 bits spent most of their time
+ * clearing and summing 2048 counts each, where 8 bits need 256. */
 static void sort_by_cell(uint64_t *a, uint64_t *tmp, int32_t n, uint64_t max_cell) {
-    enum { BITS = 11, SIZE = 1 << BITS };
+    enum { MAX_BITS = 11, SIZE = 1 << MAX_BITS };
     int32_t count[SIZE];
-    for (int shift = 32; n > 1 && shift < 64 && (max_cell >> (shift - 32)) != 0; shift += BITS) {
-        memset(count, 0, sizeof count);
-        for (int32_t i = 0; i < n; i++) count[(a[i] >> shift) & (SIZE - 1)]++;
+    int bits_all = 0;
+    while (bits_all < 32 && (max_cell >> bits_all) != 0) bits_all++;
+    if (n <= 1 || bits_all == 0) return;
+    const int passes = (bits_all + MAX_BITS - 1) / MAX_BITS, bits = (bits_all + passes - 1) / passes;
+    const int32_t size = 1 << bits;
+    const uint64_t mask = (uint64_t)size - 1;
+    for (int shift = 32; shift < 32 + bits_all; shift += bits) {
+        memset(count, 0, sizeof(int32_t) * (size_t)size);
+        for (int32_t i = 0; i < n; i++) count[(a[i] >> shift) & mask]++;
         int32_t sum = 0;
-        for (int32_t d = 0; d < SIZE; d++) {
+        for (int32_t d = 0; d < size; d++) {
             const int32_t c = count[d];
             count[d] = sum;
             sum += c;
         }
-        for (int32_t i = 0; i < n; i++) tmp[count[(a[i] >> shift) & (SIZE - 1)]++] = a[i];
+        for (int32_t i = 0; i < n; i++) tmp[count[(a[i] >> shift) & mask]++] = a[i];
         memcpy(a, tmp, sizeof(uint64_t) * (size_t)n);
     }
 }
@@ -819,6 +839,8 @@ typedef struct readout_ctx {
     int64_t J;
     int32_t first;
     int32_t observed; /* the live UAVs' observations are written already */
+    const seer_copy_rows *rows; /* a copy step's rows to fill (NULL: none) */
+    uint8_t truncated;          /* the copy step's truncation flag */
 } readout_ctx;
 
 /* The observation row of the UAV in slot i at tick J (row agent_of[i]). */
@@ -892,6 +914,27 @@ static void dist_slice(void *arg, int64_t lo, int64_t hi, int32_t worker) {
 
 #define OBS_AHEAD 8 /* UAVs ahead whose neighbour tables we prefetch */
 
+/* Agent a's (slot i's) rows of a copy step, as its observation is written:
+ * in the slice of the worker that wrote it, from its cache, where a pass
+ * after the readout had the stepping thread read every row, half of them
+ * from the other core's cache on 2 workers. */
+static inline void copy_out(const seer_uav_env *e, const readout_ctx *rc, int64_t a, int64_t i) {
+    const seer_copy_rows *rows = rc->rows;
+    const int32_t D = e->obs_dim;
+    float *o = (float *)rows->obs + (int64_t)D * a;
+    if (e->alive[i]) { /* acted in this step */
+        memcpy(o, e->obs + (int64_t)D * a, sizeof(float) * (size_t)D);
+        rows->rew[a] = e->reward[a];
+        rows->term[a] = e->collided[a] | e->oob[a];
+        rows->trunc[a] = rc->truncated;
+        rows->mask[a] = 1;
+    } else {
+        memset(o, 0, sizeof(float) * (size_t)D);
+        rows->rew[a] = 0.0;
+        rows->term[a] = rows->trunc[a] = rows->mask[a] = 0;
+    }
+}
+
 /* Per UAV: out-of-bounds, reward (unless first), the distance to
  * remember, the observation.  The slices are ranges of agent ids, so that
  * each worker writes whole runs of output rows (rows by agent id) instead
@@ -921,7 +964,10 @@ static void finish_slice(void *arg, int64_t lo, int64_t hi, int32_t worker) {
                            e->r_goal * (double)(e->dist[i] < e->goal_radius);
         }
         e->prev_dist[i] = e->dist[i];
-        if (rc->observed && e->alive[i]) continue; /* in the tiled step (step_tiled) */
+        if (rc->observed && e->alive[i]) { /* in the tiled step (step_tiled) */
+            if (rc->rows) copy_out(e, rc, a, i);
+            continue;
+        }
         if (a + OBS_AHEAD < hi) { /* tables are 1.4 KiB apart: too far for the hardware prefetcher */
             const int64_t C = m->table_cap, f = e->slot_of[a + OBS_AHEAD];
             __builtin_prefetch(m->nb_tick + C * f);
@@ -938,6 +984,7 @@ static void finish_slice(void *arg, int64_t lo, int64_t hi, int32_t worker) {
             __builtin_prefetch(m->energy + f);
         }
         observe_one(e, rc->J, i);
+        if (rc->rows) copy_out(e, rc, a, i);
     }
 }
 
@@ -948,7 +995,9 @@ void seer_uav_readout(seer_uav_env *e, int64_t J, int32_t first) {
         run_phase(e, n, dist_slice, e);
     else
         separation(e); /* with each UAV's target distance */
-    readout_ctx rc = {e, J, first, !first && e->observed};
+    const seer_copy_rows *rows = first ? NULL : e->copy_rows;
+    const uint8_t truncated = e->episode[SEER_UAV_EP_STEPS] >= e->max_cycles;
+    readout_ctx rc = {e, J, first, !first && e->observed, rows, truncated};
     e->observed = 0;
     run_phase(e, n, finish_slice, &rc);
 }
@@ -1224,29 +1273,13 @@ int seer_uav_copy_step(void *env, const seer_copy_rows *rows, int32_t op) {
         *rows->ended = 1;
         return SEER_OK;
     }
-    const float *act = rows->act; /* rows by agent id, like every row below */
-    for (int32_t i = 0; i < n; i++) {
-        const int64_t s = e->slot_of[i];
-        if (e->alive[s])
-            for (int k = 0; k < 3; k++) e->acc[3 * s + k] = (double)act[3 * (int64_t)i + k] * e->a_max;
-    }
+    /* the actions (rows by agent id, like every row below) go to acc in
+     * prepare_slice; obs, rew, term, trunc, mask come from the readout
+     * (copy_out) */
+    e->copy_rows = rows;
     const int rc = advance(e);
+    e->copy_rows = NULL;
     if (rc != SEER_OK) return rc;
-    const uint8_t truncated = e->episode[SEER_UAV_EP_STEPS] >= e->max_cycles;
-    for (int32_t i = 0; i < n; i++) {
-        float *o = obs + (int64_t)D * i;
-        if (e->alive[e->slot_of[i]]) { /* acted in this step */
-            memcpy(o, e->obs + (int64_t)D * i, sizeof(float) * (size_t)D);
-            rows->rew[i] = e->reward[i];
-            rows->term[i] = e->collided[i] | e->oob[i];
-            rows->trunc[i] = truncated;
-            rows->mask[i] = 1;
-        } else {
-            memset(o, 0, sizeof(float) * (size_t)D);
-            rows->rew[i] = 0.0;
-            rows->term[i] = rows->trunc[i] = rows->mask[i] = 0;
-        }
-    }
     retire(e);
     const uint8_t over = e->episode[SEER_UAV_EP_TRUNCATED] || e->episode[SEER_UAV_EP_LIVE] == 0;
     for (int32_t i = 0; i < n; i++) rows->alive[i] = e->alive[e->slot_of[i]] && !over;
