@@ -420,6 +420,9 @@ struct seer_runtime {
      * before its done RMW). */
     seer_phase ph;
     uint32_t ph_seq; /* phases published; written by the publisher only (the same rule as ph) */
+    /* A loop seer_rt_parallel_for_begin opened that no call has ended yet:
+     * until one does, its completer may publish (stepping thread only). */
+    int loop_open;
     _Alignas(SEER_CACHELINE) _Atomic uint32_t epoch; /* seq << 2 | EP_* state; the futex word */
     _Atomic uint32_t epoch_sleepers;
     _Alignas(SEER_CACHELINE) _Atomic uint32_t units_done; /* homes of the open phase whose units are all done */
@@ -598,6 +601,20 @@ static void take_geom(seer_runtime *rt, pool_geom *g) {
     *g = (pool_geom){rt->num_chunks, rt->chunk_lo, rt->chunk_n, rt->chunk_of, rt->claimed};
 }
 
+static void drive(seer_runtime *rt, seer_worker *w);
+
+/* End the loop seer_rt_parallel_for_begin left open, if any: run its
+ * slices left here, and return when every slice is done (drive's acquire
+ * load of the epoch that its completer published).  Every call of the
+ * stepping thread that publishes, reads the epoch or the workers' state,
+ * or lets the caller change what the slices read does this first, so an
+ * open loop is invisible to all but the thread that ends it. */
+static void end_open_loop(seer_runtime *rt) {
+    if (!rt->loop_open) return;
+    rt->loop_open = 0;
+    drive(rt, &rt->workers[0]);
+}
+
 seer_runtime *seer_rt_new(seer_queue *q, int32_t num_workers, double lookahead, int32_t spin) {
     int32_t kinds = seer_queue_num_kinds(q);
     if (num_workers < 1 || !(lookahead > 0) || kinds > 1024) return NULL;
@@ -629,6 +646,7 @@ seer_runtime *seer_rt_new(seer_queue *q, int32_t num_workers, double lookahead, 
 
 int seer_rt_resize(seer_runtime *rt, int32_t num_workers, int32_t spin) {
     if (num_workers < 1) return SEER_E_ARG;
+    rt->loop_open = 0; /* seer_rt_shutdown ended it before the caller joined the pool */
     if (rt->tracing) return SEER_E_ARG; /* trace buffers are per worker */
     const int spin_was = rt->spin;
     rt->spin = spin; /* new_workers sets the spin budgets from it */
@@ -709,6 +727,7 @@ int seer_rt_add_snapshot(seer_runtime *rt, void *live, void *snapshot, uint64_t 
 void seer_rt_clear_snapshots(seer_runtime *rt) { rt->num_snaps = 0; }
 
 void seer_rt_reset(seer_runtime *rt, uint64_t seed) {
+    end_open_loop(rt);
     seer_queue_clear(rt->q);
     rt->seed = seed;
     memset(rt->rng_counter, 0, sizeof(uint64_t) * (size_t)rt->num_entities);
@@ -737,6 +756,7 @@ static void permute_items(void *items, void *tmp, size_t size, const int32_t *ne
 }
 
 int seer_rt_relabel(seer_runtime *rt, const int32_t *new_of_old) {
+    end_open_loop(rt);
     const int32_t n = rt->num_entities;
     void *tmp = malloc(sizeof(uint64_t) * (size_t)(n > 0 ? n : 1));
     if (!tmp) return SEER_E_NOMEM;
@@ -806,6 +826,7 @@ int64_t seer_rt_windows_total(const seer_runtime *rt) { return rt->windows_total
  * and before it returns at shutdown, so this ends as soon as that thread
  * gets a core.  Worker 0 is this thread. */
 static void wait_accounted(seer_runtime *rt, int32_t w) {
+    end_open_loop(rt);
     if (w == 0) return;
     /* relaxed: the stepping thread saw the step's last epoch with acquire
      * (or wrote it), and nothing moves it until this thread does. */
@@ -1051,6 +1072,7 @@ static void dbg_refresh(seer_runtime *rt) {
 
 int seer_rt_set_debug_rows(seer_runtime *rt, int32_t n, void *const *live, void *const *shadow,
                            const uint64_t *row_bytes) {
+    end_open_loop(rt);
     if (n < 0 || n > MAX_DEBUG_ROWS || (n > 0 && (!live || !shadow || !row_bytes))) return SEER_E_ARG;
     for (int32_t i = 0; i < n; i++)
         if (!live[i] || !shadow[i] || row_bytes[i] == 0) return SEER_E_ARG;
@@ -1734,12 +1756,14 @@ static void drive(seer_runtime *rt, seer_worker *w) {
     }
 }
 
-int seer_rt_parallel_for(seer_runtime *rt, int64_t n, int64_t grain, seer_range_fn fn, void *arg) {
-    if (n <= 0) return SEER_OK;
+/* Publish a loop of fn over [0, n) (1), or run it here when it is one
+ * slice or the pool one thread (0). */
+static int open_loop(seer_runtime *rt, int64_t n, int64_t grain, seer_range_fn fn, void *arg) {
+    if (n <= 0) return 0;
     if (grain < 1) grain = 1;
     if (rt->num_workers == 1 || n <= grain) {
         fn(arg, 0, n, 0);
-        return SEER_OK;
+        return 0;
     }
     /* A home of more than UNITS_MAX slices takes bigger slices. */
     const int64_t home = n / rt->num_workers + 1;
@@ -1751,7 +1775,31 @@ int seer_rt_parallel_for(seer_runtime *rt, int64_t n, int64_t grain, seer_range_
     ph->n = n;
     ph->grain = grain;
     publish_phase(rt, EP_WORK);
-    drive(rt, &rt->workers[0]); /* every slice's writes happen-before our return */
+    return 1;
+}
+
+int seer_rt_parallel_for(seer_runtime *rt, int64_t n, int64_t grain, seer_range_fn fn, void *arg) {
+    end_open_loop(rt);
+    if (open_loop(rt, n, grain, fn, arg))
+        drive(rt, &rt->workers[0]); /* every slice's writes happen-before our return */
+    return SEER_OK;
+}
+
+/* The same loop, left to the pool: the caller goes on at once, and a pool
+ * thread waiting between steps claims the slices (a home whose owner has
+ * not begun is helped at once, so one pool thread can run them all).
+ * Edges: the caller's writes before it -> publish_phase's release stores
+ * of the range words -> each claimant's acquire CAS; every slice's writes
+ * -> its done RMWs -> the completer's publication of EP_IDLE (seq_cst RMW
+ * of the epoch) -> drive's acquire load in end_open_loop. */
+int seer_rt_parallel_for_begin(seer_runtime *rt, int64_t n, int64_t grain, seer_range_fn fn, void *arg) {
+    end_open_loop(rt);
+    rt->loop_open = open_loop(rt, n, grain, fn, arg);
+    return SEER_OK;
+}
+
+int seer_rt_parallel_for_end(seer_runtime *rt) {
+    end_open_loop(rt);
     return SEER_OK;
 }
 
@@ -1808,6 +1856,7 @@ static void run_chunked_step(seer_runtime *rt, double horizon) {
 }
 
 int seer_rt_step(seer_runtime *rt, double horizon) {
+    end_open_loop(rt); /* a loop the caller began between steps */
     /* Wait out a reclaim in progress (a push from another thread taking
      * the caches back; it is short).  acquire: its cache writes happen-
      * before this step, and through the epoch before the pool's. */
@@ -1881,6 +1930,7 @@ static int begin_stepping(seer_runtime *rt) {
 }
 
 int seer_rt_tiled_begin(seer_runtime *rt, int32_t num_windows, const double *window_end) {
+    end_open_loop(rt);
     if (rt->num_workers != 1 || rt->has_python || TRACING(rt)) return SEER_E_UNSUPPORTED;
     if (num_windows < 1 || !window_end || rt->tiled) return SEER_E_ARG;
     for (int32_t k = 0; k < num_windows; k++)
@@ -2072,6 +2122,7 @@ void seer_rt_worker_main(seer_runtime *rt, int32_t wid) {
 }
 
 void seer_rt_shutdown(seer_runtime *rt) {
+    end_open_loop(rt); /* its slices may read what the caller frees after the join */
     /* release: pairs with an acquire load after the epoch's; the flag is
      * also carried by the epoch RMW below (release part), which is what a
      * waking worker synchronizes with first. */
@@ -2110,6 +2161,8 @@ static const seer_api API = {
     .rt_tiled_begin = seer_rt_tiled_begin,
     .rt_tiled_run = seer_rt_tiled_run,
     .rt_tiled_end = seer_rt_tiled_end,
+    .rt_parallel_for_begin = seer_rt_parallel_for_begin,
+    .rt_parallel_for_end = seer_rt_parallel_for_end,
 };
 
 const seer_api *seer_api_table(void) { return &API; }

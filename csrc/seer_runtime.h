@@ -135,6 +135,11 @@ int seer_rt_push(seer_runtime *rt, int32_t entity, double time, int32_t kind, in
 /* Between steps, from the stepping thread: fn over [0, n) in slices of
  * `grain` items, each worker's home share first (seer/seer.h). */
 int seer_rt_parallel_for(seer_runtime *rt, int64_t n, int64_t grain, seer_range_fn fn, void *arg);
+/* The same loop left to the pool (the caller goes on), and its end: the
+ * slices left run in the caller, which returns when all are done.  Any
+ * other call of the stepping thread on the runtime ends it first. */
+int seer_rt_parallel_for_begin(seer_runtime *rt, int64_t n, int64_t grain, seer_range_fn fn, void *arg);
+int seer_rt_parallel_for_end(seer_runtime *rt);
 int32_t seer_rt_num_workers(const seer_runtime *rt);
 /* The function table plug-ins reach through ctx->api (seer/seer.h). */
 const seer_api *seer_api_table(void);

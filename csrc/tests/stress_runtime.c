@@ -175,16 +175,43 @@ static void pfor_body(void *arg, int64_t lo, int64_t hi, int32_t worker) {
     }
 }
 
-static void check_parallel_for(seer_runtime *rt, int32_t workers, int64_t n, int64_t grain) {
-    pfor_check c = {n, workers, calloc((size_t)n, sizeof(uint32_t)), calloc((size_t)n, sizeof(int32_t))};
-    for (int rep = 0; rep < 3; rep++) {
-        CHECK(seer_rt_parallel_for(rt, n, grain, pfor_body, &c) == SEER_OK, "parallel_for failed");
-        for (int64_t i = 0; i < n; i++)
-            CHECK(c.visits[i] == (uint32_t)rep + 1, "index %lld visited %u times after %d loops", (long long)i,
-                  c.visits[i], rep + 1);
+static void check_visits(const pfor_check *c, uint32_t loops, const char *how) {
+    for (int64_t i = 0; i < c->n; i++)
+        CHECK(c->visits[i] == loops, "index %lld visited %u times after %u loops (%s)", (long long)i, c->visits[i],
+              loops, how);
+}
+
+static void free_check(pfor_check *c) {
+    free(c->visits);
+    free(c->by);
+    free(c);
+}
+
+/* Three loops, then the same left to the pool (seer_rt_parallel_for_begin)
+ * while this thread goes on: ended by seer_rt_parallel_for_end, by the
+ * next begin, and once more left open for the caller's next call on the
+ * runtime to end (a step, or the shutdown before a resize): returned, to
+ * be checked for PFOR_OPEN_LOOPS loops after that call. */
+#define PFOR_OPEN_LOOPS 7u
+static pfor_check *check_parallel_for(seer_runtime *rt, int32_t workers, int64_t n, int64_t grain) {
+    pfor_check *c = malloc(sizeof *c);
+    *c = (pfor_check){n, workers, calloc((size_t)n, sizeof(uint32_t)), calloc((size_t)n, sizeof(int32_t))};
+    for (uint32_t rep = 0; rep < 3; rep++) {
+        CHECK(seer_rt_parallel_for(rt, n, grain, pfor_body, c) == SEER_OK, "parallel_for failed");
+        check_visits(c, rep + 1, "parallel_for");
     }
-    free(c.visits);
-    free(c.by);
+    CHECK(seer_rt_parallel_for_begin(rt, n, grain, pfor_body, c) == SEER_OK, "parallel_for_begin failed");
+    for (volatile int spin = 0; spin < 2000; spin++) {
+    } /* this thread's own work meanwhile: the pool may be anywhere in the loop */
+    CHECK(seer_rt_parallel_for_end(rt) == SEER_OK, "parallel_for_end failed");
+    check_visits(c, 4, "begin, end");
+    CHECK(seer_rt_parallel_for_end(rt) == SEER_OK, "a second parallel_for_end failed");
+    CHECK(seer_rt_parallel_for_begin(rt, n, grain, pfor_body, c) == SEER_OK, "parallel_for_begin failed");
+    CHECK(seer_rt_parallel_for_begin(rt, n, grain, pfor_body, c) == SEER_OK, "parallel_for_begin failed");
+    CHECK(seer_rt_parallel_for_end(rt) == SEER_OK, "parallel_for_end failed");
+    check_visits(c, 6, "begin, begin, end");
+    CHECK(seer_rt_parallel_for_begin(rt, n, grain, pfor_body, c) == SEER_OK, "parallel_for_begin failed");
+    return c;
 }
 
 static void start_pool(seer_runtime *rt, int32_t workers, pthread_t *threads, pool_arg *args) {
@@ -257,6 +284,7 @@ static double *run(int32_t n, int32_t steps, int32_t workers, int32_t fanout, in
     start_pool(rt, workers, threads, args);
     seer_rt_set_stats(rt, 1);
     int rogue_seen = 0;
+    pfor_check *open_loop = NULL; /* a loop check_parallel_for left open for this loop's next call to end */
     for (int32_t s = 1; s <= steps; s++) {
         if (resize && s % 3 == 0) {
             stop_pool(rt, workers, threads);
@@ -267,6 +295,11 @@ static double *run(int32_t n, int32_t steps, int32_t workers, int32_t fanout, in
             start_pool(rt, workers, threads, args);
         }
         int rc = seer_rt_step(rt, s * step_len);
+        if (open_loop) { /* ended by the step, or by the shutdown before a resize */
+            check_visits(open_loop, PFOR_OPEN_LOOPS, "begin, then a step or a resize");
+            free_check(open_loop);
+            open_loop = NULL;
+        }
         if (rogue_entity >= 0) {
             /* the write is found after the handler that made it, in the step it happened, once */
             seer_error_info info;
@@ -308,7 +341,7 @@ static double *run(int32_t n, int32_t steps, int32_t workers, int32_t fanout, in
         CHECK(seer_queue_min_time(q) >= s * step_len, "step %d left an event at %g", s, seer_queue_min_time(q));
         CHECK(seer_queue_len(q) == in_flight + n, "step %d: %lld events queued, expected %lld messages + %d ticks",
               s, (long long)seer_queue_len(q), (long long)in_flight, n);
-        if (s % 8 == 0) check_parallel_for(rt, workers, (int64_t)n * 13 + s, 1 + s % 17);
+        if (s % 8 == 0) open_loop = check_parallel_for(rt, workers, (int64_t)n * 13 + s, 1 + s % 17);
     }
     if (rogue_entity >= 0) {
         /* a failed step's queue is the next reset's to clear: no drain invariants */
@@ -372,6 +405,10 @@ static double *run(int32_t n, int32_t steps, int32_t workers, int32_t fanout, in
     }
 done:
     stop_pool(rt, workers, threads);
+    if (open_loop) { /* ended by the shutdown */
+        check_visits(open_loop, PFOR_OPEN_LOOPS, "begin, then the shutdown");
+        free_check(open_loop);
+    }
     free(dbg_shadow[0]);
     free(dbg_shadow[1]);
     *events_out = seer_rt_events_total(rt);

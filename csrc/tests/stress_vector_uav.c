@@ -376,15 +376,25 @@ static uint64_t run(int32_t copies, int32_t uavs, int32_t steps, int32_t workers
 /* One env whose own runtime has `inner` workers: its step's phases
  * (grid, readout, losses) run as slices on that pool (seer_rt_parallel_for)
  * and its windows are shared by the workers.  Returns the hash of every
- * step's observations, rewards, losses and state. */
-static uint64_t run_intra(int32_t uavs, int32_t steps, int32_t inner, uint64_t seed) {
+ * step's observations, rewards, losses and state.  via_copy: stepped as a
+ * PettingZoo step is (seer_uav_copy_step, rows by agent), whose end leaves
+ * the next step's candidate lists to the pool (seer_rt_parallel_for_begin)
+ * while this thread reads the rows, as Python builds its dicts; the slots
+ * are re-ordered every third step only, so most steps build ahead. */
+static uint64_t run_intra(int32_t uavs, int32_t steps, int32_t inner, uint64_t seed, int via_copy) {
     copy *c = zalloc(sizeof(copy));
     copy_init_workers(c, uavs, inner);
     seer_uav_env *e = &c->e;
     e->max_cycles = 1 << 30;
     e->start_spacing = 2.0; /* crowded: separation and collisions from the start */
     e->jitter = 0.9;
-    e->relabel_period = 1; /* the slots re-ordered at every step: runtime and rows renamed under the pool */
+    e->relabel_period = via_copy ? 3 : 1; /* the slots re-ordered under the pool: runtime and rows renamed */
+    float *act = zalloc(sizeof(float) * 3 * (size_t)uavs), *obs = zalloc(sizeof(float) * OBS_DIM * (size_t)uavs);
+    double *rew = zalloc(sizeof(double) * (size_t)uavs);
+    uint8_t *flags = zalloc(4 * (size_t)uavs + 1); /* term, trunc, mask, alive; ended */
+    const seer_copy_rows rows = {seer_api_table(), act, obs, rew, flags, flags + uavs, flags + 2 * uavs,
+                                 flags + 3 * (int64_t)uavs, flags + 4 * (int64_t)uavs};
+    int32_t ahead_steps = 0;
     pthread_t *th = zalloc(sizeof(pthread_t) * inner);
     void *(*args)[2] = zalloc(sizeof(void *[2]) * inner);
     for (int32_t w = 1; w < inner; w++) {
@@ -397,7 +407,22 @@ static uint64_t run_intra(int32_t uavs, int32_t steps, int32_t inner, uint64_t s
     for (int32_t s = 0; s < steps; s++) {
         for (int64_t i = 0; i < 3 * (int64_t)uavs; i++) {
             rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
-            e->acc[i] = ((double)(rng >> 11) * 0x1.0p-53 * 2.0 - 1.0) * 5.0;
+            const double u = (double)(rng >> 11) * 0x1.0p-53 * 2.0 - 1.0;
+            if (via_copy)
+                act[i] = (float)u;
+            else
+                e->acc[i] = u * 5.0;
+        }
+        if (via_copy) {
+            CHECK(seer_uav_copy_step(e, &rows, SEER_COPY_STEP) == SEER_OK, "intra: copy step %d failed with %d workers",
+                  s, inner);
+            ahead_steps += e->ahead;
+            /* the rows, read while the pool may still build the next step's lists */
+            h = fnv(h, obs, sizeof(float) * OBS_DIM * (size_t)uavs);
+            h = fnv(h, rew, sizeof(double) * (size_t)uavs);
+            h = fnv(h, flags, 4 * (size_t)uavs + 1);
+            if (flags[4 * (int64_t)uavs]) break; /* the episode ended */
+            continue;
         }
         CHECK(seer_uav_env_step(e) == SEER_OK, "intra: step %d failed with %d workers", s, inner);
         h = fnv(h, e->obs, sizeof(float) * OBS_DIM * (size_t)uavs);
@@ -409,16 +434,22 @@ static uint64_t run_intra(int32_t uavs, int32_t steps, int32_t inner, uint64_t s
         h = fnv(h, c->m.nb_state, sizeof(double) * 6 * TABLE * (size_t)uavs);
         h = fnv(h, e->agent_of, sizeof(int32_t) * (size_t)uavs);
     }
-    /* every step but the first (the reset ordered them) */
-    CHECK(e->relabels == steps - 1, "intra: %lld of %d steps re-ordered the slots", (long long)e->relabels, steps);
+    /* every step but the first (the reset ordered them), or every third */
+    CHECK(e->relabels == (via_copy ? (steps - 1) / 3 : steps - 1), "intra: %lld of %d steps re-ordered the slots",
+          (long long)e->relabels, steps);
+    /* a pool of several builds ahead after each step but those before a re-ordering */
+    CHECK(via_copy && inner > 1 ? ahead_steps >= steps - 1 - steps / 3 : ahead_steps == 0,
+          "intra: %d of %d copy steps on %d workers built the next grid ahead", ahead_steps, steps, inner);
     int64_t lost = uavs - e->episode[SEER_UAV_EP_LIVE];
-    seer_rt_shutdown(c->rt);
+    seer_rt_shutdown(c->rt); /* ends a loop left open: the lists' slices read the state freed below */
     for (int32_t w = 1; w < inner; w++) pthread_join(th[w], NULL);
     CHECK(lost > 0, "intra: no UAV was lost (the losses phase had no work)");
     CHECK(e->tiled_steps == (inner == 1 && g_tiling >= 0 ? steps : 0), "intra: %lld tiled steps of %d",
           (long long)e->tiled_steps, steps);
-    printf("  intra-env, %d inner workers: %lld UAVs lost, hash %016llx, %s\n", inner, (long long)lost,
-           (unsigned long long)h, e->tiled_steps ? "tiled" : "untiled");
+    printf("  intra-env%s, %d inner workers: %lld UAVs lost, hash %016llx, %s, %d steps built ahead\n",
+           via_copy ? " (copy steps)" : "", inner, (long long)lost, (unsigned long long)h,
+           e->tiled_steps ? "tiled" : "untiled", ahead_steps);
+    free(act), free(obs), free(rew), free(flags);
     copy_free(c);
     free(c);
     free(th);
@@ -448,11 +479,15 @@ int main(int argc, char **argv) {
     }
     /* one big env across its own pool (above the env's inline threshold) */
     const int32_t intra_uavs = argc > 6 ? atoi(argv[6]) : 2304, intra_steps = argc > 7 ? atoi(argv[7]) : 3;
-    const uint64_t hi1 = run_intra(intra_uavs, intra_steps, 1, seed); /* tiled */
+    const uint64_t hi1 = run_intra(intra_uavs, intra_steps, 1, seed, 0); /* tiled */
+    const uint64_t hc1 = run_intra(intra_uavs, intra_steps + 4, 1, seed, 1);
     g_tiling = -1;
-    CHECK(run_intra(intra_uavs, intra_steps, 1, seed) == hi1, "intra-env: untiled differs from tiled");
-    for (int32_t w = 2; w <= max_workers; w++)
-        CHECK(run_intra(intra_uavs, intra_steps, w, seed) == hi1, "intra-env: %d inner workers differ from 1", w);
+    CHECK(run_intra(intra_uavs, intra_steps, 1, seed, 0) == hi1, "intra-env: untiled differs from tiled");
+    for (int32_t w = 2; w <= max_workers; w++) {
+        CHECK(run_intra(intra_uavs, intra_steps, w, seed, 0) == hi1, "intra-env: %d inner workers differ from 1", w);
+        CHECK(run_intra(intra_uavs, intra_steps + 4, w, seed, 1) == hc1,
+              "intra-env copy steps: %d inner workers (the grid built ahead) differ from 1", w);
+    }
     printf("stress_vector_uav: OK %d copies x %d UAVs, %d steps, 1..%d workers, identical rows; one env of %d UAVs "
            "on 1..%d inner workers, identical\n", copies, uavs, steps, max_workers, intra_uavs, max_workers);
     return 0;

@@ -73,6 +73,25 @@ static inline int seer_rt_parallel_for(seer_runtime *rt, int64_t n, int64_t grai
     }
     return api->rt_parallel_for(rt, n, grain, fn, arg);
 }
+/* seer_rt_parallel_for without the wait: the pool's threads run the
+ * slices while the caller goes on (a copy step that returns to Python,
+ * say, whose next call needs the result), and seer_rt_parallel_for_end
+ * runs the slices left in the caller and returns when every slice is
+ * done.  From the thread that steps the runtime, between steps.  Until
+ * the end, the caller must not touch what the slices read or write; any
+ * other call of it on the runtime (a step, a loop, a reset, a resize, its
+ * close) ends the loop first.  Runs fn(arg, 0, n, 0) at once where
+ * seer_rt_parallel_for would, and in a SEER that predates the calls. */
+static inline int seer_rt_parallel_for_begin(seer_runtime *rt, int64_t n, int64_t grain, seer_range_fn fn,
+                                             void *arg) {
+    const seer_api *api = seer_api_of(rt);
+    if (!SEER_API_HAS(api, rt_parallel_for_end)) return seer_rt_parallel_for(rt, n, grain, fn, arg);
+    return api->rt_parallel_for_begin(rt, n, grain, fn, arg);
+}
+static inline int seer_rt_parallel_for_end(seer_runtime *rt) {
+    const seer_api *api = seer_api_of(rt);
+    return SEER_API_HAS(api, rt_parallel_for_end) ? api->rt_parallel_for_end(rt) : 0;
+}
 static inline int32_t seer_rt_num_workers(const seer_runtime *rt) {
     const seer_api *api = seer_api_of(rt);
     return SEER_API_HAS(api, rt_num_workers) ? api->rt_num_workers(rt) : 1;

@@ -238,6 +238,12 @@ typedef struct seer_uav_env {
     /* A copy step's rows (seer_uav_copy_step, NULL otherwise): its
      * readout writes each agent's rows as it finishes the agent */
     const seer_copy_rows *copy_rows;
+    /* The next step's broadcast grid built at a copy step's end, its
+     * candidate lists on the pool (uav_swarm_step.c: ahead): 1 until the
+     * next step's start ends that loop */
+    int32_t ahead;
+    double cand_r2;            /* the lists' pre-selection radius, squared */
+    const int32_t *cand_cells; /* N x 3: the cells they are built from    */
 } seer_uav_env;
 
 /* Fewer UAVs than this keep slot = agent id unless slot_layout says

@@ -50,6 +50,13 @@ static void bucket(const uint8_t *alive, const int32_t *key, int32_t n, int64_t 
  * (bench/results/uav_intra_env.md). */
 #define PAR_MIN 128
 
+/* Slices of a phase of n UAVs on a pool of `workers`: several per worker,
+ * so a worker the OS delays is covered. */
+static int64_t phase_grain(int64_t n, int32_t workers) {
+    const int64_t grain = n / (8 * (int64_t)workers);
+    return grain < 64 ? 64 : grain;
+}
+
 static void run_phase(seer_uav_env *e, int64_t n, seer_range_fn fn, void *arg) {
     if (n <= 0) return;
     int32_t workers = e->rt ? seer_rt_num_workers(e->rt) : 1;
@@ -57,10 +64,7 @@ static void run_phase(seer_uav_env *e, int64_t n, seer_range_fn fn, void *arg) {
         fn(arg, 0, n, 0);
         return;
     }
-    /* several slices per worker, so a worker the OS delays is covered */
-    int64_t grain = n / (8 * (int64_t)workers);
-    if (grain < 64) grain = 64;
-    seer_rt_parallel_for(e->rt, n, grain, fn, arg);
+    seer_rt_parallel_for(e->rt, n, phase_grain(n, workers), fn, arg);
 }
 
 /* grid_pos[r] = pos[slot_at(r)] for the entries of a grid pass. */
@@ -90,31 +94,55 @@ static void gather_slice(void *arg, int64_t lo, int64_t hi, int32_t worker) {
     }
 }
 
-/* Per slot: its grid cell and key, its energy reset and, in a copy step,
- * its commanded acceleration from its agent's action row (by the worker
- * whose lanes hold the slot, so the row that its TICKs read is in that
- * worker's cache, not the stepping thread's). */
-static void prepare_slice(void *arg, int64_t lo, int64_t hi, int32_t worker) {
+/* Where ahead (below) keeps the next step's cells until it starts:
+ * sep_slot_b, which holds SEER_UAV_SEP_SLOTS >= 3 int32 per UAV and is
+ * free from a step's readout to the next one's (a re-ordering of the slots
+ * uses it too, but a step that re-orders builds its grid itself). */
+static inline int32_t *ahead_cells(const seer_uav_env *e) { return (int32_t *)(void *)e->sep_slot_b; }
+
+/* Per slot: its broadcast grid cell (into e->cand_cells) and key (into
+ * sep_key), from its position. */
+static void cells_slice(void *arg, int64_t lo, int64_t hi, int32_t worker) {
     (void)worker;
     seer_uav_env *e = arg;
     const seer_uav *m = e->m;
     const int64_t nx = m->grid_nx, ny = m->grid_ny, nz = m->grid_nz;
     int32_t *key = e->sep_key; /* scratch: free until the readout */
+    for (int64_t i = lo; i < hi; i++) {
+        const double *p = m->pos + 3 * i;
+        int32_t *c = (int32_t *)e->cand_cells + 3 * i;
+        c[0] = (int32_t)clamp_cell(p[0], e->cell, nx);
+        c[1] = (int32_t)clamp_cell(p[1], e->cell, ny);
+        c[2] = (int32_t)clamp_cell(p[2], e->cell, nz);
+        key[i] = (int32_t)(((int64_t)c[2] * ny + c[1]) * nx + c[0]);
+    }
+}
+
+typedef struct prepare_ctx {
+    seer_uav_env *e;
+    int cells; /* the grid cells too (not built ahead) */
+} prepare_ctx;
+
+/* Per slot at a step's start: its energy reset, in a copy step its
+ * commanded acceleration from its agent's action row (by the worker whose
+ * lanes hold the slot, so the row that its TICKs read is in that worker's
+ * cache, not the stepping thread's), and its grid cell: computed, or the
+ * one built ahead moved into cell_of (the state's, which until now held
+ * the last step's, as without ahead). */
+static void prepare_slice(void *arg, int64_t lo, int64_t hi, int32_t worker) {
+    const prepare_ctx *pc = arg;
+    seer_uav_env *e = pc->e;
     if (e->copy_rows) {
         const float *act = e->copy_rows->act; /* rows by agent id */
         for (int64_t i = lo; i < hi; i++)
             if (e->alive[i])
                 for (int k = 0; k < 3; k++) e->acc[3 * i + k] = (double)act[3 * (int64_t)e->agent_of[i] + k] * e->a_max;
     }
-    for (int64_t i = lo; i < hi; i++) {
-        const double *p = m->pos + 3 * i;
-        int32_t *c = e->cell_of + 3 * i;
-        c[0] = (int32_t)clamp_cell(p[0], e->cell, nx);
-        c[1] = (int32_t)clamp_cell(p[1], e->cell, ny);
-        c[2] = (int32_t)clamp_cell(p[2], e->cell, nz);
-        key[i] = (int32_t)(((int64_t)c[2] * ny + c[1]) * nx + c[0]);
-        m->energy[i] = 0.0;
-    }
+    if (pc->cells)
+        cells_slice(e, lo, hi, worker);
+    else
+        memcpy(e->cell_of + 3 * lo, ahead_cells(e) + 3 * lo, sizeof(int32_t) * 3 * (size_t)(hi - lo));
+    for (int64_t i = lo; i < hi; i++) e->m->energy[i] = 0.0;
 }
 
 /* ---- broadcast candidates ------------------------------------------------
@@ -145,21 +173,16 @@ static void prepare_slice(void *arg, int64_t lo, int64_t hi, int32_t worker) {
 #define CAND_MAX_LEN SEER_UAV_CAND_LIST_MAX /* longest list (8 bits; 255 is CAND_NONE's) */
 #define CAND_BUF 512     /* a list being gathered: up to CAND_MAX_LEN plus a row */
 
-typedef struct cand_ctx {
-    seer_uav_env *e;
-    double r2;        /* squared pre-selection radius at the step start */
-    int64_t pool_len; /* int32 slots per pool                           */
-} cand_ctx;
-
+/* arg: the env; its cand_r2 is the squared pre-selection radius at the
+ * step start.  Each of the four pools holds 2N int32 slots. */
 static void cand_slice(void *arg, int64_t lo, int64_t hi, int32_t worker) {
     (void)worker;
-    const cand_ctx *cc = arg;
-    seer_uav_env *e = cc->e;
+    seer_uav_env *e = arg;
     seer_uav *m = e->m;
     const int32_t *start = e->cell_start, *items = e->cell_items;
-    const int64_t nx = m->grid_nx, ny = m->grid_ny, nz = m->grid_nz, P = cc->pool_len;
+    const int64_t nx = m->grid_nx, ny = m->grid_ny, nz = m->grid_nz, P = 2 * (int64_t)m->num_uavs;
     uint32_t *head = (uint32_t *)e->sep_key;
-    const double r2 = cc->r2;
+    const double r2 = e->cand_r2;
     int32_t buf[CAND_BUF];
     /* this slice's share of the slots: [CAND_SLOTS lo, CAND_SLOTS hi) */
     int64_t g = CAND_SLOTS * lo;
@@ -171,7 +194,7 @@ static void cand_slice(void *arg, int64_t lo, int64_t hi, int32_t worker) {
             continue;
         }
         const double *p = m->pos + 3 * i;
-        const int32_t *co = e->cell_of + 3 * i;
+        const int32_t *co = e->cand_cells + 3 * i;
         int32_t len = 0;
         for (int64_t z = co[2] - 1; z <= co[2] + 1 && len >= 0; z++) {
             if (z < 0 || z >= nz) continue;
@@ -219,8 +242,9 @@ static void cand_slice(void *arg, int64_t lo, int64_t hi, int32_t worker) {
     }
 }
 
-/* The candidate lists of a step that starts at tick J (see above). */
-static void build_candidates(seer_uav_env *e, int64_t J) {
+/* The candidate lists of a step that starts at tick J (see above);
+ * behind: the lists themselves are left to the pool (see ahead below). */
+static void build_candidates(seer_uav_env *e, int64_t J, int behind) {
     seer_uav *m = e->m;
     const int32_t n = m->num_uavs, steps = e->ticks_per_step;
     const int64_t live = e->cell_start[(int64_t)m->grid_nx * m->grid_ny * m->grid_nz];
@@ -244,8 +268,8 @@ static void build_candidates(seer_uav_env *e, int64_t J) {
     const double R = sqrt(m->radius2) + 2.0 * sqrt(v2) * tmax;
     /* rounding margin: the float distances are off by ~1e-16 relative */
     const double Rm = R * (1.0 + 1e-9) + 1e-6;
-    cand_ctx cc = {e, Rm * Rm, 2 * (int64_t)n};
-    if (!(cc.r2 < INFINITY)) return;
+    e->cand_r2 = Rm * Rm;
+    if (!(e->cand_r2 < INFINITY)) return;
     m->cand_head = (const uint32_t *)e->sep_key;
     m->cand_pool[0] = (const int32_t *)(void *)e->sep_sorted;
     m->cand_pool[1] = (const int32_t *)(void *)e->sep_a;
@@ -253,8 +277,11 @@ static void build_candidates(seer_uav_env *e, int64_t J) {
     m->cand_pool[3] = (const int32_t *)(void *)e->dist;
     gather_ctx g = {e, e->cell_items, NULL};
     run_phase(e, live, gather_slice, &g);
-    run_phase(e, n, cand_slice, &cc);
-    m->cand_tick_hi = J + steps;
+    if (behind)
+        seer_rt_parallel_for_begin(e->rt, n, phase_grain(n, seer_rt_num_workers(e->rt)), cand_slice, e);
+    else
+        run_phase(e, n, cand_slice, e);
+    m->cand_tick_hi = J + steps; /* read by the step's TICKs, after the loop's end */
 }
 
 /* The readout (and a new episode) reuse the lists' buffers. */
@@ -453,19 +480,62 @@ static int relabel_due(const seer_uav_env *e) {
     return base >= 0.0 && since >= RELABEL_MIN_STEPS && e->slot_spread > base + 0.25 * (RANDOM_SPREAD - base);
 }
 
-void seer_uav_prepare_step(seer_uav_env *e) {
+/* The broadcast grid of the step that starts now, from the cells in
+ * sep_key, and its candidate lists (behind: left to the pool). */
+static void build_grid(seer_uav_env *e, int behind) {
     const seer_uav *m = e->m;
+    bucket(e->alive, e->sep_key, m->num_uavs, (int64_t)m->grid_nx * m->grid_ny * m->grid_nz, e->cell_start,
+           e->cell_items);
+    build_candidates(e, e->episode[SEER_UAV_EP_TICK], behind);
+    measure_spread(e);
+}
+
+/* ---- ahead: the next step's grid, between steps ---------------------------
+ *
+ * A copy step (a PettingZoo step) returns to Python, which builds the
+ * step's dicts and then the policy's next actions while the pool's other
+ * threads wait for the next step.  The next step's broadcast grid and
+ * candidate lists are a function of the state at its start, not of its
+ * actions, and most of their time is the lists' (the cells' positions
+ * scanned per UAV).  So a copy step that leaves its episode running on a
+ * pool of several workers builds the grid before it returns and leaves
+ * the lists to the pool (seer_rt_parallel_for_begin); the next step's
+ * start ends that loop (seer_rt_parallel_for_end: the slices no pool
+ * thread has claimed yet run there), and so does anything that replaces
+ * the state first (a reset; the runtime's own calls end it too).  Which
+ * thread builds them, and when, changes no result.  A step that renames
+ * the slots first (relabel) builds its grid itself.  seer_uav_env_step
+ * does not build ahead: its callers may write the state between steps. */
+static void begin_ahead(seer_uav_env *e) {
+    if (!e->rt || !e->sep_slot_b || seer_rt_num_workers(e->rt) < 2 || relabel_due(e)) return;
+    e->cand_cells = ahead_cells(e); /* the state's cell_of stays the last step's until the next one starts */
+    run_phase(e, e->m->num_uavs, cells_slice, e);
+    build_grid(e, 1);
+    e->ahead = 1;
+}
+
+/* Wait for the grid begun ahead, if any (before anything reads it, or
+ * replaces the state it was built from). */
+static void end_ahead(seer_uav_env *e) {
+    if (!e->ahead) return;
+    e->ahead = 0;
+    seer_rt_parallel_for_end(e->rt);
+}
+
+void seer_uav_prepare_step(seer_uav_env *e) {
+    const int ahead = e->ahead;
+    end_ahead(e);
     /* An optimisation: if the runtime cannot rename (an old SEER, no
      * memory), the slots stay as they are. */
-    if (relabel_due(e) && relabel(e) == SEER_OK) {
+    if (!ahead && relabel_due(e) && relabel(e) == SEER_OK) {
         e->relabel_step = e->episode[SEER_UAV_EP_STEPS];
         e->slot_spread_base = -1.0; /* measured below */
     }
-    run_phase(e, m->num_uavs, prepare_slice, e);
-    bucket(e->alive, e->sep_key, m->num_uavs, (int64_t)m->grid_nx * m->grid_ny * m->grid_nz, e->cell_start,
-           e->cell_items);
-    build_candidates(e, e->episode[SEER_UAV_EP_TICK]);
-    measure_spread(e);
+    prepare_ctx pc = {e, !ahead};
+    if (!ahead) e->cand_cells = e->cell_of;
+    run_phase(e, e->m->num_uavs, prepare_slice, &pc);
+    if (!ahead) build_grid(e, 0);
+    e->cand_cells = e->cell_of; /* the TICKs' cell scans read cell_of */
 }
 
 /* ---- reset ---------------------------------------------------------------- */
@@ -511,6 +581,7 @@ void seer_uav_initial_state(seer_uav_env *e, uint64_t seed, int32_t spatial) {
     const int32_t n = m->num_uavs, C = m->table_cap, side = e->lattice_side;
     const int32_t slots = side * side * e->layers;
     uint64_t rng = seed;
+    end_ahead(e);
     drop_candidates(e); /* they were for the positions being replaced */
     /* The agents' draws in agent order, in scratch that is free until the
      * first step (grid_pos: starts, sep_slot_pen: targets, which holds
@@ -1284,5 +1355,6 @@ int seer_uav_copy_step(void *env, const seer_copy_rows *rows, int32_t op) {
     const uint8_t over = e->episode[SEER_UAV_EP_TRUNCATED] || e->episode[SEER_UAV_EP_LIVE] == 0;
     for (int32_t i = 0; i < n; i++) rows->alive[i] = e->alive[e->slot_of[i]] && !over;
     *rows->ended = over;
+    if (!over) begin_ahead(e);
     return SEER_OK;
 }
