@@ -108,12 +108,14 @@ static void cells_slice(void *arg, int64_t lo, int64_t hi, int32_t worker) {
     const seer_uav *m = e->m;
     const int64_t nx = m->grid_nx, ny = m->grid_ny, nz = m->grid_nz;
     int32_t *key = e->sep_key; /* scratch: free until the readout */
+    int32_t *cells = (int32_t *)e->cand_cells;
+    const double *pos = m->pos, size = e->cell;
     for (int64_t i = lo; i < hi; i++) {
-        const double *p = m->pos + 3 * i;
-        int32_t *c = (int32_t *)e->cand_cells + 3 * i;
-        c[0] = (int32_t)clamp_cell(p[0], e->cell, nx);
-        c[1] = (int32_t)clamp_cell(p[1], e->cell, ny);
-        c[2] = (int32_t)clamp_cell(p[2], e->cell, nz);
+        const double *p = pos + 3 * i;
+        int32_t *c = cells + 3 * i;
+        c[0] = (int32_t)clamp_cell(p[0], size, nx);
+        c[1] = (int32_t)clamp_cell(p[1], size, ny);
+        c[2] = (int32_t)clamp_cell(p[2], size, nz);
         key[i] = (int32_t)(((int64_t)c[2] * ny + c[1]) * nx + c[0]);
     }
 }
@@ -142,7 +144,7 @@ static void prepare_slice(void *arg, int64_t lo, int64_t hi, int32_t worker) {
         cells_slice(e, lo, hi, worker);
     else
         memcpy(e->cell_of + 3 * lo, ahead_cells(e) + 3 * lo, sizeof(int32_t) * 3 * (size_t)(hi - lo));
-    for (int64_t i = lo; i < hi; i++) e->m->energy[i] = 0.0;
+    memset(e->m->energy + lo, 0, sizeof(double) * (size_t)(hi - lo));
 }
 
 /* ---- broadcast candidates ------------------------------------------------
