@@ -3,8 +3,8 @@
 ``N`` UAVs fly from a jittered start lattice into a formation (each UAV has
 its own target slot) without colliding.  Each UAV runs on its own clock:
 UAV ``i`` controls and senses at ``(10, 20, 50)[i % 3]`` Hz; every control
-tick it broadcasts its position and velocity to the UAVs in radio range,
-which receive the message 0.01 s later.  SEER runs each UAV's events at its
+tick it broadcasts its position and velocity (as float32, like a radio
+packet) to the UAVs in radio range, which receive the message 0.01 s later.  SEER runs each UAV's events at its
 own times (see ``seer/envs/uav_swarm/model.py`` for the event kinds); a time-stepped
 numpy reference of the same model is in ``seer/envs/uav_swarm/reference.py``.
 
@@ -36,6 +36,9 @@ not depend on it.  Observations, rewards and losses are by agent, as ever;
 Sensing.  A broadcast reaches the (at most 32) nearest live UAVs within
 ``radius = 8 m``, found through a spatial grid (O(N) per step, not O(N^2)).
 A receiver keeps the latest message of each sender in a 24-slot table.
+Messages carry float32 positions and velocities (the UAVs' own state is
+float64): what a receiver knows of its neighbours is rounded to about
+1e-7 of its size (a few micrometres at 100 m).
 Its observation shows the ``k`` (default 6) nearest table entries.
 
 Observation (float32 Box, ``9 + 7 k`` entries, each clipped to [-10, 10]):

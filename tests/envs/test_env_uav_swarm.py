@@ -416,6 +416,36 @@ def test_dynamics_respect_speed_bound_and_progress_reward():
     env.close()
 
 
+def test_messages_carry_float32_bodies_that_the_tables_keep_as_sent():
+    env = U.parallel_env(scenario="small", workers=1)
+    env.reset(seed=3)
+    rng = np.random.default_rng(3)
+    for _ in range(4):
+        env.step(controller(env, rng))
+    st = env.state_arrays
+    assert st["bcast"].dtype == np.float32 and st["nb_state"].dtype == np.float32
+    # every table entry whose tick is its sender's last broadcast is that body, bit for bit
+    C = env.cfg.table_cap
+    used = np.arange(C) < st["nb_count"][:, None]
+    r, s = np.nonzero(used)
+    src = st["nb_src"][r, s]
+    last = st["nb_tick"][r, s] == st["bcast_tick"][src]
+    assert last.sum() > 0
+    assert st["nb_state"][r[last], s[last]].tobytes() == st["bcast"][src[last]].tobytes()
+    env.close()
+    # hovering from rest, a UAV never moves: its body is its position rounded once to float32
+    env = U.parallel_env(scenario="small", workers=1)
+    env.reset(seed=3)
+    env.step({a: np.zeros(3, np.float32) for a in env.agents})
+    st = env.state_arrays
+    sent = st["bcast_tick"] >= 0
+    assert sent.all()
+    assert st["bcast"][:, 0:3].tobytes() == st["pos"].astype(np.float32).tobytes()
+    assert not st["bcast"][:, 3:6].any()
+    assert not np.array_equal(st["bcast"][:, 0:3].astype(np.float64), st["pos"])  # rounded, not the float64 state
+    env.close()
+
+
 # ---- PettingZoo APIs -----------------------------------------------------------------------------
 
 def test_parallel_api_test():

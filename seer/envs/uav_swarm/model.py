@@ -16,7 +16,10 @@ module seer.envs.uav_swarm._uav_swarm_c):
 ``TICK`` (kind 0)
     UAV ``i``'s own clock, every ``period[i]`` ticks (10, 5 or 2 ticks, i.e.
     10, 20 or 50 Hz, by ``i % 3``), all starting at tick 0.  It (1)
-    broadcasts its state ``(p, v)`` at that time to the at most
+    broadcasts its state ``(p, v)`` at that time, rounded to float32 (the
+    message body, ``bcast``; the neighbour tables ``nb_state`` hold such
+    bodies, so a UAV's table is 576 bytes, not 1,152, and big swarms'
+    tables stay in cache longer), to the at most
     ``max_recipients`` nearest live UAVs within ``radius`` (candidates from
     the broadcast grid; distances from the window's snapshot positions), as
     RECV events one tick (0.01 s) later; (2) integrates its dynamics over
@@ -193,9 +196,9 @@ def alloc_state(cfg: UavConfig) -> dict[str, np.ndarray]:
         "target": np.zeros((n, 3)), "energy": np.zeros(n),
         "alive": np.zeros(n, np.uint8),
         "period": np.array([PERIOD_TICKS[i % 3] for i in range(n)], np.int32),
-        "bcast": np.zeros((n, 6)), "bcast_tick": np.zeros(n, np.int64),
+        "bcast": np.zeros((n, 6), np.float32), "bcast_tick": np.zeros(n, np.int64),
         "nb_src": np.zeros((n, c), np.int32), "nb_tick": np.zeros((n, c), np.int64),
-        "nb_state": np.zeros((n, c, 6)), "nb_count": np.zeros(n, np.int32),
+        "nb_state": np.zeros((n, c, 6), np.float32), "nb_count": np.zeros(n, np.int32),
         "sent": np.zeros(n, np.int64), "received": np.zeros(n, np.int64),
         "cell_of": np.zeros((n, 3), np.int32),
     }
@@ -400,11 +403,11 @@ class UavModel(Model):
         c.period = ptr("int32_t *", st["period"])
         c.alive = ptr("uint8_t *", st["alive"])
         c.energy = ptr("double *", st["energy"])
-        c.bcast = ptr("double *", st["bcast"])
+        c.bcast = ptr("float *", st["bcast"])
         c.bcast_tick = ptr("int64_t *", st["bcast_tick"])
         c.nb_src = ptr("int32_t *", st["nb_src"])
         c.nb_tick = ptr("int64_t *", st["nb_tick"])
-        c.nb_state = ptr("double *", st["nb_state"])
+        c.nb_state = ptr("float *", st["nb_state"])
         c.nb_count = ptr("int32_t *", st["nb_count"])
         c.sent = ptr("int64_t *", st["sent"])
         c.received = ptr("int64_t *", st["received"])

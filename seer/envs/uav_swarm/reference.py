@@ -171,7 +171,7 @@ class ReferenceSim:
         s, r = s[keep], r[keep]
         st["sent"] += np.bincount(s, minlength=cfg.num_uavs)
         if len(s):
-            msg = np.concatenate([pos[s], vel[s]], axis=1)
+            msg = np.concatenate([pos[s], vel[s]], axis=1).astype(np.float32)
             self._pending = (r, s, j, msg)
 
     def _integrate(self, due: np.ndarray) -> None:

@@ -73,9 +73,9 @@ int seer_uav_tick(seer_ctx *ctx, const seer_event *ev) {
     double *v = m->vel + 3 * (int64_t)i;
 
     /* 1. Broadcast the state at time j (before this period's integration). */
-    double *b = m->bcast + 6 * (int64_t)i;
-    b[0] = p[0], b[1] = p[1], b[2] = p[2];
-    b[3] = v[0], b[4] = v[1], b[5] = v[2];
+    float *b = m->bcast + 6 * (int64_t)i;
+    b[0] = (float)p[0], b[1] = (float)p[1], b[2] = (float)p[2];
+    b[3] = (float)v[0], b[4] = (float)v[1], b[5] = (float)v[2];
     m->bcast_tick[i] = j;
 
     /* Recipients: live UAVs of the 27 grid cells around ours, within the
@@ -202,7 +202,7 @@ int seer_uav_recv(seer_ctx *ctx, const seer_event *ev) {
      * there fails the step rather than being misread. */
     if (s < 0 || s >= m->num_uavs || m->bcast_tick[s] != j) return 1;
     m->received[r]++;
-    const double *msg = m->bcast + 6 * (int64_t)s;
+    const float *msg = m->bcast + 6 * (int64_t)s;
     const int32_t sa = m->agent_of[s]; /* the table is keyed by agent id */
 
     /* The table keeps the latest message of each sender, at most table_cap
@@ -211,7 +211,7 @@ int seer_uav_recv(seer_ctx *ctx, const seer_event *ev) {
      * not depend on the order in which one window's messages arrive. */
     int32_t *src = m->nb_src + (int64_t)C * r;
     int64_t *tk = m->nb_tick + (int64_t)C * r;
-    double *st = m->nb_state + (int64_t)6 * C * r;
+    float *st = m->nb_state + (int64_t)6 * C * r;
     int32_t n = m->nb_count[r];
     /* k: the first slot whose sender is not below sa (slots are sorted),
      * counted without a branch per slot (where it falls follows no
@@ -225,7 +225,7 @@ int seer_uav_recv(seer_ctx *ctx, const seer_event *ev) {
     if (k < n && src[k] == sa) {
         if (j > tk[k]) {
             tk[k] = j;
-            memcpy(st + 6 * (int64_t)k, msg, 6 * sizeof(double));
+            memcpy(st + 6 * (int64_t)k, msg, 6 * sizeof(float));
         }
         return 0;
     }
@@ -237,7 +237,7 @@ int seer_uav_recv(seer_ctx *ctx, const seer_event *ev) {
         for (int32_t q = w; q < n - 1; q++) {
             src[q] = src[q + 1];
             tk[q] = tk[q + 1];
-            memcpy(st + 6 * (int64_t)q, st + 6 * (int64_t)(q + 1), 6 * sizeof(double));
+            memcpy(st + 6 * (int64_t)q, st + 6 * (int64_t)(q + 1), 6 * sizeof(float));
         }
         n--;
         if (w < k) k--;
@@ -245,11 +245,11 @@ int seer_uav_recv(seer_ctx *ctx, const seer_event *ev) {
     for (int32_t q = n; q > k; q--) {
         src[q] = src[q - 1];
         tk[q] = tk[q - 1];
-        memcpy(st + 6 * (int64_t)q, st + 6 * (int64_t)(q - 1), 6 * sizeof(double));
+        memcpy(st + 6 * (int64_t)q, st + 6 * (int64_t)(q - 1), 6 * sizeof(float));
     }
     src[k] = sa;
     tk[k] = j;
-    memcpy(st + 6 * (int64_t)k, msg, 6 * sizeof(double));
+    memcpy(st + 6 * (int64_t)k, msg, 6 * sizeof(float));
     m->nb_count[r] = n + 1;
     return 0;
 }

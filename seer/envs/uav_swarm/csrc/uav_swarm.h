@@ -81,11 +81,11 @@ typedef struct seer_uav {
     const int32_t *period;   /* N: control period (ticks)                  */
     const uint8_t *alive;    /* N                                          */
     double *energy;          /* N: sum |a|^2 T over this env step          */
-    double *bcast;           /* N x 6: last broadcast (pos, vel)           */
+    float *bcast;            /* N x 6: last broadcast (pos, vel), float32  */
     int64_t *bcast_tick;     /* N: tick of the last broadcast              */
     int32_t *nb_src;         /* N x table_cap, ascending sender agent ids  */
     int64_t *nb_tick;        /* N x table_cap                              */
-    double *nb_state;        /* N x table_cap x 6                          */
+    float *nb_state;         /* N x table_cap x 6: the messages' bodies    */
     int32_t *nb_count;       /* N: used slots                              */
     int64_t *sent;           /* N: messages sent since reset               */
     int64_t *received;       /* N: messages received since reset           */

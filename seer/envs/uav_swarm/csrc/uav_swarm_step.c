@@ -432,13 +432,13 @@ static int relabel(seer_uav_env *e) {
     const int rc = seer_rt_relabel(e->rt, new_of_old);
     if (rc != SEER_OK) return rc;
     const slot_rows arrays[] = {
-        {m->nb_state, 6 * sizeof(double) * C}, /* the widest first: the pool balances the rest behind it */
+        {m->nb_state, 6 * sizeof(float) * C}, /* the widest first: the pool balances the rest behind it */
         {m->nb_tick, sizeof(int64_t) * C},     {m->nb_src, sizeof(int32_t) * C},
         {m->pos, 3 * sizeof(double)},          {m->vel, 3 * sizeof(double)},
         {e->acc, 3 * sizeof(double)},          {(void *)e->target, 3 * sizeof(double)},
         {m->energy, sizeof(double)},           {e->alive, 1},
         {(void *)m->period, sizeof(int32_t)},  {(void *)m->ctrl_dt, sizeof(double)},
-        {m->bcast, 6 * sizeof(double)},        {m->bcast_tick, sizeof(int64_t)},
+        {m->bcast, 6 * sizeof(float)},         {m->bcast_tick, sizeof(int64_t)},
         {m->nb_count, sizeof(int32_t)},        {m->sent, sizeof(int64_t)},
         {m->received, sizeof(int64_t)},        {e->prev_dist, sizeof(double)},
     };
@@ -630,8 +630,8 @@ void seer_uav_initial_state(seer_uav_env *e, uint64_t seed, int32_t spatial) {
     memset(e->acc, 0, sizeof(double) * 3 * (size_t)n);
     memset(m->energy, 0, sizeof(double) * (size_t)n);
     memset(e->alive, 1, (size_t)n);
-    memset(m->bcast, 0, sizeof(double) * 6 * (size_t)n);
-    memset(m->nb_state, 0, sizeof(double) * 6 * (size_t)C * (size_t)n);
+    memset(m->bcast, 0, sizeof(float) * 6 * (size_t)n);
+    memset(m->nb_state, 0, sizeof(float) * 6 * (size_t)C * (size_t)n);
     memset(m->nb_count, 0, sizeof(int32_t) * (size_t)n);
     memset(m->sent, 0, sizeof(int64_t) * (size_t)n);
     memset(m->received, 0, sizeof(int64_t) * (size_t)n);
@@ -944,10 +944,10 @@ static void observe_one(seer_uav_env *e, int64_t J, int64_t i) {
          * pattern a branch predictor learns in a big swarm. */
         const int32_t cnt = m->nb_count[i] < C ? m->nb_count[i] : C;
         const int64_t *tk = m->nb_tick + (int64_t)C * i;
-        const double *st = m->nb_state + (int64_t)6 * C * i;
+        const float *st = m->nb_state + (int64_t)6 * C * i;
         int32_t used = 0;
         for (int32_t s = 0; s < cnt; s++) {
-            const double *q = st + 6 * (int64_t)s;
+            const float *q = st + 6 * (int64_t)s;
             const double r0 = q[0] - p[0], r1 = q[1] - p[1], r2 = q[2] - p[2];
             const double d2 = r0 * r0 + r1 * r1 + r2 * r2;
             key[used] = (double)agent * 1024.0 + (d2 < 1023.0 ? d2 : 1023.0);
@@ -962,7 +962,7 @@ static void observe_one(seer_uav_env *e, int64_t J, int64_t i) {
         }
         for (int32_t a = 0; a < used; a++) slot[a] = order[a];
         for (int32_t rank = 0; rank < used && rank < K; rank++) {
-            const double *q = st + 6 * (int64_t)slot[rank];
+            const float *q = st + 6 * (int64_t)slot[rank];
             float *f = o + 9 + 7 * rank;
             for (int k = 0; k < 3; k++) {
                 f[k] = (float)((q[k] - p[k]) / e->radius);
@@ -1045,7 +1045,7 @@ static void finish_slice(void *arg, int64_t lo, int64_t hi, int32_t worker) {
             const int64_t C = m->table_cap, f = e->slot_of[a + OBS_AHEAD];
             __builtin_prefetch(m->nb_tick + C * f);
             __builtin_prefetch(m->nb_state + 6 * C * f);
-            __builtin_prefetch(m->nb_state + 6 * C * f + 8);
+            __builtin_prefetch(m->nb_state + 6 * C * f + 16);
             __builtin_prefetch(m->pos + 3 * f);
             /* and the other slot rows this UAV's turn reads */
             __builtin_prefetch(m->vel + 3 * f);
