@@ -22,6 +22,13 @@ A = 3  # agents per copy
 toy = functools.partial(DyingAgents, n_agents=A, max_steps=6, die={1: 2})
 
 
+@pytest.fixture(autouse=True)
+def sb3_logs_in_tmp_path(tmp_path, monkeypatch):
+    """SB3's learn() without a log folder makes an empty SB3-<time> folder in
+    the system's temp folder each time; these go to the test's own."""
+    monkeypatch.setenv("SB3_LOGDIR", str(tmp_path / "sb3"))
+
+
 @pytest.fixture
 def venv():
     v = make_vec_env(functools.partial(toy, render_mode="rgb_array"), 2, backend="thread", workers=1)
