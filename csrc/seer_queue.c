@@ -421,6 +421,28 @@ int32_t seer_queue_claim_range_private(seer_queue *q, double t, int32_t lo, int3
     return claim_range(q, t, lo, hi, out, rest, 1);
 }
 
+int32_t seer_queue_claim_range_flat(seer_queue *q, double t, int32_t lo, int32_t hi, uint32_t *out, uint64_t *rest) {
+    const uint64_t hk = time_key(t);
+    uint64_t other = KEY_INF;
+    int32_t n = 0;
+    raise_horizon(q, hk);
+    for (int32_t e = lo; e < hi; e++) {
+        seer_lane *l = &q->lanes[e];
+        /* relaxed, acquire: as claim_range's private path and claim_idle's */
+        const uint64_t k = atomic_load_explicit(&l->next_key, memory_order_relaxed);
+        const uint64_t w = atomic_load_explicit(&l->word, memory_order_acquire);
+        const int due = k < hk, take = due & (W_ST(w) == 0);
+        /* written back unchanged where not taken: no other thread touches
+         * the lanes (claim_idle) */
+        atomic_store_explicit(&l->word, w | LANE_W(0, (uint32_t)take * ST_CLAIMED), memory_order_relaxed);
+        out[n] = (uint32_t)e;
+        n += take;
+        other = !due && k < other ? k : other;
+    }
+    *rest = other;
+    return n;
+}
+
 uint64_t seer_queue_min_key_range(const seer_queue *q, int32_t lo, int32_t hi) {
     uint64_t m = KEY_INF;
     for (int32_t e = lo; e < hi; e++) {
@@ -1688,9 +1710,10 @@ static inline void push_private(seer_queue *q, uint32_t id) {
     const uint64_t w = atomic_load_explicit(&l->word, memory_order_relaxed);
     nd->next = W_TOP(w);
     atomic_store_explicit(&l->word, LANE_W(id, W_ST(w)), memory_order_relaxed);
-    const uint64_t k = time_key(nd->ev.time);
-    if (k < atomic_load_explicit(&l->next_key, memory_order_relaxed))
-        atomic_store_explicit(&l->next_key, k, memory_order_relaxed);
+    /* the lane's earliest key, without a branch: whether an event comes
+     * before the lane's others follows no pattern in a big swarm */
+    const uint64_t k = time_key(nd->ev.time), nk = atomic_load_explicit(&l->next_key, memory_order_relaxed);
+    atomic_store_explicit(&l->next_key, k < nk ? k : nk, memory_order_relaxed);
 }
 
 /* Each push reads its node (for the lane) and writes the lane: two misses

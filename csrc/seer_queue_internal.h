@@ -81,6 +81,10 @@ int32_t seer_queue_claim_range(seer_queue *q, double t, int32_t lo, int32_t hi, 
  * buffer to drain. */
 int32_t seer_queue_claim_range_private(seer_queue *q, double t, int32_t lo, int32_t hi, uint32_t *out,
                                        uint64_t *rest);
+/* As claim_range_private, without a branch per lane: for lanes whose due
+ * pattern no predictor learns (a big swarm's, in space order); where one
+ * does, the branches cost less than the stores this makes to every lane. */
+int32_t seer_queue_claim_range_flat(seer_queue *q, double t, int32_t lo, int32_t hi, uint32_t *out, uint64_t *rest);
 /* Raise the horizon to t (never lowers it) and ready every lane of [lo, hi)
  * with an event before t; returns the smallest key of the others. */
 uint64_t seer_queue_advance_range(seer_queue *q, double t, int32_t lo, int32_t hi);

@@ -959,7 +959,10 @@ static int emit_one(seer_runtime *rt, seer_worker *w, int32_t source, int32_t ta
          * (a plan that lets a target run ahead of its senders is caught
          * here, at the first event that comes too late). */
         const int32_t done = rt->tile_win[target];
-        if (time < w->ctx.window_end || (done > 0 && time < rt->tile_end[done - 1])) return SEER_E_CAUSALITY;
+        /* one branch, never taken in a good plan (whether the target has
+         * run a window yet follows none) */
+        const double ran_to = rt->tile_end[done > 0 ? done - 1 : 0];
+        if ((time < w->ctx.window_end) | ((done > 0) & (time < ran_to))) return SEER_E_CAUSALITY;
     }
     uint32_t id = seer_queue_alloc(rt->q, &w->cache);
     if (id == SEER_NIL) return SEER_E_FULL;
@@ -1973,7 +1976,7 @@ static void tiled_range(seer_runtime *rt, seer_worker *w, int32_t k, int32_t lo,
     const double t1 = rt->tile_end[k];
     uint64_t rest;
     uint32_t *own = &rt->claimed[lo];
-    const int32_t n = seer_queue_claim_range_private(rt->q, t1, lo, hi, own, &rest);
+    const int32_t n = seer_queue_claim_range_flat(rt->q, t1, lo, hi, own, &rest);
     const int32_t window = (int32_t)(rt->windows_total + k + 1);
     if (n > 1) seer_queue_prefetch_ahead(rt->q, SEER_NIL, own[0]);
     for (int32_t i = 0; i < n; i++) {
@@ -1999,10 +2002,25 @@ int seer_rt_tiled_run(seer_runtime *rt, int32_t window, const int32_t *entities,
     for (int32_t i = 0; i < n && !aborted(rt);) {
         /* a run of consecutive entities: one claim over their lanes.  Each
          * is marked as having run the window as it joins the run (no event
-         * of this window can be for this window: emit_one) */
+         * of this window can be for this window: emit_one).  The run is
+         * found first, then checked and marked without a branch per
+         * entity; one that is not all at this window is taken entity by
+         * entity, up to the first that is not. */
         const int32_t lo = entities[i];
+        int32_t len = 1;
+        while (i + len < n && entities[i + len] == lo + len) len++;
         int32_t hi = lo;
-        while (i < n && entities[i] == hi && (uint32_t)hi < N && done[hi] == window) done[hi++] = window + 1, i++;
+        if (lo >= 0 && (int64_t)lo + len <= (int64_t)N) {
+            int32_t off = 0;
+            for (int32_t q = lo; q < lo + len; q++) off |= done[q] ^ window;
+            if (off == 0) {
+                for (int32_t q = lo; q < lo + len; q++) done[q] = window + 1;
+                hi = lo + len;
+                i += len;
+            }
+        }
+        if (hi == lo)
+            while (i < n && entities[i] == hi && (uint32_t)hi < N && done[hi] == window) done[hi++] = window + 1, i++;
         if (hi == lo) { /* not an entity, or not at this window: the caller's plan is wrong */
             seer_event cur = {t1, 0, lo, -1, -1, 0};
             fail(rt, SEER_E_ARG, 0, &cur, lo, -1, NAN);

@@ -63,7 +63,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../seer_queue.h"
+#include "../seer_queue_internal.h"
 
 #define MAGIC 0x5eE7C0FFEE15DEADull
 #define NUM_KINDS 16
@@ -550,6 +550,56 @@ static void check_clear_and_errors(seer_queue *q, int E) {
     seer_queue_clear(q);
 }
 
+/* seer_queue_claim_range_flat (no branch per lane) against
+ * seer_queue_claim_range_private on twin queues: the same lanes claimed, in
+ * the same order, the same earliest key left, lanes already claimed left
+ * alone, over random ranges and horizons. */
+static void check_claim_flat(int E, uint64_t seed) {
+    seer_queue *a = seer_queue_new(E, NUM_KINDS, (uint32_t)(4 * E + 16));
+    seer_queue *b = seer_queue_new(E, NUM_KINDS, (uint32_t)(4 * E + 16));
+    CHECK(a && b, "claim check: seer_queue_new(%d) failed", E);
+    uint64_t rng = seed | 1;
+    int32_t *ents = malloc(sizeof(int32_t) * (size_t)E * 2), *kinds = calloc((size_t)E * 2, sizeof(int32_t));
+    double *times = malloc(sizeof(double) * (size_t)E * 2);
+    uint32_t *oa = malloc(sizeof(uint32_t) * (size_t)E), *ob = malloc(sizeof(uint32_t) * (size_t)E);
+    CHECK(ents && kinds && times && oa && ob, "claim check: out of memory");
+    int64_t n = 0, bad = 0;
+    for (int e = 0; e < E; e++)
+        for (int k = (int)(rng_next(&rng) % 3); k > 0; k--) { /* 0, 1 or 2 events */
+            ents[n] = e;
+            times[n++] = (double)(rng_next(&rng) % 64) * 0.25;
+        }
+    CHECK(seer_queue_push_many(a, ents, times, kinds, NULL, NULL, NULL, n, &bad) == SEER_OK &&
+              seer_queue_push_many(b, ents, times, kinds, NULL, NULL, NULL, n, &bad) == SEER_OK,
+          "claim check: push failed");
+    for (int round = 0; round < 64; round++) {
+        const int32_t lo = (int32_t)(rng_next(&rng) % (uint64_t)E);
+        const int32_t hi = lo + (int32_t)(rng_next(&rng) % (uint64_t)(E - lo + 1));
+        const double t = (double)(rng_next(&rng) % 72) * 0.25;
+        uint64_t ra = 0, rb = 0;
+        const int32_t na = seer_queue_claim_range_private(a, t, lo, hi, oa, &ra);
+        const int32_t nb = seer_queue_claim_range_flat(b, t, lo, hi, ob, &rb);
+        CHECK(na == nb && ra == rb, "claim check: [%d, %d) before %g: %d lanes, rest %llx (private) against %d, %llx",
+              lo, hi, t, na, (unsigned long long)ra, nb, (unsigned long long)rb);
+        for (int32_t i = 0; i < na; i++) CHECK(oa[i] == ob[i], "claim check: lane %d: %u against %u", i, oa[i], ob[i]);
+        for (int e = 0; e < E; e++)
+            CHECK(seer_queue_is_claimed(a, e) == seer_queue_is_claimed(b, e), "claim check: lane %d claimed apart", e);
+        /* give back some (the rest stay claimed into the next round) */
+        for (int32_t i = 0; i < na; i++)
+            if (rng_next(&rng) & 1) {
+                CHECK(seer_queue_unclaim_private(a, oa[i]) == seer_queue_unclaim_private(b, ob[i]),
+                      "claim check: unclaim of lane %u apart", oa[i]);
+            }
+    }
+    seer_queue_free(a);
+    seer_queue_free(b);
+    free(ents);
+    free(kinds);
+    free(times);
+    free(oa);
+    free(ob);
+}
+
 /* ---- main ----------------------------------------------------------------------------------- */
 
 static long long arg(int argc, char **argv, int i, long long dflt) {
@@ -676,6 +726,7 @@ int main(int argc, char **argv) {
         doubles += atomic_load(&S.double_holds);
         if (atomic_load(&S.max_pending) > max_pending) max_pending = atomic_load(&S.max_pending);
         if (round == 0) check_clear_and_errors(q, E);
+        if (round == 0) check_claim_flat(E, seed);
     }
     double dt = now_s() - t0;
     CHECK(seer_queue_len(q) == 0, "final seer_queue_len=%lld", (long long)seer_queue_len(q));

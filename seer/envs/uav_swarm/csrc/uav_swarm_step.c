@@ -1181,54 +1181,50 @@ static int tile_columns(seer_uav_env *e, const int ax[3], int64_t T) {
 /* Run every tile through ticks [J0, J0 + K) of an open tiled step (see
  * above); after each tick, a tile's UAVs' positions go to the snapshot of
  * the next tick's start, and after the last, they are observed (the
- * readout's observations, while their rows are in cache). */
-/* range: room for 4 d0 (lo, hi) entries, d0 the grid's longest axis. */
-static int run_tiles(seer_uav_env *e, const int ax[3], int64_t T, int64_t J0, int32_t K, int32_t *range) {
+ * readout's observations, while their rows are in cache).  ids: room for
+ * every slot.  A tile's UAVs at one tick are a strip's part of each of
+ * its columns (the tile's T rows span two strips at most), gathered into
+ * ids in by_col's order (runs of consecutive slots, which the runtime
+ * claims a run at a time) and run in one call, so that the messages of
+ * the tile's whole tick are pushed together. */
+static int run_tiles(seer_uav_env *e, const int ax[3], int64_t T, int64_t J0, int32_t K, int32_t *ids) {
     seer_uav *m = e->m;
     const int64_t dims[3] = {m->grid_nx, m->grid_ny, m->grid_nz}, d0 = dims[ax[0]], d1 = dims[ax[1]];
     const int64_t ntx = (d0 + K - 1 + T - 1) / T, nty = (d1 + K - 1 + T - 1) / T;
     const int32_t *start = e->tile_col_start, *by_col = e->tile_list;
-    /* A tile's UAVs at one tick: ranges of by_col, a strip's part of a
-     * column each (the tile's T rows span two strips at most, so there
-     * are at most 2 d0 ranges), those that follow one another merged. */
     for (int64_t ty = 0; ty < nty; ty++) {
         for (int64_t tx = 0; tx < ntx; tx++) {
             for (int32_t k = 0; k < K; k++) {
                 const int64_t x0 = tx * T - k > 0 ? tx * T - k : 0, x1 = (tx + 1) * T - k < d0 ? (tx + 1) * T - k : d0;
                 const int64_t y0 = ty * T - k > 0 ? ty * T - k : 0, y1 = (ty + 1) * T - k < d1 ? (ty + 1) * T - k : d1;
                 if (x0 >= x1 || y0 >= y1) continue;
-                int32_t nr = 0;
+                int32_t n = 0;
                 for (int64_t ya = y0; ya < y1;) {
                     const int64_t s0 = ya / T * T, h = d1 - s0 < T ? d1 - s0 : T;
                     const int64_t yb = s0 + h < y1 ? s0 + h : y1; /* the tile's part in this strip */
                     for (int64_t x = x0; x < x1; x++) {
                         const int32_t lo = start[s0 * d0 + x * h + (ya - s0)], hi = start[s0 * d0 + x * h + (yb - s0)];
-                        if (lo == hi) continue;
-                        if (nr > 0 && range[2 * nr - 1] == lo) { /* continues the last one */
-                            range[2 * nr - 1] = hi;
-                        } else {
-                            range[2 * nr] = lo, range[2 * nr + 1] = hi;
-                            nr++;
-                        }
+                        memcpy(ids + n, by_col + lo, sizeof(int32_t) * (size_t)(hi - lo));
+                        n += hi - lo;
                     }
                     ya = yb;
                 }
-                for (int32_t r = 0; r < nr; r++) {
-                    const int rc = seer_rt_tiled_run(e->rt, k, by_col + range[2 * r], range[2 * r + 1] - range[2 * r]);
-                    if (rc != SEER_OK) return rc;
-                }
-                for (int32_t r = 0; r < nr; r++)
-                    for (int32_t q = range[2 * r]; q < range[2 * r + 1]; q++) {
-                        const int64_t i = by_col[q];
-                        if (k + 1 < K) {
-                            double *snap = m->tile_snap[(J0 + k + 1) & 1] + 3 * i;
-                            const double *p = m->pos + 3 * i;
-                            snap[0] = p[0], snap[1] = p[1], snap[2] = p[2];
-                        } else {
-                            if (q + OBS_AHEAD < range[2 * r + 1]) prefetch_obs_row(e, by_col[q + OBS_AHEAD]);
-                            observe_one(e, J0 + K, i);
-                        }
+                if (n == 0) continue;
+                const int rc = seer_rt_tiled_run(e->rt, k, ids, n);
+                if (rc != SEER_OK) return rc;
+                if (k + 1 < K) {
+                    double *restrict snap = m->tile_snap[(J0 + k + 1) & 1];
+                    const double *restrict pos = m->pos;
+                    for (int32_t q = 0; q < n; q++) {
+                        const int64_t i = ids[q];
+                        snap[3 * i] = pos[3 * i], snap[3 * i + 1] = pos[3 * i + 1], snap[3 * i + 2] = pos[3 * i + 2];
                     }
+                } else {
+                    for (int32_t q = 0; q < n; q++) {
+                        if (q + OBS_AHEAD < n) prefetch_obs_row(e, ids[q + OBS_AHEAD]);
+                        observe_one(e, J0 + K, ids[q]);
+                    }
+                }
             }
         }
     }
@@ -1245,13 +1241,12 @@ static int step_tiled(seer_uav_env *e, int64_t J0, int64_t J1, int *ran) {
     space_axes(m, ax);
     const int64_t T = tile_side(e);
     if (tile_columns(e, ax, T) != SEER_OK) return SEER_OK;
-    const int64_t dims[3] = {m->grid_nx, m->grid_ny, m->grid_nz};
-    int32_t *range = malloc(sizeof(int32_t) * 4 * (size_t)dims[ax[0]]);
+    int32_t *ids = malloc(sizeof(int32_t) * (size_t)(m->num_uavs > 0 ? m->num_uavs : 1));
     double ends_buf[64];
     double *ends = K <= 64 ? ends_buf : malloc(sizeof(double) * (size_t)K);
-    if (!ends || !range) {
+    if (!ends || !ids) {
         if (ends != ends_buf) free(ends);
-        free(range);
+        free(ids);
         return SEER_OK;
     }
     for (int32_t k = 0; k + 1 < K; k++) ends[k] = ((double)(J0 + k) + 0.5) * m->tick;
@@ -1262,7 +1257,7 @@ static int step_tiled(seer_uav_env *e, int64_t J0, int64_t J1, int *ran) {
         m->tiled = 1;
         /* the first tick's start */
         memcpy(m->tile_snap[J0 & 1], m->pos, sizeof(double) * 3 * (size_t)m->num_uavs);
-        rc = run_tiles(e, ax, T, J0, K, range);
+        rc = run_tiles(e, ax, T, J0, K, ids);
         /* and the lost UAVs, not in the grid (their last TICK, which does nothing) */
         const int rc_end = seer_rt_tiled_end(e->rt);
         m->tiled = 0;
@@ -1271,7 +1266,7 @@ static int step_tiled(seer_uav_env *e, int64_t J0, int64_t J1, int *ran) {
         if (rc == SEER_OK) rc = rc_end;
     }
     if (ends != ends_buf) free(ends);
-    free(range);
+    free(ids);
     return rc;
 }
 
