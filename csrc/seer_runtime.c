@@ -1970,17 +1970,18 @@ static void tiled_deliver(seer_runtime *rt, seer_worker *w) {
     w->tile_ob.len = 0;
 }
 
-/* Run window k of lanes [lo, hi), which have all run windows 0 .. k - 1
- * (and are marked as having run k). */
-static void tiled_range(seer_runtime *rt, seer_worker *w, int32_t k, int32_t lo, int32_t hi, window_stats *st) {
+/* Run window k of the n claimed lanes own[], which have all run windows
+ * 0 .. k - 1 (and are marked as having run k): one loop over all of a
+ * call's runs, their lanes in cache from the claim, their first nodes
+ * fetched TILED_AHEAD lanes ahead. */
+#define TILED_AHEAD 4
+static void tiled_claimed(seer_runtime *rt, seer_worker *w, int32_t k, const uint32_t *own, int32_t n,
+                          window_stats *st) {
     const double t1 = rt->tile_end[k];
-    uint64_t rest;
-    uint32_t *own = &rt->claimed[lo];
-    const int32_t n = seer_queue_claim_range_flat(rt->q, t1, lo, hi, own, &rest);
     const int32_t window = (int32_t)(rt->windows_total + k + 1);
-    if (n > 1) seer_queue_prefetch_ahead(rt->q, SEER_NIL, own[0]);
+    for (int32_t i = 0; i < n && i < TILED_AHEAD; i++) seer_queue_prefetch_ahead(rt->q, SEER_NIL, own[i]);
     for (int32_t i = 0; i < n; i++) {
-        if (i + 1 < n) seer_queue_prefetch_ahead(rt->q, i + 2 < n ? own[i + 2] : SEER_NIL, own[i + 1]);
+        if (i + TILED_AHEAD < n) seer_queue_prefetch_ahead(rt->q, SEER_NIL, own[i + TILED_AHEAD]);
         if (aborted(rt))
             (void)seer_queue_unclaim_private(rt->q, own[i]); /* given back unrun */
         else
@@ -1999,6 +2000,8 @@ int seer_rt_tiled_run(seer_runtime *rt, int32_t window, const int32_t *entities,
     const uint32_t N = (uint32_t)rt->num_entities;
     int32_t *done = rt->tile_win;
     int rc = SEER_OK;
+    int32_t claimed = 0, bad = 0;
+    int wrong = 0; /* the plan lists bad, which is not an entity or not at this window */
     for (int32_t i = 0; i < n && !aborted(rt);) {
         /* a run of consecutive entities: one claim over their lanes.  Each
          * is marked as having run the window as it joins the run (no event
@@ -2022,12 +2025,19 @@ int seer_rt_tiled_run(seer_runtime *rt, int32_t window, const int32_t *entities,
         if (hi == lo)
             while (i < n && entities[i] == hi && (uint32_t)hi < N && done[hi] == window) done[hi++] = window + 1, i++;
         if (hi == lo) { /* not an entity, or not at this window: the caller's plan is wrong */
-            seer_event cur = {t1, 0, lo, -1, -1, 0};
-            fail(rt, SEER_E_ARG, 0, &cur, lo, -1, NAN);
-            rc = SEER_E_ARG;
+            bad = lo, wrong = 1;
             break;
         }
-        tiled_range(rt, w, window, lo, hi, &st);
+        uint64_t rest;
+        claimed += seer_queue_claim_range_flat(rt->q, t1, lo, hi, rt->claimed + claimed, &rest);
+    }
+    /* the runs claimed, in order, before any of them runs: what they send
+     * goes to the outbox until the call's end, so no claim sees it */
+    tiled_claimed(rt, w, window, rt->claimed, claimed, &st);
+    if (wrong) {
+        seer_event cur = {t1, 0, bad, -1, -1, 0};
+        fail(rt, SEER_E_ARG, 0, &cur, bad, -1, NAN);
+        rc = SEER_E_ARG;
     }
     tiled_deliver(rt, w);
     w->events += st.events;
