@@ -27,24 +27,29 @@ def fly(sim, rng):
     return live, act
 
 
-def tiled_sim(cfg, workers=1, tiling=1, tile_cells=0, relabel_period=0, slot_layout=1, **kw):
+def tiled_sim(cfg, workers=1, tiling=1, tile_cells=0, relabel_period=0, slot_layout=1, tile_band=0, **kw):
     sim = M.SeerSim(cfg, workers=workers, **kw)
     e = sim.model.native_env
     e.tiling = tiling
     e.tile_cells = tile_cells
+    e.tile_band = tile_band
     e.relabel_period = relabel_period
     e.slot_layout = slot_layout
     return sim
 
 
-@pytest.mark.parametrize("tile_cells,relabel_period,dt", [
-    (2, 0, 0.1),  # tiles of 2 x 2 columns: most UAVs sit on a tile's border
-    (3, 1, 0.1),  # the slots re-ordered at every step
-    (0, 0, 0.2),  # the default tiles; 20 ticks (windows) a step
+@pytest.mark.parametrize("tile_cells,relabel_period,dt,tile_band", [
+    (2, 0, 0.1, 0),  # tiles of 2 x 2 columns: most UAVs sit on a tile's border
+    (3, 1, 0.1, 0),  # the slots re-ordered at every step
+    (0, 0, 0.2, 0),  # the default tiles; 20 ticks (windows) a step
+    (2, 0, 0.1, 1),  # bands of one tile: column after column of tiles
+    (3, 0, 0.2, 2),  # bands of two: a band edge every other tile
+    (2, 0, 0.1, 1000),  # one band: row after row of the whole grid
 ])
-def test_tiled_steps_match_the_reference_bit_for_bit(tile_cells, relabel_period, dt):
+def test_tiled_steps_match_the_reference_bit_for_bit(tile_cells, relabel_period, dt, tile_band):
     cfg = M.make_config(num_uavs=300, dt=dt)
-    a, b = tiled_sim(cfg, tile_cells=tile_cells, relabel_period=relabel_period), ReferenceSim(cfg)
+    a = tiled_sim(cfg, tile_cells=tile_cells, relabel_period=relabel_period, tile_band=tile_band)
+    b = ReferenceSim(cfg)
     c = tiled_sim(cfg, tiling=-1, relabel_period=relabel_period)  # untiled: the same events
     try:
         a.reset(5)

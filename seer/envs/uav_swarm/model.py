@@ -54,7 +54,9 @@ by tile: tiles of the broadcast grid run through all of the step's ticks
 one after the other, so that their rows stay in cache (``step_tiled`` in
 uav_swarm_step.c, over the runtime's ``seer_rt_tiled_begin``).  The results
 are those of the window-by-window step, bit for bit; ``native_env.tiling``
-(0 by default, 1 always, -1 never) and ``tile_cells`` choose.
+(0 by default, 1 always, -1 never), ``tile_cells`` (the tiles' side) and
+``tile_band`` (how many tiles along x run row by row before the next band)
+choose.
 
 The broadcast grid (cell size ``radius + 2 v_max dt``) is rebuilt once per
 env step (in C, ``seer_uav_prepare_step``; the reference builds the same in
@@ -464,6 +466,7 @@ class UavModel(Model):
             e.hi[k] = hi[k]
         e.tiling = 0
         e.tile_cells = 0
+        e.tile_band = 0
         e.tile_list = ptr("int32_t *", self._tile_rows["tile_list"])
         e.tile_col_start = ptr("int32_t *", self._tile_rows["tile_col_start"])
         e.agent_of = ffi.cast("int32_t *", c.agent_of)

@@ -227,10 +227,12 @@ typedef struct seer_uav_env {
     /* Tiled steps (uav_swarm_step.c), on a runtime of one worker: 0 when
      * the slots are in space order (the default), 1 always, -1 never;
      * tile_cells: the tiles' side in broadcast-grid cells, also the slots'
-     * strips' (0: SEER_UAV_TILE_CELLS); scratch: tile_list N slots (the
-     * UAVs by grid column), tile_col_start grid cells + 1 */
+     * strips' (0: SEER_UAV_TILE_CELLS); tile_band: the tiles of a band
+     * (0: SEER_UAV_TILE_BAND); scratch: tile_list N slots (the UAVs by
+     * grid column), tile_col_start grid cells + 1 */
     int32_t tiling;
     int32_t tile_cells;
+    int32_t tile_band;
     int32_t *tile_list;
     int32_t *tile_col_start;
     int64_t tiled_steps;       /* steps run tiled since the env was made   */
@@ -252,6 +254,8 @@ typedef struct seer_uav_env {
 /* The default side of a tiled step's tiles and of the slots' strips, in
  * broadcast-grid cells (uav_swarm_step.c). */
 #define SEER_UAV_TILE_CELLS 8
+/* The default width of a tiled step's bands, in tiles (uav_swarm_step.c). */
+#define SEER_UAV_TILE_BAND 4
 
 /* The initial state for seed (a pure function of it); no runtime needed.
  * spatial: 1, UAVs in slots by start cell (see Slots); 0, slot = agent id

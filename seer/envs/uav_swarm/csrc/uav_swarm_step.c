@@ -1096,10 +1096,21 @@ void seer_uav_readout(seer_uav_env *e, int64_t J, int32_t first) {
  * skewed parallelograms in (x, y, tick): tile (tx, ty) runs tick k over the
  * columns x in [tx T - k, (tx + 1) T - k), y in [ty T - k, (ty + 1) T - k),
  * so the neighbours a column needs at tick k - 1 belong to this tile's
- * tick k - 1 or to the tiles (tx - 1, .), (., ty - 1) before it (row-major
- * order), and no neighbour has run past tick k when the column runs it.
- * The runtime checks every message against that (an event that would come
- * too late fails the step).
+ * tick k - 1 or to the tiles (tx - 1, ty), (tx, ty - 1), (tx - 1, ty - 1),
+ * and no neighbour has run past tick k when the column runs it if every
+ * tile runs after those three.  The runtime checks every message against
+ * that (an event that would come too late fails the step).
+ *
+ * Order.  Tiles run in bands of tile_band (SEER_UAV_TILE_BAND) tiles along
+ * x, a band's rows one after the other, not row after row of the whole
+ * grid: as the tiles lean back one column per tick and a step has more
+ * ticks (10 at dt 0.1) than a tile has rows (8), every column's ticks
+ * fall into two tile rows, so its rows come back one row of tiles later.  A whole row of
+ * a big swarm's tiles ('xxlarge': 15 of them, some 10 MB of rows) is more
+ * than the cache this host's L3 keeps for us (4-10 MiB by a pointer chase
+ * beside its other tenants); a band's row (4 tiles, 3 MB) is not.  What a
+ * band costs: the columns within a step's ticks of its right edge come
+ * back after the whole band (bench/results/uav_growth_profile.md).
  *
  * What a TICK reads of other UAVs then: the neighbours' broadcasts are
  * intact as before (a neighbour at most one tick ahead has not broadcast
@@ -1178,56 +1189,66 @@ static int tile_columns(seer_uav_env *e, const int ax[3], int64_t T) {
     return SEER_OK;
 }
 
-/* Run every tile through ticks [J0, J0 + K) of an open tiled step (see
- * above); after each tick, a tile's UAVs' positions go to the snapshot of
- * the next tick's start, and after the last, they are observed (the
- * readout's observations, while their rows are in cache).  ids: room for
- * every slot.  A tile's UAVs at one tick are a strip's part of each of
- * its columns (the tile's T rows span two strips at most), gathered into
- * ids in by_col's order (runs of consecutive slots, which the runtime
- * claims a run at a time) and run in one call, so that the messages of
- * the tile's whole tick are pushed together. */
-static int run_tiles(seer_uav_env *e, const int ax[3], int64_t T, int64_t J0, int32_t K, int32_t *ids) {
+/* Run tile (tx, ty) through ticks [J0, J0 + K) of an open tiled step (see
+ * above); after each tick, its UAVs' positions go to the snapshot of the
+ * next tick's start, and after the last, they are observed (the readout's
+ * observations, while their rows are in cache).  ids: room for every
+ * slot.  The tile's UAVs at one tick are a strip's part of each of its
+ * columns (the tile's T rows span two strips at most), gathered into ids
+ * in by_col's order (runs of consecutive slots, which the runtime claims
+ * a run at a time) and run in one call, so that the messages of the
+ * tile's whole tick are pushed together. */
+static int run_tile(seer_uav_env *e, int64_t d0, int64_t d1, int64_t T, int64_t tx, int64_t ty, int64_t J0,
+                    int32_t K, int32_t *ids) {
     seer_uav *m = e->m;
-    const int64_t dims[3] = {m->grid_nx, m->grid_ny, m->grid_nz}, d0 = dims[ax[0]], d1 = dims[ax[1]];
-    const int64_t ntx = (d0 + K - 1 + T - 1) / T, nty = (d1 + K - 1 + T - 1) / T;
     const int32_t *start = e->tile_col_start, *by_col = e->tile_list;
-    for (int64_t ty = 0; ty < nty; ty++) {
-        for (int64_t tx = 0; tx < ntx; tx++) {
-            for (int32_t k = 0; k < K; k++) {
-                const int64_t x0 = tx * T - k > 0 ? tx * T - k : 0, x1 = (tx + 1) * T - k < d0 ? (tx + 1) * T - k : d0;
-                const int64_t y0 = ty * T - k > 0 ? ty * T - k : 0, y1 = (ty + 1) * T - k < d1 ? (ty + 1) * T - k : d1;
-                if (x0 >= x1 || y0 >= y1) continue;
-                int32_t n = 0;
-                for (int64_t ya = y0; ya < y1;) {
-                    const int64_t s0 = ya / T * T, h = d1 - s0 < T ? d1 - s0 : T;
-                    const int64_t yb = s0 + h < y1 ? s0 + h : y1; /* the tile's part in this strip */
-                    for (int64_t x = x0; x < x1; x++) {
-                        const int32_t lo = start[s0 * d0 + x * h + (ya - s0)], hi = start[s0 * d0 + x * h + (yb - s0)];
-                        memcpy(ids + n, by_col + lo, sizeof(int32_t) * (size_t)(hi - lo));
-                        n += hi - lo;
-                    }
-                    ya = yb;
-                }
-                if (n == 0) continue;
-                const int rc = seer_rt_tiled_run(e->rt, k, ids, n);
-                if (rc != SEER_OK) return rc;
-                if (k + 1 < K) {
-                    double *restrict snap = m->tile_snap[(J0 + k + 1) & 1];
-                    const double *restrict pos = m->pos;
-                    for (int32_t q = 0; q < n; q++) {
-                        const int64_t i = ids[q];
-                        snap[3 * i] = pos[3 * i], snap[3 * i + 1] = pos[3 * i + 1], snap[3 * i + 2] = pos[3 * i + 2];
-                    }
-                } else {
-                    for (int32_t q = 0; q < n; q++) {
-                        if (q + OBS_AHEAD < n) prefetch_obs_row(e, ids[q + OBS_AHEAD]);
-                        observe_one(e, J0 + K, ids[q]);
-                    }
-                }
+    for (int32_t k = 0; k < K; k++) {
+        const int64_t x0 = tx * T - k > 0 ? tx * T - k : 0, x1 = (tx + 1) * T - k < d0 ? (tx + 1) * T - k : d0;
+        const int64_t y0 = ty * T - k > 0 ? ty * T - k : 0, y1 = (ty + 1) * T - k < d1 ? (ty + 1) * T - k : d1;
+        if (x0 >= x1 || y0 >= y1) continue;
+        int32_t n = 0;
+        for (int64_t ya = y0; ya < y1;) {
+            const int64_t s0 = ya / T * T, h = d1 - s0 < T ? d1 - s0 : T;
+            const int64_t yb = s0 + h < y1 ? s0 + h : y1; /* the tile's part in this strip */
+            for (int64_t x = x0; x < x1; x++) {
+                const int32_t lo = start[s0 * d0 + x * h + (ya - s0)], hi = start[s0 * d0 + x * h + (yb - s0)];
+                memcpy(ids + n, by_col + lo, sizeof(int32_t) * (size_t)(hi - lo));
+                n += hi - lo;
+            }
+            ya = yb;
+        }
+        if (n == 0) continue;
+        const int rc = seer_rt_tiled_run(e->rt, k, ids, n);
+        if (rc != SEER_OK) return rc;
+        if (k + 1 < K) {
+            double *restrict snap = m->tile_snap[(J0 + k + 1) & 1];
+            const double *restrict pos = m->pos;
+            for (int32_t q = 0; q < n; q++) {
+                const int64_t i = ids[q];
+                snap[3 * i] = pos[3 * i], snap[3 * i + 1] = pos[3 * i + 1], snap[3 * i + 2] = pos[3 * i + 2];
+            }
+        } else {
+            for (int32_t q = 0; q < n; q++) {
+                if (q + OBS_AHEAD < n) prefetch_obs_row(e, ids[q + OBS_AHEAD]);
+                observe_one(e, J0 + K, ids[q]);
             }
         }
     }
+    return SEER_OK;
+}
+
+/* Every tile through ticks [J0, J0 + K), band by band (see Order above). */
+static int run_tiles(seer_uav_env *e, const int ax[3], int64_t T, int64_t J0, int32_t K, int32_t *ids) {
+    const seer_uav *m = e->m;
+    const int64_t dims[3] = {m->grid_nx, m->grid_ny, m->grid_nz}, d0 = dims[ax[0]], d1 = dims[ax[1]];
+    const int64_t ntx = (d0 + K - 1 + T - 1) / T, nty = (d1 + K - 1 + T - 1) / T;
+    const int64_t band = e->tile_band > 0 ? e->tile_band : SEER_UAV_TILE_BAND;
+    for (int64_t bx = 0; bx < ntx; bx += band)
+        for (int64_t ty = 0; ty < nty; ty++)
+            for (int64_t tx = bx; tx < ntx && tx < bx + band; tx++) {
+                const int rc = run_tile(e, d0, d1, T, tx, ty, J0, K, ids);
+                if (rc != SEER_OK) return rc;
+            }
     return SEER_OK;
 }
 
