@@ -125,9 +125,7 @@ static void copy_init_workers(copy *c, int32_t n, int32_t inner) {
     m->energy = own(c, sizeof(double) * n);
     m->bcast = own(c, sizeof(float) * 6 * n);
     m->bcast_tick = own(c, sizeof(int64_t) * n);
-    m->nb_src = own(c, sizeof(int32_t) * TABLE * n);
-    m->nb_tick = own(c, sizeof(int64_t) * TABLE * n);
-    m->nb_state = own(c, sizeof(float) * 6 * TABLE * n);
+    m->nb = own(c, sizeof(seer_uav_nb) * TABLE * n);
     m->nb_count = own(c, sizeof(int32_t) * n);
     m->sent = own(c, sizeof(int64_t) * n);
     m->received = own(c, sizeof(int64_t) * n);
@@ -431,7 +429,7 @@ static uint64_t run_intra(int32_t uavs, int32_t steps, int32_t inner, uint64_t s
         h = fnv(h, e->oob, (size_t)uavs);
         h = fnv(h, e->alive, (size_t)uavs);
         h = fnv(h, c->m.pos, sizeof(double) * 3 * (size_t)uavs);
-        h = fnv(h, c->m.nb_state, sizeof(float) * 6 * TABLE * (size_t)uavs);
+        h = fnv(h, c->m.nb, sizeof(seer_uav_nb) * TABLE * (size_t)uavs);
         h = fnv(h, e->agent_of, sizeof(int32_t) * (size_t)uavs);
     }
     /* every step but the first (the reset ordered them), or every third */

@@ -416,6 +416,50 @@ def test_dynamics_respect_speed_bound_and_progress_reward():
     env.close()
 
 
+def test_a_table_slot_is_one_record_and_the_old_names_view_it():
+    """The neighbour tables are one array of 32-byte slots (sender, tick, body:
+    one cache line for two slots); nb_src, nb_tick and nb_state are views of
+    it, so a write through either is seen by the other and by the C step."""
+    sim = M.SeerSim(M.make_config(num_uavs=40), workers=1)
+    try:
+        sim.reset(2)
+        st = sim.state
+        nb = st["nb"]
+        assert nb.dtype.itemsize == 32 and nb.flags.c_contiguous and nb.shape == (40, sim.cfg.table_cap)
+        assert list(st) == [k for k in st if st[k].flags.c_contiguous]  # the runtime snapshots blocks
+        assert "nb_src" not in list(st)
+        for name, dtype, shape in (("nb_src", np.int32, (40, 24)), ("nb_tick", np.int32, (40, 24)),
+                                   ("nb_state", np.float32, (40, 24, 6))):
+            view = st[name]
+            assert view.dtype == dtype and view.shape == shape and np.shares_memory(view, nb)
+        assert (st["nb_src"] == -1).all() and (st["nb_tick"] == -1).all()  # empty after a reset
+        for _ in range(3):
+            sim.step()
+        assert (st["nb_count"] > 0).any()
+        rows = sim.agent_rows()
+        assert rows["nb_tick"].tobytes() == nb["tick"][sim.model.slot_of].tobytes()
+        with pytest.raises(KeyError):
+            st["nb_nothing"]
+    finally:
+        sim.close()
+
+
+def test_episodes_end_by_the_last_tick_an_int32_table_tick_holds():
+    cfg = M.make_config(num_uavs=8)
+    sim = M.SeerSim(cfg, workers=1)
+    try:
+        limit = (2**31 - 1) // cfg.ticks_per_step
+        assert cfg.max_cycles_limit == limit
+        sim.reset(0)  # max_cycles None: as long as the tables allow
+        assert sim.out.max_cycles == limit == sim.model.native_env.max_cycles
+        sim.reset(0, max_cycles=10**12)
+        assert sim.out.max_cycles == limit
+        sim.reset(0, max_cycles=7)
+        assert sim.out.max_cycles == 7
+    finally:
+        sim.close()
+
+
 def test_messages_carry_float32_bodies_that_the_tables_keep_as_sent():
     env = U.parallel_env(scenario="small", workers=1)
     env.reset(seed=3)

@@ -17,9 +17,10 @@ module seer.envs.uav_swarm._uav_swarm_c):
     UAV ``i``'s own clock, every ``period[i]`` ticks (10, 5 or 2 ticks, i.e.
     10, 20 or 50 Hz, by ``i % 3``), all starting at tick 0.  It (1)
     broadcasts its state ``(p, v)`` at that time, rounded to float32 (the
-    message body, ``bcast``; the neighbour tables ``nb_state`` hold such
-    bodies, so a UAV's table is 576 bytes, not 1,152, and big swarms'
-    tables stay in cache longer), to the at most
+    message body, ``bcast``; the neighbour tables hold such bodies, in
+    32-byte slots of sender, tick and body (``nb``, viewed as ``nb_src``,
+    ``nb_tick`` and ``nb_state``), so that a RECV reads one cache line for a
+    slot and big swarms' tables stay in cache longer), to the at most
     ``max_recipients`` nearest live UAVs within ``radius`` (candidates from
     the broadcast grid; distances from the window's snapshot positions), as
     RECV events one tick (0.01 s) later; (2) integrates its dynamics over
@@ -95,6 +96,14 @@ TARGET_SCALE = 20.0           # metres per unit of the target-relative observati
 
 TICK, RECV = lib.SEER_UAV_TICK, lib.SEER_UAV_RECV
 
+#: One slot of a neighbour table (``seer_uav_nb`` in uav_swarm.h): sender,
+#: tick and message body together, so that a RECV or an observation reads one
+#: cache line for a slot; the state's ``nb_src``, ``nb_tick`` and ``nb_state``
+#: are views of an array of these (``nb``).
+NB_DTYPE = np.dtype([("src", np.int32), ("tick", np.int32), ("state", np.float32, (6,))])
+#: The tables keep ticks as int32: an episode is truncated by this tick at the latest.
+MAX_EPISODE_TICKS = 2**31 - 1
+
 SCENARIOS = {"small": 8, "default": 32, "large": 256, "xlarge": 4096, "xxlarge": 65536}
 
 
@@ -158,6 +167,11 @@ class UavConfig:
     def obs_dim(self) -> int:
         return 9 + 7 * self.k_neighbors
 
+    @property
+    def max_cycles_limit(self) -> int:
+        """The longest episode in steps: the neighbour tables keep ticks as int32."""
+        return MAX_EPISODE_TICKS // self.ticks_per_step
+
 
 
 def check_dt(dt) -> float:
@@ -190,20 +204,34 @@ def make_config(scenario="default", num_uavs=None, dt=0.1, k_neighbors=6) -> Uav
 
 # ---- state --------------------------------------------------------------------------------
 
-def alloc_state(cfg: UavConfig) -> dict[str, np.ndarray]:
+class UavState(dict):
+    """The state's arrays by name, each one block (as a runtime snapshots
+    them).  ``nb_src``, ``nb_tick`` and ``nb_state`` are views of the
+    neighbour tables ``nb`` (its fields ``src``, ``tick`` and ``state``), made
+    when asked for, not keys of their own."""
+
+    TABLE_VIEWS = {"nb_src": "src", "nb_tick": "tick", "nb_state": "state"}
+
+    def __missing__(self, name: str) -> np.ndarray:
+        field = self.TABLE_VIEWS.get(name)
+        if field is None:
+            raise KeyError(name)
+        return self["nb"][field]
+
+
+def alloc_state(cfg: UavConfig) -> UavState:
     """The struct-of-arrays state (first axis: UAV), shared by both implementations."""
     n, c = cfg.num_uavs, cfg.table_cap
-    st = {
+    st = UavState({
         "pos": np.zeros((n, 3)), "vel": np.zeros((n, 3)), "acc": np.zeros((n, 3)),
         "target": np.zeros((n, 3)), "energy": np.zeros(n),
         "alive": np.zeros(n, np.uint8),
         "period": np.array([PERIOD_TICKS[i % 3] for i in range(n)], np.int32),
         "bcast": np.zeros((n, 6), np.float32), "bcast_tick": np.zeros(n, np.int64),
-        "nb_src": np.zeros((n, c), np.int32), "nb_tick": np.zeros((n, c), np.int64),
-        "nb_state": np.zeros((n, c, 6), np.float32), "nb_count": np.zeros(n, np.int32),
+        "nb": np.zeros((n, c), NB_DTYPE), "nb_count": np.zeros(n, np.int32),
         "sent": np.zeros(n, np.int64), "received": np.zeros(n, np.int64),
         "cell_of": np.zeros((n, 3), np.int32),
-    }
+    })
     st["ctrl_dt"] = st["period"].astype(np.float64) * TICK_S
     return st
 
@@ -338,7 +366,7 @@ class StepBuffers:
         self.oob = np.zeros(n, np.uint8)
         self.episode = np.zeros(lib.SEER_UAV_EP_LEN, np.int64)
         self.episode[EP_SEED] = np.random.SeedSequence().entropy & (2**63 - 1)
-        self.max_cycles = 1 << 62
+        self.max_cycles = cfg.max_cycles_limit
 
     def start_episode(self, num_uavs: int, seed: int) -> None:
         ep = self.episode
@@ -407,9 +435,7 @@ class UavModel(Model):
         c.energy = ptr("double *", st["energy"])
         c.bcast = ptr("float *", st["bcast"])
         c.bcast_tick = ptr("int64_t *", st["bcast_tick"])
-        c.nb_src = ptr("int32_t *", st["nb_src"])
-        c.nb_tick = ptr("int64_t *", st["nb_tick"])
-        c.nb_state = ptr("float *", st["nb_state"])
+        c.nb = ptr("seer_uav_nb *", st["nb"])
         c.nb_count = ptr("int32_t *", st["nb_count"])
         c.sent = ptr("int64_t *", st["sent"])
         c.received = ptr("int64_t *", st["received"])
@@ -495,7 +521,11 @@ class UavModel(Model):
         return n * (2 * self.cfg.max_recipients + 2) + 8192
 
     def set_max_cycles(self, max_cycles: int | None) -> None:
-        self.out.max_cycles = (1 << 62) if max_cycles is None else int(max_cycles)
+        """Episodes are truncated after ``max_cycles`` steps, and after
+        ``UavConfig.max_cycles_limit`` (2**31 - 1 ticks) whatever it says,
+        None included: the neighbour tables keep ticks as int32."""
+        limit = self.cfg.max_cycles_limit
+        self.out.max_cycles = limit if max_cycles is None else min(int(max_cycles), limit)
         self.native_env.max_cycles = self.out.max_cycles
 
     def initial_state(self, seed: int, *, spatial: bool | None = False) -> None:

@@ -7,6 +7,8 @@
 #include <math.h>
 #include <string.h>
 
+_Static_assert(sizeof(seer_uav_nb) == 32, "two table slots to a cache line");
+
 /* (d2, agent id) ordering of broadcast recipients: nearer first, then
  * lower agent id (a recipient's slot is not its id: see Slots). */
 static inline int closer(double da, int32_t ia, double db, int32_t ib) {
@@ -184,6 +186,7 @@ int seer_uav_recv(seer_ctx *ctx, const seer_event *ev) {
     const int32_t r = ev->entity, s = ev->source; /* slots */
     const int64_t j = ev->payload;
     const int32_t C = m->table_cap;
+    seer_uav_nb *t = m->nb + (int64_t)C * r;
     /* In a big swarm the receiver's table and the sender's message are
      * often not in cache (slots are in space order only as of the reset):
      * start every miss now, so they overlap instead of following one another. */
@@ -192,9 +195,8 @@ int seer_uav_recv(seer_ctx *ctx, const seer_event *ev) {
         __builtin_prefetch(m->bcast_tick + s);
     }
     __builtin_prefetch(m->nb_count + r);
-    __builtin_prefetch(m->nb_src + (int64_t)C * r, 1);
-    __builtin_prefetch(m->nb_tick + (int64_t)C * r, 1);
-    __builtin_prefetch(m->nb_state + (int64_t)6 * C * r, 1);
+    __builtin_prefetch(t, 1);
+    __builtin_prefetch(t + 2, 1);
     __builtin_prefetch(m->received + r, 1);
     if (!m->alive[r]) return 0;
     /* The sender broadcasts at most every second tick, so its row still
@@ -209,47 +211,37 @@ int seer_uav_recv(seer_ctx *ctx, const seer_event *ev) {
      * senders, preferring newer messages (then lower ids); slots stay sorted
      * by sender id.  As a sender's ticks only grow, the resulting set does
      * not depend on the order in which one window's messages arrive. */
-    int32_t *src = m->nb_src + (int64_t)C * r;
-    int64_t *tk = m->nb_tick + (int64_t)C * r;
-    float *st = m->nb_state + (int64_t)6 * C * r;
     int32_t n = m->nb_count[r];
     /* k: the first slot whose sender is not below sa (slots are sorted),
      * counted without a branch per slot (where it falls follows no
-     * pattern a predictor learns in a big swarm) */
+     * pattern a predictor learns in a big swarm); the four slots of a
+     * table's first two lines are read whole */
     int32_t k = 0;
-    if (C >= 8 && n <= 8) {
-        for (int32_t q = 0; q < 8; q++) k += (q < n) & (src[q] < sa);
+    if (C >= 4 && n <= 4) {
+        for (int32_t q = 0; q < 4; q++) k += (q < n) & (t[q].src < sa);
     } else {
-        for (int32_t q = 0; q < n; q++) k += src[q] < sa;
+        for (int32_t q = 0; q < n; q++) k += t[q].src < sa;
     }
-    if (k < n && src[k] == sa) {
-        if (j > tk[k]) {
-            tk[k] = j;
-            memcpy(st + 6 * (int64_t)k, msg, 6 * sizeof(float));
+    if (k < n && t[k].src == sa) {
+        if (j > t[k].tick) {
+            t[k].tick = (int32_t)j;
+            memcpy(t[k].state, msg, sizeof t[k].state);
         }
         return 0;
     }
     if (n == C) {
         int32_t w = 0;
         for (int32_t q = 1; q < n; q++)
-            if (better(tk[w], src[w], tk[q], src[q])) w = q;
-        if (!better(j, sa, tk[w], src[w])) return 0;
-        for (int32_t q = w; q < n - 1; q++) {
-            src[q] = src[q + 1];
-            tk[q] = tk[q + 1];
-            memcpy(st + 6 * (int64_t)q, st + 6 * (int64_t)(q + 1), 6 * sizeof(float));
-        }
+            if (better(t[w].tick, t[w].src, t[q].tick, t[q].src)) w = q;
+        if (!better(j, sa, t[w].tick, t[w].src)) return 0;
+        memmove(t + w, t + w + 1, sizeof(seer_uav_nb) * (size_t)(n - 1 - w));
         n--;
         if (w < k) k--;
     }
-    for (int32_t q = n; q > k; q--) {
-        src[q] = src[q - 1];
-        tk[q] = tk[q - 1];
-        memcpy(st + 6 * (int64_t)q, st + 6 * (int64_t)(q - 1), 6 * sizeof(float));
-    }
-    src[k] = sa;
-    tk[k] = j;
-    memcpy(st + 6 * (int64_t)k, msg, 6 * sizeof(float));
+    memmove(t + k + 1, t + k, sizeof(seer_uav_nb) * (size_t)(n - k));
+    t[k].src = sa;
+    t[k].tick = (int32_t)j;
+    memcpy(t[k].state, msg, sizeof t[k].state);
     m->nb_count[r] = n + 1;
     return 0;
 }

@@ -61,6 +61,18 @@
 /* cand_head: pool (2 bits) << 30 | offset (22 bits) << 8 | length (8 bits) */
 #define SEER_UAV_CAND_NONE 0xFFFFFFFFu
 
+/* One slot of a UAV's neighbour table: a sender, the tick of its latest
+ * message and the message's body, together, so that a RECV or an
+ * observation reads one line for a slot, not one in each of three arrays
+ * (a table holds two or three senders; in a big swarm the tables are
+ * DRAM misses once a step).  The model's state views them as nb_src,
+ * nb_tick and nb_state (seer/envs/uav_swarm/model.py). */
+typedef struct seer_uav_nb {
+    int32_t src;      /* sender agent id, -1 for none               */
+    int32_t tick;     /* tick of its latest message (episodes end by 2^31 - 1) */
+    float state[6];   /* that message's body                         */
+} seer_uav_nb;
+
 typedef struct seer_uav {
     int32_t num_uavs;
     int32_t table_cap;       /* neighbour-table slots per UAV              */
@@ -83,9 +95,7 @@ typedef struct seer_uav {
     double *energy;          /* N: sum |a|^2 T over this env step          */
     float *bcast;            /* N x 6: last broadcast (pos, vel), float32  */
     int64_t *bcast_tick;     /* N: tick of the last broadcast              */
-    int32_t *nb_src;         /* N x table_cap, ascending sender agent ids  */
-    int64_t *nb_tick;        /* N x table_cap                              */
-    float *nb_state;         /* N x table_cap x 6: the messages' bodies    */
+    seer_uav_nb *nb;         /* N x table_cap, ascending sender agent ids  */
     int32_t *nb_count;       /* N: used slots                              */
     int64_t *sent;           /* N: messages sent since reset               */
     int64_t *received;       /* N: messages received since reset           */

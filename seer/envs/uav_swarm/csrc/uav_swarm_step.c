@@ -398,7 +398,7 @@ typedef struct permute_ctx {
 static void permute_slice(void *arg, int64_t lo, int64_t hi, int32_t worker) {
     (void)worker;
     const permute_ctx *pc = arg;
-    double tmp[6 * SEER_UAV_MAX_TABLE]; /* the widest row: nb_state's */
+    double tmp[4 * SEER_UAV_MAX_TABLE]; /* the widest row: nb's */
     for (int64_t k = lo; k < hi; k++) {
         char *b = pc->arrays[k].rows;
         const size_t row = pc->arrays[k].bytes;
@@ -432,8 +432,7 @@ static int relabel(seer_uav_env *e) {
     const int rc = seer_rt_relabel(e->rt, new_of_old);
     if (rc != SEER_OK) return rc;
     const slot_rows arrays[] = {
-        {m->nb_state, 6 * sizeof(float) * C}, /* the widest first: the pool balances the rest behind it */
-        {m->nb_tick, sizeof(int64_t) * C},     {m->nb_src, sizeof(int32_t) * C},
+        {m->nb, sizeof(seer_uav_nb) * C}, /* the widest first: the pool balances the rest behind it */
         {m->pos, 3 * sizeof(double)},          {m->vel, 3 * sizeof(double)},
         {e->acc, 3 * sizeof(double)},          {(void *)e->target, 3 * sizeof(double)},
         {m->energy, sizeof(double)},           {e->alive, 1},
@@ -631,17 +630,13 @@ void seer_uav_initial_state(seer_uav_env *e, uint64_t seed, int32_t spatial) {
     memset(m->energy, 0, sizeof(double) * (size_t)n);
     memset(e->alive, 1, (size_t)n);
     memset(m->bcast, 0, sizeof(float) * 6 * (size_t)n);
-    memset(m->nb_state, 0, sizeof(float) * 6 * (size_t)C * (size_t)n);
     memset(m->nb_count, 0, sizeof(int32_t) * (size_t)n);
     memset(m->sent, 0, sizeof(int64_t) * (size_t)n);
     memset(m->received, 0, sizeof(int64_t) * (size_t)n);
     memset(e->cell_of, 0, sizeof(int32_t) * 3 * (size_t)n);
     for (int32_t i = 0; i < n; i++) {
         m->bcast_tick[i] = -1;
-        for (int32_t s = 0; s < C; s++) {
-            m->nb_src[(int64_t)C * i + s] = -1;
-            m->nb_tick[(int64_t)C * i + s] = -1;
-        }
+        for (int32_t s = 0; s < C; s++) m->nb[(int64_t)C * i + s] = (seer_uav_nb){-1, -1, {0}};
     }
 }
 
@@ -943,16 +938,15 @@ static void observe_one(seer_uav_env *e, int64_t J, int64_t i) {
          * branch per pair: the order of a UAV's neighbours follows no
          * pattern a branch predictor learns in a big swarm. */
         const int32_t cnt = m->nb_count[i] < C ? m->nb_count[i] : C;
-        const int64_t *tk = m->nb_tick + (int64_t)C * i;
-        const float *st = m->nb_state + (int64_t)6 * C * i;
+        const seer_uav_nb *t = m->nb + (int64_t)C * i;
         int32_t used = 0;
         for (int32_t s = 0; s < cnt; s++) {
-            const float *q = st + 6 * (int64_t)s;
+            const float *q = t[s].state;
             const double r0 = q[0] - p[0], r1 = q[1] - p[1], r2 = q[2] - p[2];
             const double d2 = r0 * r0 + r1 * r1 + r2 * r2;
             key[used] = (double)agent * 1024.0 + (d2 < 1023.0 ? d2 : 1023.0);
             slot[used] = s;
-            used += tk[s] >= oldest;
+            used += t[s].tick >= oldest;
         }
         int32_t order[SEER_UAV_MAX_TABLE];
         for (int32_t a = 0; a < used; a++) {
@@ -962,7 +956,7 @@ static void observe_one(seer_uav_env *e, int64_t J, int64_t i) {
         }
         for (int32_t a = 0; a < used; a++) slot[a] = order[a];
         for (int32_t rank = 0; rank < used && rank < K; rank++) {
-            const float *q = st + 6 * (int64_t)slot[rank];
+            const float *q = t[slot[rank]].state;
             float *f = o + 9 + 7 * rank;
             for (int k = 0; k < 3; k++) {
                 f[k] = (float)((q[k] - p[k]) / e->radius);
@@ -1041,11 +1035,10 @@ static void finish_slice(void *arg, int64_t lo, int64_t hi, int32_t worker) {
             if (rc->rows) copy_out(e, rc, a, i);
             continue;
         }
-        if (a + OBS_AHEAD < hi) { /* tables are 1.4 KiB apart: too far for the hardware prefetcher */
+        if (a + OBS_AHEAD < hi) { /* tables are 768 bytes apart: too far for the hardware prefetcher */
             const int64_t C = m->table_cap, f = e->slot_of[a + OBS_AHEAD];
-            __builtin_prefetch(m->nb_tick + C * f);
-            __builtin_prefetch(m->nb_state + 6 * C * f);
-            __builtin_prefetch(m->nb_state + 6 * C * f + 16);
+            __builtin_prefetch(m->nb + C * f);
+            __builtin_prefetch(m->nb + C * f + 2);
             __builtin_prefetch(m->pos + 3 * f);
             /* and the other slot rows this UAV's turn reads */
             __builtin_prefetch(m->vel + 3 * f);
