@@ -1031,7 +1031,17 @@ static void finish_slice(void *arg, int64_t lo, int64_t hi, int32_t worker) {
                            e->r_goal * (double)(e->dist[i] < e->goal_radius);
         }
         e->prev_dist[i] = e->dist[i];
-        if (rc->observed && e->alive[i]) { /* in the tiled step (step_tiled) */
+        if (rc->observed && a + OBS_AHEAD < hi) {
+            /* observed in the tiled step (step_tiled): only this pass's
+             * own slot rows, which agent order reads at random */
+            const int64_t f = e->slot_of[a + OBS_AHEAD];
+            __builtin_prefetch(m->pos + 3 * f);
+            __builtin_prefetch(e->alive + f);
+            __builtin_prefetch(e->dist + f);
+            __builtin_prefetch(e->prev_dist + f, 1);
+            __builtin_prefetch(m->energy + f);
+        }
+        if (rc->observed && e->alive[i]) {
             if (rc->rows) copy_out(e, rc, a, i);
             continue;
         }
