@@ -32,10 +32,6 @@
 #include <time.h>
 
 #ifdef __linux__
-#include <sys/resource.h>
-#endif
-
-#ifdef __linux__
 #include <linux/futex.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -62,13 +58,19 @@
 
 /* ---- futex-backed waiting ---------------------------------------------- */
 
-static void wait_while_equal(_Atomic uint32_t *word, uint32_t old, int spin, _Atomic uint32_t *sleepers) {
+static inline int64_t now_ns(void);
+
+/* Adds the time past its spins to *slept (seer_spin: time asleep is not
+ * time lost to other threads). */
+static void wait_while_equal(_Atomic uint32_t *word, uint32_t old, int spin, _Atomic uint32_t *sleepers,
+                             int64_t *slept) {
     for (int i = 0; i < spin; i++) {
         /* acquire: pairs with the release increment of the waker, so what it
          * wrote before waking us is visible once we see the new value. */
         if (atomic_load_explicit(word, memory_order_acquire) != old) return;
         seer_cpu_relax();
     }
+    const int64_t t0 = now_ns();
     while (atomic_load_explicit(word, memory_order_acquire) == old) {
 #ifdef __linux__
         /* seq_cst (Dekker with wake_all): either the waker sees us counted
@@ -82,6 +84,7 @@ static void wait_while_equal(_Atomic uint32_t *word, uint32_t old, int spin, _At
         sched_yield();
 #endif
     }
+    *slept += now_ns() - t0;
 }
 
 static void wake_all(_Atomic uint32_t *word, _Atomic uint32_t *sleepers) {
@@ -100,17 +103,35 @@ static void wake_all(_Atomic uint32_t *word, _Atomic uint32_t *sleepers) {
  * microseconds when every thread has a core) and waits between steps (as
  * long as the model's own work between two steps, tens of microseconds).
  * They follow two observations:
- *  - the OS took the core from this thread (its involuntary context
- *    switches grew, checked once per step and at most every CHECK_NS):
- *    more runnable threads than cores, so a spinner holds a core that the
- *    thread it waits for, or the process beside us, needs.  Both budgets drop to their minimum and stay
- *    there until CALM_NS pass without another switch: STEP_SPIN_MIN, a few
- *    microseconds (a phase's completer deciding and publishing the next, or
- *    an env's C code between its step and its parallel loops, which a
- *    thread that slept at once would miss every time).
- *  - an in-step wait slept but was woken within WAKE_NS (a futex wake-up
- *    costs about that): spinning longer would have caught it, so its budget
- *    doubles; one that slept longer halves it.
+ *  - the cores are busy: a thread of the pool spent LOST_BUSY_PERCENT or
+ *    more of its recent time in the pool (decayed, LOST_TAU_NS) runnable
+ *    but off its core, i.e. neither running (its CPU time) nor asleep in a
+ *    wait (slept_ns): a pool thread over its time between two checks, the
+ *    stepping thread over its steps (not the caller's code between them),
+ *    each at most once a CHECK_NS; a pool that runs Python handlers, whose
+ *    threads also wait for the GIL, does not measure.  More
+ *    runnable threads than cores, so a spinner holds a core that the
+ *    thread it waits for, or the process beside us, needs.  Both budgets of
+ *    every thread of the pool drop to their minimum and stay there until
+ *    CALM_NS pass without a thread finding the cores busy again:
+ *    STEP_SPIN_MIN, a few microseconds (a phase's completer deciding and
+ *    publishing the next, or an env's C code between its step and its
+ *    parallel loops, which a thread that slept at once would miss every
+ *    time).  The whole pool: beside a busy process the stepping thread
+ *    loses most of the time, while a pool thread that slept through it
+ *    would spin on.  Time lost, not the number of preemptions: a VM's host
+ *    and the kernel's own threads preempt a thread now and then with
+ *    nothing else running (a 2-core KVM guest: one involuntary switch in
+ *    30-40 ms, of microseconds each), and backing off at each of them, as
+ *    this did until 2026-12, kept a quiet pool parked between steps nearly
+ *    all the time; beside a busy process a thread loses a third of its
+ *    time and more (bench/results/spin_busy_rule.md).
+ *  - a wait slept but was woken within WAKE_NS (a futex wake-up costs
+ *    about that): spinning longer would have caught it, so its budget
+ *    doubles; one that slept longer halves it.  Between steps too: a
+ *    caller whose code between two steps outlasts the idle budget (a
+ *    policy over thousands of agents) would otherwise have the pool spin
+ *    the whole budget before every sleep, beside that code, for nothing.
  * Spinning is time taken from others either way, so each thread counts the
  * time it spun and the times it slept (seer_rt_stats spin_ns, parks). */
 #define SPIN_MIN 16u
@@ -118,51 +139,132 @@ static void wake_all(_Atomic uint32_t *word, _Atomic uint32_t *sleepers) {
 #define STEP_SPIN_MAX 4096u /* pauses, some 40 us at the cost of a pause here */
 #define WAKE_NS 100000
 #define CALM_NS 200000000
-/* getrusage costs some 0.6 us here: on the stepping thread that was 0.5% of
- * a 'large' uav_swarm_v0 step (0.13 ms), and a pool thread paid it each
- * time a parallel loop of the step ended, on its way to the next one. */
+#define LOST_TAU_NS 50000000
+#define LOST_BUSY_PERCENT 10
+/* A thread's CPU time costs a system call here (some 0.5 us; the vDSO has
+ * no thread clocks): the check runs at most this often.  On the stepping
+ * thread a check at every step was 0.5% of a 'large' uav_swarm_v0 step
+ * (0.13 ms), and a pool thread paid it each time a parallel loop of the
+ * step ended, on its way to the next one. */
 #define CHECK_NS 1000000
 
 typedef struct seer_spin {
     uint32_t step_limit, idle_limit; /* pauses before sleeping */
     uint32_t idle_max;               /* the runtime's spin setting */
-    int64_t nivcsw;                  /* involuntary switches at the last check */
-    int64_t contended_ns;            /* when they last grew (0: never) */
-    int64_t checked_ns;              /* the last check (0: none yet) */
+    int64_t cpu_ns;                  /* this thread's CPU time at the last check (-1: none yet) */
+    int64_t slept_ns, slept_seen;    /* its sleeps in wait_change, all told, and at the last check */
+    double lost_avg, span_avg;       /* time it was runnable but off its core, and time, decayed */
+    int64_t contended_ns;            /* the busy time its budgets are down for (0: they are not) */
+    int64_t checked_ns;              /* the last check, or the start of the span measured (0: none yet) */
+    int measuring;                   /* the stepping thread: a step's span is being measured */
+    _Atomic int64_t *pool_busy_ns;   /* the runtime's: when a thread of its pool last found the cores busy */
 } seer_spin;
 
-static void spin_init(seer_spin *sp, int spin) {
+static void spin_init(seer_spin *sp, int spin, _Atomic int64_t *pool_busy_ns) {
     sp->idle_max = spin > (int)SPIN_MIN ? (uint32_t)spin : SPIN_MIN;
     sp->idle_limit = sp->idle_max;
     sp->step_limit = STEP_SPIN_MAX < sp->idle_max ? STEP_SPIN_MAX : sp->idle_max;
-    sp->nivcsw = -1;
+    sp->cpu_ns = -1;
+    sp->slept_ns = sp->slept_seen = 0;
+    sp->lost_avg = sp->span_avg = 0.0;
     sp->contended_ns = 0;
     sp->checked_ns = 0;
+    sp->measuring = 0;
+    sp->pool_busy_ns = pool_busy_ns;
 }
 
-static inline int64_t now_ns(void);
+#if defined(__linux__) && defined(CLOCK_THREAD_CPUTIME_ID)
+#define SPIN_MEASURES 1
+static inline int64_t thread_cpu_ns(void) {
+    struct timespec ts;
+    return clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) == 0 ? (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec : -1;
+}
+#else
+#define SPIN_MEASURES 0
+#endif
 
-/* Once per step, on the thread that waits, unless it checked less than
- * CHECK_NS ago: did the OS preempt it since the last check?  Sets the
- * budgets as said above. */
-static void spin_check_load(seer_spin *sp) {
-#if defined(__linux__) && defined(RUSAGE_THREAD)
-    const int64_t now = now_ns();
-    if (sp->checked_ns && now - sp->checked_ns < CHECK_NS) return;
-    sp->checked_ns = now;
-    struct rusage ru;
-    if (getrusage(RUSAGE_THREAD, &ru) != 0) return;
-    const int64_t n = (int64_t)ru.ru_nivcsw;
-    const int grew = sp->nivcsw >= 0 && n > sp->nivcsw;
-    sp->nivcsw = n;
-    if (grew) {
-        sp->contended_ns = now;
+/* Fold a span of this thread's own (dt ns of wall time, CPU time from cpu0
+ * to cpu1, sleeps since slept0) into its lost time, and say to the pool
+ * when the cores look busy. */
+static void spin_measure(seer_spin *sp, int64_t now, int64_t dt, int64_t cpu0, int64_t cpu1, int64_t slept0) {
+    if (dt <= 0 || cpu0 < 0 || cpu1 < 0) return;
+    /* the rest of the span: runnable, but another thread had the core */
+    int64_t lost = dt - (cpu1 - cpu0) - (sp->slept_ns - slept0);
+    if (lost < 0) lost = 0;
+    /* decayed by tau / (tau + dt), the first-order step of exp(-dt / tau) */
+    const double keep = (double)LOST_TAU_NS / (double)(LOST_TAU_NS + dt);
+    sp->lost_avg = sp->lost_avg * keep + (double)lost;
+    sp->span_avg = sp->span_avg * keep + (double)dt;
+    /* relaxed, here and in spin_follow: a hint between the pool's threads,
+     * ordered by nothing */
+    if (100.0 * sp->lost_avg >= LOST_BUSY_PERCENT * sp->span_avg)
+        atomic_store_explicit(sp->pool_busy_ns, now, memory_order_relaxed);
+}
+
+/* This thread's budgets, from whether a thread of its pool found the cores
+ * busy within CALM_NS. */
+static void spin_follow(seer_spin *sp, int64_t now) {
+    const int64_t busy = atomic_load_explicit(sp->pool_busy_ns, memory_order_relaxed);
+    if (busy && now - busy <= CALM_NS) {
+        sp->contended_ns = busy;
         sp->idle_limit = sp->step_limit = STEP_SPIN_MIN < sp->idle_max ? STEP_SPIN_MIN : sp->idle_max;
-    } else if (sp->contended_ns && now - sp->contended_ns > CALM_NS) {
+    } else if (sp->contended_ns) {
         sp->contended_ns = 0;
         sp->idle_limit = sp->idle_max;
         sp->step_limit = STEP_SPIN_MAX < sp->idle_max ? STEP_SPIN_MAX : sp->idle_max;
     }
+}
+
+/* A pool thread, between steps, unless it checked less than CHECK_NS ago:
+ * its span since the last check is all the pool's (work, waits), none of it
+ * the caller's code.  measure: 0 for a pool that runs Python handlers, whose
+ * threads also wait for the GIL (a wait, not a busy core), which is not
+ * told apart: they only follow the pool's flag. */
+static void spin_check_load(seer_spin *sp, int measure) {
+#if SPIN_MEASURES
+    const int64_t now = now_ns();
+    if (!measure) {
+        spin_follow(sp, now);
+        return;
+    }
+    if (sp->checked_ns && now - sp->checked_ns < CHECK_NS) return;
+    const int64_t cpu = thread_cpu_ns();
+    if (sp->checked_ns) spin_measure(sp, now, now - sp->checked_ns, sp->cpu_ns, cpu, sp->slept_seen);
+    sp->checked_ns = now;
+    sp->cpu_ns = cpu;
+    sp->slept_seen = sp->slept_ns;
+    spin_follow(sp, now);
+#else
+    (void)sp;
+    (void)measure;
+#endif
+}
+
+/* The stepping thread, around a step, at most once a CHECK_NS: only the
+ * step's own span, as between steps it runs the caller's code, which may
+ * sleep (a learner waiting for its GPU, say) without the cores being busy.
+ * measure: as spin_check_load's. */
+static void spin_step_begin(seer_spin *sp, int measure) {
+#if SPIN_MEASURES
+    const int64_t now = now_ns();
+    spin_follow(sp, now);
+    if (!measure || (sp->checked_ns && now - sp->checked_ns < CHECK_NS)) return;
+    sp->checked_ns = now;
+    sp->cpu_ns = thread_cpu_ns();
+    sp->slept_seen = sp->slept_ns;
+    sp->measuring = 1;
+#else
+    (void)sp;
+    (void)measure;
+#endif
+}
+
+static void spin_step_end(seer_spin *sp) {
+#if SPIN_MEASURES
+    if (!sp->measuring) return;
+    sp->measuring = 0;
+    const int64_t now = now_ns();
+    spin_measure(sp, now, now - sp->checked_ns, sp->cpu_ns, thread_cpu_ns(), sp->slept_seen);
 #else
     (void)sp;
 #endif
@@ -203,9 +305,11 @@ static uint32_t wait_change(_Atomic uint32_t *word, uint32_t old, seer_spin *sp,
         sched_yield();
 #endif
     }
-    if (!idle && !sp->contended_ns) {
-        const int64_t slept = now_ns() - t1;
-        const uint32_t max = STEP_SPIN_MAX < sp->idle_max ? STEP_SPIN_MAX : sp->idle_max;
+    const int64_t slept = now_ns() - t1;
+    sp->slept_ns += slept;
+    if (!sp->contended_ns) {
+        const uint32_t cap = idle ? sp->idle_max : STEP_SPIN_MAX;
+        const uint32_t max = cap < sp->idle_max ? cap : sp->idle_max;
         if (slept < WAKE_NS)
             *limit = *limit * 2 > max ? max : *limit * 2;
         else
@@ -226,7 +330,7 @@ typedef struct seer_barrier {
  * the new gen.  Together: everything any worker did before arriving
  * happens-before everything any worker does after leaving.  Blocking, as a
  * barrier must be. */
-static void barrier_wait(seer_barrier *b, int32_t n, int spin) {
+static void barrier_wait(seer_barrier *b, int32_t n, int spin, int64_t *slept) {
     if (n == 1) return;
     /* relaxed: only compared, nothing is read through it.  It must not see
      * this round's bump, and cannot: it is sequenced before our count RMW,
@@ -246,7 +350,7 @@ static void barrier_wait(seer_barrier *b, int32_t n, int spin) {
         atomic_fetch_add_explicit(&b->gen, 1, memory_order_seq_cst);
         wake_all(&b->gen, &b->sleepers);
     } else {
-        wait_while_equal(&b->gen, gen, spin, &b->sleepers);
+        wait_while_equal(&b->gen, gen, spin, &b->sleepers, slept);
     }
 }
 
@@ -393,6 +497,9 @@ struct seer_runtime {
     _Atomic int32_t dbg_lock; /* one native handler (and its check) at a time */
     int tracing;
     _Atomic int32_t stats_on; /* written between steps (set_stats); relaxed: the epoch edges order it */
+    /* When a thread of the pool last found the cores busy (see seer_spin;
+     * 0: never): written at most once a CHECK_NS per thread. */
+    _Alignas(SEER_CACHELINE) _Atomic int64_t busy_ns;
 
     /* Barrier jobs (Python handlers): the step's horizon, written by worker
      * 0 before the epoch RMW that starts the step. */
@@ -540,7 +647,7 @@ static seer_worker *new_workers(seer_runtime *rt, int32_t n, pool_geom *g) {
         ws[w].lane_lo = (int32_t)((int64_t)E * w / n);
         ws[w].lane_hi = (int32_t)((int64_t)E * (w + 1) / n);
         ws[w].seen_step = ws[w].seen_window = ws[w].trace_window = -1;
-        spin_init(&ws[w].spin, rt->spin);
+        spin_init(&ws[w].spin, rt->spin, &rt->busy_ns);
         const int32_t len = ws[w].lane_hi - ws[w].lane_lo;
         int32_t ch = n == 1 ? (len > 0 ? len : 1) : (len + UNITS_PER_HOME - 1) / UNITS_PER_HOME;
         if (n > 1 && ch < CHUNK_MIN_LANES) ch = CHUNK_MIN_LANES;
@@ -1220,10 +1327,10 @@ static void window_batched(seer_runtime *rt, seer_worker *w, double t1, window_s
 static inline void timed_barrier(seer_runtime *rt, seer_worker *w) {
     if (STATS_ON(rt)) {
         int64_t t0 = now_ns();
-        barrier_wait(&rt->barrier, rt->num_workers, rt->spin);
+        barrier_wait(&rt->barrier, rt->num_workers, rt->spin, &w->spin.slept_ns);
         w->stats.barrier_ns += now_ns() - t0;
     } else {
-        barrier_wait(&rt->barrier, rt->num_workers, rt->spin);
+        barrier_wait(&rt->barrier, rt->num_workers, rt->spin, &w->spin.slept_ns);
     }
 }
 
@@ -1872,7 +1979,7 @@ int seer_rt_step(seer_runtime *rt, double horizon) {
         seer_backoff(&spins);
     }
     seer_worker *w0 = &rt->workers[0];
-    if (rt->num_workers > 1) spin_check_load(&w0->spin); /* a pool of one never waits */
+    if (rt->num_workers > 1) spin_step_begin(&w0->spin, !rt->has_python); /* a pool of one never waits */
     if (rt->dbg_n) dbg_refresh(rt); /* what changed between steps is no handler's doing */
     rt->horizon = horizon;
     if (rt->has_python) {
@@ -1888,6 +1995,7 @@ int seer_rt_step(seer_runtime *rt, double horizon) {
             w0->stats.step_ns += now_ns() - t0;
             w0->stats.steps++;
         }
+        if (rt->num_workers > 1) spin_step_end(&w0->spin);
     }
     /* Every worker's counts were written before the step's end (the last
      * barrier, or the epoch RMW that ended the phases), ordered before us. */
@@ -2130,7 +2238,7 @@ void seer_rt_worker_main(seer_runtime *rt, int32_t wid) {
             continue;
         }
         trace_close(w);
-        if (state != EP_WORK) spin_check_load(&w->spin); /* once per step, between steps */
+        if (state != EP_WORK) spin_check_load(&w->spin, !rt->has_python); /* once per step, between steps */
         /* release: this thread's stats and trace records happen-before
          * wait_accounted's acquire load. */
         atomic_store_explicit(&w->idle_epoch, e, memory_order_release);
