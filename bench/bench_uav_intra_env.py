@@ -1,7 +1,7 @@
 """uav_swarm_v0, one env across cores: workers=1, 2 and "auto" in one
 process, in alternating blocks of steps, so that all three see the same machine.
 
-    python bench/bench_uav_intra_env.py [--scenarios large,xlarge,xxlarge] [--rounds 61]
+    python bench/bench_uav_intra_env.py [--scenarios large,xlarge,xxlarge] [--rounds 61] [--level c|env]
         --json bench/results/uav_intra_env.json --md bench/results/uav_intra_env.md
 
 Why interleaved blocks rather than one process per configuration: on a
@@ -24,7 +24,9 @@ host state a round ran in.
 Steps are ``SeerSim.step`` (the whole C step: grid, events, readout,
 losses), with a policy written between steps by Python outside the timer
 (steer back to the start position, damped, with noise), as a training loop
-would.
+would; with ``--level env`` they are ``ParallelEnv.step`` (the C step and
+the PettingZoo dicts: what most users call), the same policy's action dict
+made outside the timer.
 """
 import argparse
 import os
@@ -75,11 +77,43 @@ class Timed:
         self.sim.close()
 
 
+class TimedEnv(Timed):
+    """One ``uav_swarm_v0.parallel_env`` and its policy (``--level env``): times ``ParallelEnv.step``."""
+
+    def __init__(self, scenario, workers, seed=0):
+        from seer.envs import uav_swarm_v0
+
+        self.env = uav_swarm_v0.parallel_env(scenario=scenario, workers=workers, max_cycles=1 << 30)
+        self.env.reset(seed=seed)
+        self.sim = self.env.unwrapped  # .runtime and .workers, as Timed reads them
+        self.p0 = self.env.state_arrays["pos"].copy()
+        self.rng = np.random.default_rng(seed)
+
+    def block(self, steps):
+        env, lat = self.env, []
+        with env.unwrapped.runtime.pool_stats() as st:
+            for _ in range(steps):
+                rows = env.state_arrays
+                live = np.fromiter((int(a[4:]) for a in env.agents), np.int64, len(env.agents))
+                act = np.clip(0.05 * (self.p0[live] - rows["pos"][live]) - 0.5 * rows["vel"][live]
+                              + self.rng.normal(0, 0.1, (len(live), 3)), -1, 1).astype(np.float32)
+                actions = dict(zip(env.agents, act))
+                t = time.perf_counter()
+                env.step(actions)
+                lat.append(time.perf_counter() - t)
+        return float(np.median(lat) * 1e3), st.workers[0].barrier_s / max(st.windows, 1) * 1e6
+
+    def close(self):
+        self.env.close()
+
+
 ARMS = (1, 2, "auto")
+LEVELS = {"c": (Timed, "`SeerSim.step` (the whole C step)"),
+          "env": (TimedEnv, "`ParallelEnv.step` (the C step and the PettingZoo dicts)")}
 
 
-def scenario_rounds(scenario, rounds):
-    arms = {w: Timed(scenario, w) for w in ARMS}
+def scenario_rounds(scenario, rounds, level="c"):
+    arms = {w: LEVELS[level][0](scenario, w) for w in ARMS}
     try:
         for t in arms.values():
             t.block(WARM[scenario])
@@ -130,7 +164,7 @@ def markdown(doc):
              f"{info['python']}, numpy {info['numpy']}, commit {info['git_commit']}; load average at start "
              f"{info['loadavg_at_start']}; parallel capacity before {doc['capacity_before']:.2f}, after "
              f"{doc['capacity_after']:.2f}", "",
-             "Timed: `SeerSim.step` (the whole C step), policy outside the timer; per round one block each of "
+             f"Timed: {LEVELS[doc.get('level', 'c')][1]}, policy outside the timer; per round one block each of "
              "workers=1, workers=2 and workers=\"auto\" (taking turns at going first), same seed, in lockstep; a "
              "speedup is the ratio of two blocks' median step times in the same round, over workers=1 (see the "
              "script's docstring for why).  Medians over rounds, quartiles and extremes beside them.", "",
@@ -159,6 +193,8 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--scenarios", default="large,xlarge,xxlarge")
     ap.add_argument("--rounds", type=int, default=61)
+    ap.add_argument("--level", choices=sorted(LEVELS), default="c",
+                    help="time the C step alone (c) or ParallelEnv.step (env)")
     add_report_args(ap)
     args = ap.parse_args(argv)
     scenarios = args.scenarios.split(",")
@@ -167,9 +203,9 @@ def main(argv=None):
         ap.error(f"--scenarios: {bad} not among {sorted(BLOCK)}")
     doc = {"command": "python bench/bench_uav_intra_env.py " + " ".join(sys.argv[1:] if argv is None else argv),
            "date": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "machine": machine_info(),
-           "capacity_before": parallel_capacity(), "scenarios": {}}
+           "capacity_before": parallel_capacity(), "level": args.level, "scenarios": {}}
     for sc in scenarios:
-        rows = scenario_rounds(sc, args.rounds)
+        rows = scenario_rounds(sc, args.rounds, args.level)
         doc["scenarios"][sc] = {"rounds": rows, "summary": summary(rows)}
     doc["capacity_after"] = parallel_capacity()
     md = markdown(doc)
