@@ -425,6 +425,9 @@ typedef struct seer_worker {
     /* A tiled step's events for other entities, pushed at the end of each
      * seer_rt_tiled_run (see there) */
     seer_outbox tile_ob;
+    /* A pool's tiled step: the lanes a seer_rt_tiled_run_on of this worker
+     * claimed (num_entities; worker 0 uses the runtime's claimed) */
+    uint32_t *tile_claimed;
 } seer_worker;
 
 typedef struct snapshot_region {
@@ -547,6 +550,7 @@ struct seer_runtime {
      * ends, and per entity the windows it has run so far (allocated on the
      * first tiled step). */
     int tiled;
+    int tile_pool; /* opened by seer_rt_tiled_begin_pool: any worker may run windows */
     int32_t tile_k;
     int64_t tile_t0; /* its start (ns), when the stats are on */
     const double *tile_end;
@@ -692,6 +696,7 @@ static void free_workers(seer_worker *ws, int32_t n, int32_t chunks) {
             free(ws[w].ob[p]);
         }
         free(ws[w].tile_ob.ids);
+        free(ws[w].tile_claimed);
     }
     free(ws);
 }
@@ -2016,12 +2021,21 @@ int seer_rt_step(seer_runtime *rt, double horizon) {
  * seer_rt_tiled_begin in seer/seer.h): the caller may run a group of
  * entities through several windows before it moves on to the next group,
  * so that the rows of a group stay in cache from one window to the next
- * instead of every window sweeping all entities.  One thread does it all:
- * the stepping thread of a runtime with one worker, with the lanes to
- * itself, so a cross-entity event goes onto its target's lane with plain
- * stores (seer_queue_push_private_many, when the run that sent it returns:
+ * instead of every window sweeping all entities.  Opened with
+ * seer_rt_tiled_begin, one thread does it all: the stepping thread of a
+ * runtime with one worker.  Opened with seer_rt_tiled_begin_pool, the
+ * caller runs groups on the pool's workers too (seer_rt_tiled_run_on,
+ * from a seer_rt_parallel_for's slices), each worker with its own node
+ * cache, outbox and claimed list.  Either way a lane is touched by one
+ * thread at a time: the caller's plan never has two threads run, or send
+ * to, the same entity at once, and orders each group after the groups
+ * that send to it with its own synchronization (a release store of a
+ * group's progress, an acquire load before the next: uav_swarm_v0's bands).
+ * So a cross-entity event goes onto its target's lane with plain stores
+ * (seer_queue_push_private_many, when the run that sent it returns:
  * tiled_deliver) and claims and unclaims need no handshake (the private
- * variants), as in a deferred window.  Whether the caller's order respects
+ * variants), as in a deferred window; the plain stores reach the target's
+ * next runner through the caller's edges.  Whether the caller's order respects
  * the events' causality is checked at every emit (emit_one): an event for
  * another entity must fall after the window being run and into a window
  * its target has not run yet; the first that does not fails the step
@@ -2040,9 +2054,9 @@ static int begin_stepping(seer_runtime *rt) {
     }
 }
 
-int seer_rt_tiled_begin(seer_runtime *rt, int32_t num_windows, const double *window_end) {
+static int tiled_open(seer_runtime *rt, int32_t num_windows, const double *window_end, int pool) {
     end_open_loop(rt);
-    if (rt->num_workers != 1 || rt->has_python || TRACING(rt)) return SEER_E_UNSUPPORTED;
+    if ((!pool && rt->num_workers != 1) || rt->has_python || TRACING(rt)) return SEER_E_UNSUPPORTED;
     if (num_windows < 1 || !window_end || rt->tiled) return SEER_E_ARG;
     for (int32_t k = 0; k < num_windows; k++)
         if (isnan(window_end[k]) || (k > 0 && !(window_end[k] > window_end[k - 1]))) return SEER_E_ARG;
@@ -2050,6 +2064,11 @@ int seer_rt_tiled_begin(seer_runtime *rt, int32_t num_windows, const double *win
         rt->tile_win = malloc(sizeof(int32_t) * (size_t)rt->num_entities);
         if (!rt->tile_win) return SEER_E_NOMEM;
     }
+    for (int32_t i = 1; pool && i < rt->num_workers; i++)
+        if (!rt->workers[i].tile_claimed) {
+            rt->workers[i].tile_claimed = malloc(sizeof(uint32_t) * (size_t)(rt->num_entities > 0 ? rt->num_entities : 1));
+            if (!rt->workers[i].tile_claimed) return SEER_E_NOMEM;
+        }
     if (!begin_stepping(rt)) return SEER_E_ARG; /* a step inside a step */
     if (rt->dbg_n) dbg_refresh(rt);
     /* as at a chunked step's start: lanes readied from outside go idle again */
@@ -2060,12 +2079,25 @@ int seer_rt_tiled_begin(seer_runtime *rt, int32_t num_windows, const double *win
     rt->tile_end = window_end;
     rt->tile_k = num_windows;
     rt->tiled = 1;
+    rt->tile_pool = pool;
     rt->steps_begun++;
-    seer_worker *w = &rt->workers[0];
-    w->defer = 1; /* the private next and unclaim in run_entity */
-    w->win_seq = 0;
+    /* The pool's threads read these after the caller's parallel loop is
+     * published (its release stores), so plain writes do. */
+    for (int32_t i = 0; i < (pool ? rt->num_workers : 1); i++) {
+        seer_worker *w = &rt->workers[i];
+        w->defer = 1; /* the private next and unclaim in run_entity */
+        w->win_seq = 0;
+    }
     rt->tile_t0 = STATS_ON(rt) ? now_ns() : 0;
     return SEER_OK;
+}
+
+int seer_rt_tiled_begin(seer_runtime *rt, int32_t num_windows, const double *window_end) {
+    return tiled_open(rt, num_windows, window_end, 0);
+}
+
+int seer_rt_tiled_begin_pool(seer_runtime *rt, int32_t num_windows, const double *window_end) {
+    return tiled_open(rt, num_windows, window_end, 1);
 }
 
 /* Push the events the last run sent to other entities (emit_one put them
@@ -2097,9 +2129,10 @@ static void tiled_claimed(seer_runtime *rt, seer_worker *w, int32_t k, const uin
     }
 }
 
-int seer_rt_tiled_run(seer_runtime *rt, int32_t window, const int32_t *entities, int32_t n) {
-    if (!rt->tiled || window < 0 || window >= rt->tile_k || n < 0 || (n > 0 && !entities)) return SEER_E_ARG;
-    seer_worker *w = &rt->workers[0];
+/* Window `window` of the listed entities, on worker `wid` (see seer_rt_tiled_run). */
+static int tiled_run(seer_runtime *rt, int32_t wid, int32_t window, const int32_t *entities, int32_t n) {
+    seer_worker *w = &rt->workers[wid];
+    uint32_t *claimed_ids = wid == 0 ? rt->claimed : w->tile_claimed;
     const double t1 = rt->tile_end[window];
     w->window_key = seer_time_key(t1);
     w->ctx.window_end = t1;
@@ -2137,20 +2170,32 @@ int seer_rt_tiled_run(seer_runtime *rt, int32_t window, const int32_t *entities,
             break;
         }
         uint64_t rest;
-        claimed += seer_queue_claim_range_flat(rt->q, t1, lo, hi, rt->claimed + claimed, &rest);
+        claimed += seer_queue_claim_range_flat(rt->q, t1, lo, hi, claimed_ids + claimed, &rest);
     }
     /* the runs claimed, in order, before any of them runs: what they send
      * goes to the outbox until the call's end, so no claim sees it */
-    tiled_claimed(rt, w, window, rt->claimed, claimed, &st);
+    tiled_claimed(rt, w, window, claimed_ids, claimed, &st);
     if (wrong) {
         seer_event cur = {t1, 0, bad, -1, -1, 0};
-        fail(rt, SEER_E_ARG, 0, &cur, bad, -1, NAN);
+        fail(rt, SEER_E_ARG, wid, &cur, bad, -1, NAN);
         rc = SEER_E_ARG;
     }
     tiled_deliver(rt, w);
     w->events += st.events;
     if (rc == SEER_OK) rc = atomic_load_explicit(&rt->err_code, memory_order_relaxed);
     return rc;
+}
+
+int seer_rt_tiled_run(seer_runtime *rt, int32_t window, const int32_t *entities, int32_t n) {
+    if (!rt->tiled || window < 0 || window >= rt->tile_k || n < 0 || (n > 0 && !entities)) return SEER_E_ARG;
+    return tiled_run(rt, 0, window, entities, n);
+}
+
+int seer_rt_tiled_run_on(seer_runtime *rt, int32_t worker, int32_t window, const int32_t *entities, int32_t n) {
+    if (!rt->tiled || worker < 0 || worker >= (rt->tile_pool ? rt->num_workers : 1) || window < 0 ||
+        window >= rt->tile_k || n < 0 || (n > 0 && !entities))
+        return SEER_E_ARG;
+    return tiled_run(rt, worker, window, entities, n);
 }
 
 int seer_rt_tiled_end(seer_runtime *rt) {
@@ -2181,9 +2226,18 @@ int seer_rt_tiled_end(seer_runtime *rt) {
     }
     tiled_deliver(rt, w); /* (an aborted step's too: its nodes go back to the lanes) */
     w->events += st.events;
-    w->ctx.window_end = rt->horizon;
-    w->defer = 0;
+    const int32_t ran = rt->tile_pool ? rt->num_workers : 1;
+    for (int32_t i = 0; i < ran; i++) {
+        seer_worker *o = &rt->workers[i];
+        o->ctx.window_end = rt->horizon;
+        o->defer = 0;
+        if (o->pending_delta) {
+            seer_queue_add_pending(rt->q, o->pending_delta);
+            o->pending_delta = 0;
+        }
+    }
     rt->tiled = 0;
+    rt->tile_pool = 0;
     rt->tile_end = NULL;
     rt->windows_total += K;
     if (STATS_ON(rt)) {
@@ -2194,10 +2248,6 @@ int seer_rt_tiled_end(seer_runtime *rt) {
     int64_t events = rt->events_base;
     for (int32_t i = 0; i < rt->num_workers; i++) events += rt->workers[i].events;
     rt->events_total = events;
-    if (w->pending_delta) {
-        seer_queue_add_pending(rt->q, w->pending_delta);
-        w->pending_delta = 0;
-    }
     /* release: as at seer_rt_step's end */
     atomic_store_explicit(&rt->stepping, STEP_IDLE, memory_order_release);
     return atomic_load_explicit(&rt->err_code, memory_order_acquire);
@@ -2299,6 +2349,8 @@ static const seer_api API = {
     .rt_tiled_end = seer_rt_tiled_end,
     .rt_parallel_for_begin = seer_rt_parallel_for_begin,
     .rt_parallel_for_end = seer_rt_parallel_for_end,
+    .rt_tiled_begin_pool = seer_rt_tiled_begin_pool,
+    .rt_tiled_run_on = seer_rt_tiled_run_on,
 };
 
 const seer_api *seer_api_table(void) { return &API; }

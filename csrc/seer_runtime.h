@@ -89,6 +89,8 @@ int seer_rt_step(seer_runtime *rt, double horizon);
  * seer_rt_tiled_begin in seer/seer.h). */
 int seer_rt_tiled_begin(seer_runtime *rt, int32_t num_windows, const double *window_end);
 int seer_rt_tiled_run(seer_runtime *rt, int32_t window, const int32_t *entities, int32_t n);
+int seer_rt_tiled_begin_pool(seer_runtime *rt, int32_t num_windows, const double *window_end);
+int seer_rt_tiled_run_on(seer_runtime *rt, int32_t worker, int32_t window, const int32_t *entities, int32_t n);
 int seer_rt_tiled_end(seer_runtime *rt);
 /* Body of pool threads 1..num_workers-1; returns after seer_rt_shutdown. */
 void seer_rt_worker_main(seer_runtime *rt, int32_t worker);

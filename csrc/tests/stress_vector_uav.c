@@ -7,7 +7,9 @@
  *
  * Every copy steps tiled (seer_rt_tiled_begin in seer/seer.h: its runtime
  * has one worker), and once more untiled with 1 outer worker: the rows
- * must be the same.
+ * must be the same.  One big env then steps on its own pool of 1 to
+ * max_workers, untiled and tiled on the pool (seer_rt_tiled_begin_pool):
+ * the same rows again.
  *
  * Runs the same actions with 1 outer worker, then 2..max_workers pthreads,
  * stepping through the runtime's native handler on even steps and through
@@ -83,8 +85,9 @@ static void *own(copy *c, size_t bytes) {
     return p;
 }
 
-/* The copies' and the intra-env run's tiling (seer_uav_env.tiling). */
-static int32_t g_tiling = 1;
+/* The copies' and the intra-env run's tiling (seer_uav_env.tiling) and
+ * tiles' side: from 3 cells on, a pool of several workers steps tiled too. */
+static int32_t g_tiling = 1, g_tile_cells = 2;
 
 static void copy_init_workers(copy *c, int32_t n, int32_t inner);
 static void copy_init(copy *c, int32_t n) { copy_init_workers(c, n, 1); }
@@ -201,7 +204,7 @@ static void copy_init_workers(copy *c, int32_t n, int32_t inner) {
     e->tile_list = own(c, sizeof(int32_t) * n);
     e->tile_col_start = own(c, sizeof(int32_t) * (cells + 1));
     e->tiling = g_tiling;
-    e->tile_cells = 2; /* small tiles: many borders */
+    e->tile_cells = g_tile_cells; /* small tiles: many borders */
 
     c->q = seer_queue_new(n, 2, (uint32_t)(n * 66 + 8192));
     c->rt = seer_rt_new(c->q, inner, 0.005, 100);
@@ -442,8 +445,8 @@ static uint64_t run_intra(int32_t uavs, int32_t steps, int32_t inner, uint64_t s
     seer_rt_shutdown(c->rt); /* ends a loop left open: the lists' slices read the state freed below */
     for (int32_t w = 1; w < inner; w++) pthread_join(th[w], NULL);
     CHECK(lost > 0, "intra: no UAV was lost (the losses phase had no work)");
-    CHECK(e->tiled_steps == (inner == 1 && g_tiling >= 0 ? steps : 0), "intra: %lld tiled steps of %d",
-          (long long)e->tiled_steps, steps);
+    CHECK(e->tiled_steps == (g_tiling >= 0 && (inner == 1 || g_tile_cells >= 3) ? steps : 0),
+          "intra: %lld tiled steps of %d", (long long)e->tiled_steps, steps);
     printf("  intra-env%s, %d inner workers: %lld UAVs lost, hash %016llx, %s, %d steps built ahead\n",
            via_copy ? " (copy steps)" : "", inner, (long long)lost, (unsigned long long)h,
            e->tiled_steps ? "tiled" : "untiled", ahead_steps);
@@ -486,6 +489,19 @@ int main(int argc, char **argv) {
         CHECK(run_intra(intra_uavs, intra_steps + 4, w, seed, 1) == hc1,
               "intra-env copy steps: %d inner workers (the grid built ahead) differ from 1", w);
     }
+    /* tiled on the pool: its threads run bands of tiles side by side, each
+     * a few rows behind the one to its left (uav_swarm_step.c, Pools).  The
+     * slots' strips are as high as the tiles, and this run's accelerations
+     * go to slots (the copy steps' actions go to agents): its 1-worker run
+     * with the same tiles is the one to match. */
+    g_tiling = 1, g_tile_cells = 3;
+    const uint64_t hi3 = run_intra(intra_uavs, intra_steps, 1, seed, 0);
+    for (int32_t w = 2; w <= max_workers; w++) {
+        CHECK(run_intra(intra_uavs, intra_steps, w, seed, 0) == hi3, "intra-env: tiled on %d inner workers differs", w);
+        CHECK(run_intra(intra_uavs, intra_steps + 4, w, seed, 1) == hc1,
+              "intra-env copy steps: tiled on %d inner workers differs", w);
+    }
+    g_tile_cells = 2;
     printf("stress_vector_uav: OK %d copies x %d UAVs, %d steps, 1..%d workers, identical rows; one env of %d UAVs "
            "on 1..%d inner workers, identical\n", copies, uavs, steps, max_workers, intra_uavs, max_workers);
     return 0;

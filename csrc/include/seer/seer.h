@@ -139,7 +139,21 @@ static inline int seer_rt_relabel(seer_runtime *rt, const int32_t *new_of_old) {
  * One thread: SEER_E_UNSUPPORTED from a runtime with more than one worker,
  * Python handlers or a trace, and from a SEER that predates the calls (the
  * caller then steps with seer_rt_step).  Between begin and end, the
- * stepping thread makes no other call on the runtime. */
+ * stepping thread makes no other call on the runtime.
+ *
+ * On a pool: seer_rt_tiled_begin_pool opens the same step on a runtime of
+ * any number of workers (SEER_E_UNSUPPORTED with Python handlers, a trace,
+ * or from a SEER that predates it), and the caller may then run groups on
+ * the pool's threads: between begin and end it calls seer_rt_parallel_for,
+ * whose slices call seer_rt_tiled_run_on(rt, worker, k, entities, n) with
+ * the worker index their slice was given (the stepping thread's own runs:
+ * worker 0).  The caller's plan then also guarantees that no two threads
+ * run, or send events to, the same entity at the same time, and orders
+ * the runs of an entity and of its senders by its own synchronization
+ * (release and acquire): the lanes are touched with plain stores, as on
+ * one thread.  A slice must not wait for work that no running thread has
+ * taken (a pool thread may never come: the stepping thread may run every
+ * slice itself, one after the other). */
 static inline int seer_rt_tiled_begin(seer_runtime *rt, int32_t num_windows, const double *window_end) {
     const seer_api *api = seer_api_of(rt);
     return SEER_API_HAS(api, rt_tiled_end) ? api->rt_tiled_begin(rt, num_windows, window_end) : SEER_E_UNSUPPORTED;
@@ -148,6 +162,15 @@ static inline int seer_rt_tiled_run(seer_runtime *rt, int32_t window, const int3
     return seer_api_of(rt)->rt_tiled_run(rt, window, entities, n);
 }
 static inline int seer_rt_tiled_end(seer_runtime *rt) { return seer_api_of(rt)->rt_tiled_end(rt); }
+static inline int seer_rt_tiled_begin_pool(seer_runtime *rt, int32_t num_windows, const double *window_end) {
+    const seer_api *api = seer_api_of(rt);
+    return SEER_API_HAS(api, rt_tiled_run_on) ? api->rt_tiled_begin_pool(rt, num_windows, window_end)
+                                              : SEER_E_UNSUPPORTED;
+}
+static inline int seer_rt_tiled_run_on(seer_runtime *rt, int32_t worker, int32_t window, const int32_t *entities,
+                                       int32_t n) {
+    return seer_api_of(rt)->rt_tiled_run_on(rt, worker, window, entities, n);
+}
 
 #endif /* SEER_CORE_BUILD */
 

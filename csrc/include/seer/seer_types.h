@@ -108,6 +108,8 @@ struct seer_api {
     int (*rt_tiled_end)(seer_runtime *rt);
     int (*rt_parallel_for_begin)(seer_runtime *rt, int64_t n, int64_t grain, seer_range_fn fn, void *arg);
     int (*rt_parallel_for_end)(seer_runtime *rt);
+    int (*rt_tiled_begin_pool)(seer_runtime *rt, int32_t num_windows, const double *window_end);
+    int (*rt_tiled_run_on)(seer_runtime *rt, int32_t worker, int32_t window, const int32_t *entities, int32_t n);
 };
 
 #endif

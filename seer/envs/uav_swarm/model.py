@@ -53,9 +53,14 @@ The reference keeps row = id.
 Tiled steps.  On a runtime of one worker, a swarm in space order steps tile
 by tile: tiles of the broadcast grid run through all of the step's ticks
 one after the other, so that their rows stay in cache (``step_tiled`` in
-uav_swarm_step.c, over the runtime's ``seer_rt_tiled_begin``).  The results
-are those of the window-by-window step, bit for bit; ``native_env.tiling``
-(0 by default, 1 always, -1 never), ``tile_cells`` (the tiles' side) and
+uav_swarm_step.c, over the runtime's ``seer_rt_tiled_begin``).  On a pool,
+from ``SEER_UAV_POOL_TILES_MIN`` (32,768) UAVs on, the pool's threads run
+bands of tiles side by side, each band two rows of tiles behind the one to
+its left, so that no two threads ever touch the same UAV
+(``seer_rt_tiled_begin_pool``; smaller swarms keep their rows in cache and
+step window by window).  The results are those of the window-by-window
+step, bit for bit; ``native_env.tiling`` (0 by default, 1 always, -1
+never), ``tile_cells`` (the tiles' side; a pool needs 3 or more) and
 ``tile_band`` (how many tiles along x run row by row before the next band)
 choose.
 

@@ -234,8 +234,10 @@ typedef struct seer_uav_env {
     /* Slots in space order: 0 from SEER_UAV_SPACE_MIN UAVs on (the
      * default), 1 always, -1 never (slot = agent id) */
     int32_t slot_layout;
-    /* Tiled steps (uav_swarm_step.c), on a runtime of one worker: 0 when
-     * the slots are in space order (the default), 1 always, -1 never;
+    /* Tiled steps (uav_swarm_step.c): 0 when the slots are in space order
+     * (the default; on a pool of several workers only from
+     * SEER_UAV_POOL_TILES_MIN UAVs on, and when its bands keep it busy),
+     * 1 always (on a pool: with tiles of 3 cells or more), -1 never;
      * tile_cells: the tiles' side in broadcast-grid cells, also the slots'
      * strips' (0: SEER_UAV_TILE_CELLS); tile_band: the tiles of a band
      * (0: SEER_UAV_TILE_BAND); scratch: tile_list N slots (the UAVs by
@@ -266,6 +268,12 @@ typedef struct seer_uav_env {
 #define SEER_UAV_TILE_CELLS 8
 /* The default width of a tiled step's bands, in tiles (uav_swarm_step.c). */
 #define SEER_UAV_TILE_BAND 4
+/* ... and of a pool's tiled step, whose threads take bands in turn. */
+#define SEER_UAV_POOL_BAND 1
+/* Fewer UAVs than this step window by window on a pool of several
+ * workers unless tiling says otherwise; more, tiled on the pool when its
+ * bands keep it busy (uav_swarm_step.c, pool_tiles_pay). */
+#define SEER_UAV_POOL_TILES_MIN 32768
 
 /* The initial state for seed (a pure function of it); no runtime needed.
  * spatial: 1, UAVs in slots by start cell (see Slots); 0, slot = agent id

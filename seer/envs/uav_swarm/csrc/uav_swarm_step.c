@@ -5,9 +5,12 @@
  * separation penalties are summed (numpy's bincount over the pair list), so
  * the SEER engine and the reference stay bit-identical; -ffp-contract=off
  * keeps the compiler from fusing multiply-adds. */
+#define _POSIX_C_SOURCE 200809L /* sched_yield */
 #include "uav_swarm.h"
 
 #include <math.h>
+#include <sched.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -1130,13 +1133,78 @@ void seer_uav_readout(seer_uav_env *e, int64_t J, int32_t first) {
  *
  * Window k of the tiled step holds tick J + k: it ends half a tick after
  * it (the last one at the step's horizon), so a message (one tick later)
- * always falls after the window it is sent in. */
+ * always falls after the window it is sent in.
+ *
+ * Pools.  On a runtime of several workers the step runs tiled on the pool
+ * (seer_rt_tiled_begin_pool) when its bands keep the pool busy
+ * (pool_tiles_pay): bands of SEER_UAV_POOL_BAND tiles along x, claimed in
+ * order by whichever thread is free (band_slice), each run row of tiles by
+ * row of tiles, as above, and each row only once the band to its left has
+ * finished POOL_LAG rows more (a release store of the rows done per band,
+ * an acquire load before each row).  One row behind would do for the
+ * order above (a tile after its left, lower and lower-left neighbours);
+ * two make the threads' tiles never touch.  Threads must never run, or
+ * send to, the same UAV at once: they would race on its lane, which a
+ * tiled step touches with plain stores, and on its rows.  Two UAVs
+ * interact only if their columns are at most one apart (a message, a
+ * position read) or two apart (two senders to a third between them, two
+ * pushes onto its lane).  While band c runs tick k' of a row r, a band
+ * b < c to its left is at a row r' >= r + POOL_LAG (c waited for it), at
+ * some tick k.  Along x, c's columns at tick k' start at its first tile's
+ * left edge less k' and b's at tick k end before it less k, so they are
+ * within two only if k' >= k - 1; along y, c's row r ends T (r + 1) - k'
+ * and b's row r' starts at T r' - k >= T (r + 2) - k, within two only if
+ * k' <= k + 1 - T.  Both hold only for T <= 2, so from tiles of 3 cells on
+ * (use_tiles) the threads' UAVs stay three columns apart.  So the results are the
+ * one-thread step's, bit for bit, for any pool size and whoever runs
+ * which band.  A band waits only for the band before, which a running
+ * thread took earlier, so nothing waits for a thread that never comes.
+ * Stepping the whole grid this way takes a band's rows, times the bands,
+ * over the threads, plus a fill of POOL_LAG rows per thread after the
+ * first: pool_tiles_pay asks the fill to be under a sixth of a thread's share.
+ * What it wins: each thread keeps its tiles' rows in its own cache through
+ * the step's ticks, as one thread does, and the pool meets at no window
+ * barrier (bench/results/uav_pool_tiles_c.md). */
+#define POOL_LAG 2
 
+/* The tiles' grid along the two longest axes for a step of K ticks. */
+static void tile_grid(const seer_uav_env *e, const int ax[3], int64_t T, int64_t K, int64_t *ntx, int64_t *nty) {
+    const seer_uav *m = e->m;
+    const int64_t dims[3] = {m->grid_nx, m->grid_ny, m->grid_nz};
+    *ntx = (dims[ax[0]] + K - 1 + T - 1) / T;
+    *nty = (dims[ax[1]] + K - 1 + T - 1) / T;
+}
+
+static int64_t pool_band(const seer_uav_env *e) { return e->tile_band > 0 ? e->tile_band : SEER_UAV_POOL_BAND; }
+
+/* Whether a pool of W steps tiled (see Pools above): forced by tiling 1,
+ * else from SEER_UAV_POOL_TILES_MIN UAVs on (below, the rows a window
+ * sweeps come mostly from the caches, and the pipeline's fill and its
+ * uneven bands cost more than the tiles save), when the bands' pipeline
+ * keeps the pool busy: its fill (each band POOL_LAG rows behind the one
+ * before, W - 1 of them before the last thread starts) under a sixth of a
+ * thread's share. */
+static int pool_tiles_pay(const seer_uav_env *e, int32_t W) {
+    if (e->tiling > 0) return 1;
+    if (e->m->num_uavs < SEER_UAV_POOL_TILES_MIN) return 0;
+    int ax[3];
+    space_axes(e->m, ax);
+    int64_t ntx, nty;
+    tile_grid(e, ax, tile_side(e), e->ticks_per_step, &ntx, &nty);
+    const int64_t bands = (ntx + pool_band(e) - 1) / pool_band(e);
+    return bands >= 2 && bands * nty >= 6 * POOL_LAG * (int64_t)W * (W - 1);
+}
+
+/* 0: the step runs window by window; 1: tiled on the stepping thread; 2:
+ * tiled on the pool. */
 static int use_tiles(seer_uav_env *e) {
     const seer_uav *m = e->m;
     if (e->tiling < 0 || (e->tiling == 0 && !slots_in_space(e))) return 0;
-    return e->rt && e->tile_list && e->tile_col_start && m->tile_snap[0] && m->tile_snap[1] && e->ticks_per_step >= 1 &&
-           seer_rt_num_workers(e->rt) == 1;
+    if (!(e->rt && e->tile_list && e->tile_col_start && m->tile_snap[0] && m->tile_snap[1] && e->ticks_per_step >= 1))
+        return 0;
+    const int32_t W = seer_rt_num_workers(e->rt);
+    if (W == 1) return 1;
+    return tile_side(e) >= 3 && pool_tiles_pay(e, W) ? 2 : 0;
 }
 
 static void observe_one(seer_uav_env *e, int64_t J, int64_t i);
@@ -1202,7 +1270,7 @@ static int tile_columns(seer_uav_env *e, const int ax[3], int64_t T) {
  * a run at a time) and run in one call, so that the messages of the
  * tile's whole tick are pushed together. */
 static int run_tile(seer_uav_env *e, int64_t d0, int64_t d1, int64_t T, int64_t tx, int64_t ty, int64_t J0,
-                    int32_t K, int32_t *ids) {
+                    int32_t K, int32_t *ids, int32_t worker) {
     seer_uav *m = e->m;
     const int32_t *start = e->tile_col_start, *by_col = e->tile_list;
     for (int32_t k = 0; k < K; k++) {
@@ -1221,7 +1289,7 @@ static int run_tile(seer_uav_env *e, int64_t d0, int64_t d1, int64_t T, int64_t 
             ya = yb;
         }
         if (n == 0) continue;
-        const int rc = seer_rt_tiled_run(e->rt, k, ids, n);
+        const int rc = worker < 0 ? seer_rt_tiled_run(e->rt, k, ids, n) : seer_rt_tiled_run_on(e->rt, worker, k, ids, n);
         if (rc != SEER_OK) return rc;
         if (k + 1 < K) {
             double *restrict snap = m->tile_snap[(J0 + k + 1) & 1];
@@ -1249,23 +1317,117 @@ static int run_tiles(seer_uav_env *e, const int ax[3], int64_t T, int64_t J0, in
     for (int64_t bx = 0; bx < ntx; bx += band)
         for (int64_t ty = 0; ty < nty; ty++)
             for (int64_t tx = bx; tx < ntx && tx < bx + band; tx++) {
-                const int rc = run_tile(e, d0, d1, T, tx, ty, J0, K, ids);
+                const int rc = run_tile(e, d0, d1, T, tx, ty, J0, K, ids, -1);
                 if (rc != SEER_OK) return rc;
             }
     return SEER_OK;
 }
 
-/* Ticks [J0, J1) as a tiled step; *ran: 0 if none could be run (nothing
- * ran: the caller steps the usual way). */
-static int step_tiled(seer_uav_env *e, int64_t J0, int64_t J1, int *ran) {
+/* A pool's tiled step: the bands, claimed in order, and how far each has come. */
+typedef struct band_plan {
+    seer_uav_env *e;
+    int64_t d0, d1, T, ntx, nty, width, bands, J0;
+    int32_t K;
+    int32_t *ids;                    /* a scratch list of num_uavs per worker */
+    int64_t ids_stride;
+    _Atomic int64_t next_band;       /* the next band to claim                */
+    _Atomic int32_t failed;          /* the first run's error (0: none)       */
+    _Atomic int64_t *rows_done;      /* per band, ROWS_DONE_STRIDE apart      */
+} band_plan;
+
+/* Each band's count on a cache line of its own: one thread writes it, the
+ * next band's thread polls it. */
+#define ROWS_DONE_STRIDE 8
+
+static inline void pool_relax(unsigned *spins) {
+    if (++*spins < 4096) {
+#if defined(__x86_64__) || defined(__i386__)
+        __builtin_ia32_pause();
+#elif defined(__aarch64__)
+        __asm__ __volatile__("yield");
+#endif
+    } else {
+        sched_yield(); /* the band we wait for may be on our core's run queue */
+    }
+}
+
+/* Wait until band b has finished `rows` rows (or a run failed): 0, or the error. */
+static int32_t wait_band(band_plan *p, int64_t b, int64_t rows) {
+    unsigned spins = 0;
+    /* acquire: pairs with the release store that counted the row, so every
+     * write of its tiles' runs (lanes, tables, snapshots) is visible here */
+    while (atomic_load_explicit(&p->rows_done[b * ROWS_DONE_STRIDE], memory_order_acquire) < rows) {
+        /* relaxed: a failed step only ends the waits; its record comes with the runtime's error */
+        const int32_t f = atomic_load_explicit(&p->failed, memory_order_relaxed);
+        if (f) return f;
+        pool_relax(&spins);
+    }
+    return 0;
+}
+
+/* A slice of the pool's parallel loop: claim bands in order and run each
+ * one's tiles row by row, each row POOL_LAG rows behind the band before. */
+static void band_slice(void *arg, int64_t lo, int64_t hi, int32_t worker) {
+    (void)lo, (void)hi;
+    band_plan *p = arg;
+    int32_t *ids = p->ids + p->ids_stride * worker;
+    for (;;) {
+        /* relaxed: the order of the claims is all it gives; what a band
+         * reads of the one before comes through rows_done */
+        if (atomic_load_explicit(&p->failed, memory_order_relaxed)) return;
+        const int64_t b = atomic_fetch_add_explicit(&p->next_band, 1, memory_order_relaxed);
+        if (b >= p->bands) return;
+        _Atomic int64_t *done = &p->rows_done[b * ROWS_DONE_STRIDE];
+        const int64_t tx0 = b * p->width, tx1 = tx0 + p->width < p->ntx ? tx0 + p->width : p->ntx;
+        for (int64_t ty = 0; ty < p->nty; ty++) {
+            int32_t rc = b > 0 ? wait_band(p, b - 1, ty + POOL_LAG < p->nty ? ty + POOL_LAG : p->nty) : 0;
+            for (int64_t tx = tx0; tx < tx1 && rc == 0; tx++)
+                rc = run_tile(p->e, p->d0, p->d1, p->T, tx, ty, p->J0, p->K, ids, worker);
+            if (rc != 0) {
+                int32_t none = 0;
+                /* relaxed: as in wait_band */
+                atomic_compare_exchange_strong_explicit(&p->failed, &none, rc, memory_order_relaxed,
+                                                        memory_order_relaxed);
+                return;
+            }
+            /* release: this row's runs happen-before the next band's rows that wait for it */
+            atomic_store_explicit(done, ty + 1, memory_order_release);
+        }
+    }
+}
+
+/* Every tile through ticks [J0, J0 + K) on the pool (see Pools above). */
+static int run_tiles_pool(seer_uav_env *e, const int ax[3], int64_t T, int64_t J0, int32_t K, int32_t *ids,
+                          int32_t W) {
+    const seer_uav *m = e->m;
+    const int64_t dims[3] = {m->grid_nx, m->grid_ny, m->grid_nz};
+    band_plan p = {.e = e, .d0 = dims[ax[0]], .d1 = dims[ax[1]], .T = T, .J0 = J0, .K = K, .ids = ids,
+                   .ids_stride = m->num_uavs > 0 ? m->num_uavs : 1, .width = pool_band(e)};
+    tile_grid(e, ax, T, K, &p.ntx, &p.nty);
+    p.bands = (p.ntx + p.width - 1) / p.width;
+    p.rows_done = calloc((size_t)(p.bands * ROWS_DONE_STRIDE), sizeof(_Atomic int64_t));
+    if (!p.rows_done) return SEER_E_NOMEM;
+    atomic_init(&p.next_band, 0);
+    atomic_init(&p.failed, 0);
+    /* a slice per worker, each claiming bands until none is left; the
+     * stepping thread may run them all, one after the other */
+    seer_rt_parallel_for(e->rt, W, 1, band_slice, &p);
+    free((void *)p.rows_done);
+    return atomic_load_explicit(&p.failed, memory_order_relaxed);
+}
+
+/* Ticks [J0, J1) as a tiled step (on the pool: how 2); *ran: 0 if none
+ * could be run (nothing ran: the caller steps the usual way). */
+static int step_tiled(seer_uav_env *e, int64_t J0, int64_t J1, int how, int *ran) {
     seer_uav *m = e->m;
     const int32_t K = (int32_t)(J1 - J0);
+    const int32_t W = how == 2 ? seer_rt_num_workers(e->rt) : 1;
     *ran = 0;
     int ax[3];
     space_axes(m, ax);
     const int64_t T = tile_side(e);
     if (tile_columns(e, ax, T) != SEER_OK) return SEER_OK;
-    int32_t *ids = malloc(sizeof(int32_t) * (size_t)(m->num_uavs > 0 ? m->num_uavs : 1));
+    int32_t *ids = malloc(sizeof(int32_t) * (size_t)W * (size_t)(m->num_uavs > 0 ? m->num_uavs : 1));
     double ends_buf[64];
     double *ends = K <= 64 ? ends_buf : malloc(sizeof(double) * (size_t)K);
     if (!ends || !ids) {
@@ -1275,13 +1437,13 @@ static int step_tiled(seer_uav_env *e, int64_t J0, int64_t J1, int *ran) {
     }
     for (int32_t k = 0; k + 1 < K; k++) ends[k] = ((double)(J0 + k) + 0.5) * m->tick;
     ends[K - 1] = (double)J1 * m->tick;
-    int rc = seer_rt_tiled_begin(e->rt, K, ends);
+    int rc = how == 2 ? seer_rt_tiled_begin_pool(e->rt, K, ends) : seer_rt_tiled_begin(e->rt, K, ends);
     if (rc == SEER_OK) {
         *ran = 1;
         m->tiled = 1;
         /* the first tick's start */
         memcpy(m->tile_snap[J0 & 1], m->pos, sizeof(double) * 3 * (size_t)m->num_uavs);
-        rc = run_tiles(e, ax, T, J0, K, ids);
+        rc = how == 2 ? run_tiles_pool(e, ax, T, J0, K, ids, W) : run_tiles(e, ax, T, J0, K, ids);
         /* and the lost UAVs, not in the grid (their last TICK, which does nothing) */
         const int rc_end = seer_rt_tiled_end(e->rt);
         m->tiled = 0;
@@ -1299,7 +1461,8 @@ static int advance(seer_uav_env *e) {
     seer_uav_prepare_step(e);
     const int64_t J0 = e->episode[SEER_UAV_EP_TICK], J1 = J0 + e->ticks_per_step;
     int ran = 0, rc = SEER_OK;
-    if (use_tiles(e)) rc = step_tiled(e, J0, J1, &ran);
+    const int how = use_tiles(e);
+    if (how) rc = step_tiled(e, J0, J1, how, &ran);
     if (!ran) rc = seer_rt_step(e->rt, (double)J1 * e->m->tick);
     if (rc != SEER_OK) return rc;
     e->episode[SEER_UAV_EP_TICK] = J1;
