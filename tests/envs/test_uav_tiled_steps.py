@@ -10,6 +10,7 @@ that lets an entity run ahead of a sender."""
 
 import dataclasses
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -199,6 +200,40 @@ def test_a_failed_tiled_step_on_a_pool_fails_cleanly():
         sim.close()
 
 
+def test_close_from_another_thread_ends_tiled_steps_on_a_pool():
+    """env.close() from another thread while the pool runs tiled steps: the
+    stepping thread gets ClosedError, nothing hangs."""
+    import seer
+    from seer.envs import uav_swarm_v0
+
+    env = uav_swarm_v0.parallel_env(num_uavs=1500, workers=2, max_cycles=10_000)
+    e = env.unwrapped._sim.model.native_env
+    e.tiling, e.tile_cells = 1, 3
+    env.reset(seed=0)
+    zero = np.zeros(3, np.float32)
+    outcome = {}
+
+    def stepper():
+        try:
+            while True:
+                if not env.agents:
+                    env.reset(seed=1)
+                env.step({a: zero for a in env.agents})
+        except BaseException as exc:
+            outcome["exc"] = exc
+
+    t = threading.Thread(target=stepper)
+    t.start()
+    deadline = time.monotonic() + 30
+    while e.tiled_steps < 3 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert e.tiled_steps >= 3 and t.is_alive(), outcome
+    env.close()
+    t.join(30)
+    assert not t.is_alive(), "the stepper hung after close()"
+    assert isinstance(outcome["exc"], seer.ClosedError), repr(outcome.get("exc"))
+
+
 def test_a_big_swarm_steps_tiled_by_default_on_one_worker_and_alike_on_any():
     """From SEER_UAV_SPACE_MIN UAVs on (slots in space order), one worker
     steps tiled by default; untiled, and a pool of two (untiled below
@@ -227,13 +262,14 @@ def test_a_big_swarm_steps_tiled_by_default_on_one_worker_and_alike_on_any():
             s.close()
 
 
-def test_tiled_steps_pass_the_debug_mode_row_checks():
+@pytest.mark.parametrize("workers,tile_cells", [(1, 2), (2, 3)])
+def test_tiled_steps_pass_the_debug_mode_row_checks(workers, tile_cells):
     """Debug mode checks that a native handler writes only its own rows:
-    a tiled step's handlers do, and it steps as a normal run."""
-    cfg = M.make_config(num_uavs=150)
+    a tiled step's handlers do, on one thread or a pool's, and it steps as a normal run."""
+    cfg = M.make_config(num_uavs=150 if workers == 1 else 600)
     runs = []
     for debug in (True, False):
-        sim = tiled_sim(cfg, tile_cells=2, debug=debug)
+        sim = tiled_sim(cfg, workers=workers, tile_cells=tile_cells, debug=debug)
         try:
             assert sim.runtime.debug is debug
             sim.reset(2)
