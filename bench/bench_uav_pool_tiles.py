@@ -21,10 +21,21 @@ taking turns at going first; a ratio is of two blocks' median step times
 in the same round.  Steps are ``SeerSim.step`` (the whole C step), the
 policy written between steps outside the timer.  ``busy1``: one process
 spinning on a core beside the run, as a learner would.
+
+``--against COMMIT`` compares builds instead: COMMIT is built into a
+temporary folder (bench_against_commit.build_old) and every round runs, each
+in a fresh process and taking turns at going first, the pool's default
+step (this tree, then COMMIT's) and this tree's 1-worker step, all of the
+same size and policy:
+
+    python bench/bench_uav_pool_tiles.py --against a2291d9 --sizes 32768,65536 --rounds 8 \
+        --json bench/results/uav_band_sleep.json --md bench/results/uav_band_sleep.md
 """
 import argparse
 import os
+import subprocess
 import sys
+import tempfile
 import time
 
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
@@ -34,6 +45,7 @@ import numpy as np
 from seer.bench.common import add_report_args, machine_info, parallel_capacity, write_report
 from seer.envs.uav_swarm import model as M
 
+from bench_against_commit import build_old
 from bench_under_load import start_busy, stop_busy
 
 ARMS = ("pool tiled", "window by window", "1 worker")
@@ -138,12 +150,90 @@ def markdown(doc: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+# ---- --against: this tree's default pool step against an older build's, in fresh processes --------------
+
+AGAINST_ARMS = ("this tree", "old", "1 worker")
+
+
+def child_block(n: int, workers: int) -> float:
+    """Median ms per step of a fresh env's default step (one warm step first)."""
+    swarm = Swarm(n, workers)
+    try:
+        swarm.block(1)
+        return swarm.block(max(4, block_steps(n)))
+    finally:
+        swarm.sim.close()
+
+
+def fresh_block(n: int, workers: int, site: str | None) -> float:
+    env = dict(os.environ)
+    if site:
+        env["PYTHONPATH"] = site + os.pathsep + os.path.dirname(os.path.abspath(__file__))
+    else:
+        env["PYTHONPATH"] = os.path.dirname(os.path.abspath(__file__))
+    code = (f"import seer, bench_uav_pool_tiles as b; "
+            f"assert {site!r} is None or seer.__file__.startswith({site!r}), seer.__file__; "
+            f"print(b.child_block({n}, {workers}))")
+    # never the repo root as cwd: its seer/ would shadow the build under test
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
+                         cwd=tempfile.gettempdir())
+    if out.returncode != 0:
+        raise RuntimeError(f"a timed child ({n} UAVs, {workers} workers, build {site or 'this tree'}) failed:\n"
+                           + out.stderr)
+    return float(out.stdout.strip().splitlines()[-1])
+
+
+def against_rounds(n: int, workers: int, rounds: int, condition: str, site: str) -> list[dict]:
+    run = {"this tree": lambda: fresh_block(n, workers, None), "old": lambda: fresh_block(n, workers, site),
+           "1 worker": lambda: fresh_block(n, 1, None)}
+    busy = start_busy(CONDITIONS[condition])
+    try:
+        time.sleep(0.2 if busy else 0)
+        rows = []
+        for r in range(rounds):
+            ms = {}
+            for arm in AGAINST_ARMS[r % 3:] + AGAINST_ARMS[:r % 3]:
+                ms[arm] = run[arm]()
+            rows.append({"round": r + 1, **ms})
+            print(f"{n} UAVs {condition} round {r + 1}: " + ", ".join(f"{a} {ms[a]:.2f} ms" for a in AGAINST_ARMS),
+                  flush=True)
+        return rows
+    finally:
+        stop_busy(busy)
+
+
+def against_markdown(doc: dict) -> str:
+    info, w, label = doc["machine"], doc["workers"], doc["against"]
+    lines = [f"# uav_swarm_v0 on a pool of {w}: this tree against {label}", "",
+             f"Command: `{doc['command']}`  ", f"Date: {doc['date']}  ",
+             f"Machine: {info['cpu']}, {info['usable_cores']} usable cores, {info['platform']}, Python "
+             f"{info['python']}, numpy {info['numpy']}, commit {info['git_commit']}; load average at start "
+             f"{info['loadavg_at_start']}; parallel capacity before {doc['capacity_before']:.2f}, after "
+             f"{doc['capacity_after']:.2f}", "",
+             f"Timed: `SeerSim.step` (the whole C step, each env's default schedule), median per block; per round "
+             f"one fresh process each of this tree on {w} workers, {label} on {w} workers and this tree on 1 "
+             "worker, taking turns at going first.  Ratios are of two blocks of the same round: medians over "
+             "rounds, quartiles in brackets.  busy1: one process spinning beside the run.", "",
+             f"| UAVs | condition | rounds | steps per block | this tree ms | {label} ms | 1 worker ms | "
+             f"{label} / this tree | 1 worker / this tree | 1 worker / {label} |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
+    for key, d in doc["runs"].items():
+        n, cond = key.split("/")
+        col = {a: np.array([r[a] for r in d["rounds"]]) for a in AGAINST_ARMS}
+        lines.append(f"| {n} | {cond} | {len(d['rounds'])} | {max(4, block_steps(int(n)))} | "
+                     + " | ".join(f"{np.median(col[a]):.2f}" for a in AGAINST_ARMS) + " | "
+                     + " | ".join(_ratio(_spread(col[a] / col[b])) for a, b in
+                                  (("old", "this tree"), ("1 worker", "this tree"), ("1 worker", "old"))) + " |")
+    return "\n".join(lines) + "\n"
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sizes", default="4096,16384,32768,65536")
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--rounds", type=int, default=15)
     ap.add_argument("--conditions", default="quiet,busy1")
+    ap.add_argument("--against", metavar="COMMIT", help="compare this tree's default pool step with COMMIT's")
     add_report_args(ap)
     args = ap.parse_args(argv)
     sizes = [int(s) for s in args.sizes.split(",")]
@@ -154,12 +244,22 @@ def main(argv=None):
     doc = {"command": "python bench/bench_uav_pool_tiles.py " + " ".join(sys.argv[1:] if argv is None else argv),
            "date": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "machine": machine_info(), "workers": args.workers,
            "capacity_before": parallel_capacity(), "runs": {}}
-    for n in sizes:
-        for cond in conditions:
-            rows = size_rounds(n, args.workers, args.rounds, cond)
-            doc["runs"][f"{n}/{cond}"] = {"rounds": rows, "summary": summary(rows)}
-    doc["capacity_after"] = parallel_capacity()
-    md = markdown(doc)
+    if args.against:
+        with tempfile.TemporaryDirectory() as tmp:
+            site = build_old(args.against, tmp)
+            doc["against"] = args.against
+            for n in sizes:
+                for cond in conditions:
+                    doc["runs"][f"{n}/{cond}"] = {"rounds": against_rounds(n, args.workers, args.rounds, cond, site)}
+        doc["capacity_after"] = parallel_capacity()
+        md = against_markdown(doc)
+    else:
+        for n in sizes:
+            for cond in conditions:
+                rows = size_rounds(n, args.workers, args.rounds, cond)
+                doc["runs"][f"{n}/{cond}"] = {"rounds": rows, "summary": summary(rows)}
+        doc["capacity_after"] = parallel_capacity()
+        md = markdown(doc)
     write_report(doc, args.json, args.md, md, make_dirs=True)
     print(md)
 

@@ -5,7 +5,7 @@ with a learner, a logger, another env.  Each row times one workload at
 workers=1, 2 and ``"auto"`` in three conditions: quiet, beside one busy
 process (a child spinning a Python loop), and beside two.  Workloads:
 
-- ``uav_swarm_v0`` ``large`` and ``xlarge`` through ``ParallelEnv.step`` (a
+- ``uav_swarm_v0`` ``large``, ``xlarge`` and ``xxlarge`` through ``ParallelEnv.step`` (a
   hover policy's actions, prepared outside the timer);
 - a synthetic model (``seer.synthetic.SyntheticModel``, native handlers) at
   about 0.5, 2 and 20 us per event, stepped through ``Runtime.step``;
@@ -52,6 +52,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 WORKLOADS = {
     "uav_large": ("uav", {"scenario": "large"}, 600),
     "uav_xlarge": ("uav", {"scenario": "xlarge"}, 50),
+    "uav_xxlarge": ("uav", {"scenario": "xxlarge"}, 4),
     # work: iterations of ~1 ns; entities, step length (10 windows of 0.1 when 1.0)
     "synth_0.5us": ("synth", {"entities": 1024, "work": 350, "step": 1.0}, 25),
     "synth_2us": ("synth", {"entities": 1024, "work": 1850, "step": 0.5}, 12),

@@ -105,7 +105,9 @@ run tsan-runtime-held-back "$TMP/stress_rt_tsan" 129 20 8 2 8
 "$CC" "${COMMON[@]}" -fsanitize=thread "${CLOSE_SRCS[@]}" -lm -o "$TMP/stress_close_tsan"
 #   args: rounds entities max_workers seed
 run tsan-close "$TMP/stress_close_tsan" 40 64 3 "$SEED"
-"$CC" "${COMMON[@]}" -fsanitize=thread "${VEC_SRCS[@]}" -lm -o "$TMP/stress_vec_tsan"
+# BAND_SPIN_NS=0: a pool's tiled bands sleep at every wait (uav_swarm_step.c), so the futex path's edges
+# are the ones checked here; the ASan build below keeps the spin
+"$CC" "${COMMON[@]}" -fsanitize=thread -DBAND_SPIN_NS=0 "${VEC_SRCS[@]}" -lm -o "$TMP/stress_vec_tsan"
 #   args: copies uavs steps max_workers seed
 run tsan-vector "$TMP/stress_vec_tsan" 6 12 80 3 "$SEED"
 "$CC" "${COMMON[@]}" -fsanitize=thread "${FLAGS_SRCS[@]}" -lm -o "$TMP/stress_flags_tsan"

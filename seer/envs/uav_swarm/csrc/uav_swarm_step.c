@@ -5,14 +5,22 @@
  * separation penalties are summed (numpy's bincount over the pair list), so
  * the SEER engine and the reference stay bit-identical; -ffp-contract=off
  * keeps the compiler from fusing multiply-adds. */
-#define _POSIX_C_SOURCE 200809L /* sched_yield */
+#define _DEFAULT_SOURCE /* syscall (the futex), clock_gettime, sched_yield */
 #include "uav_swarm.h"
 
+#include <limits.h>
 #include <math.h>
 #include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+
+#ifdef __linux__
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
 
 static inline int64_t clamp_cell(double x, double size, int64_t n) {
     int64_t c = (int64_t)floor(x / size);
@@ -1164,7 +1172,12 @@ void seer_uav_readout(seer_uav_env *e, int64_t J, int32_t first) {
  * first: pool_tiles_pay asks the fill to be under a sixth of a thread's share.
  * What it wins: each thread keeps its tiles' rows in its own cache through
  * the step's ticks, as one thread does, and the pool meets at no window
- * barrier (bench/results/uav_pool_tiles_c.md). */
+ * barrier (bench/results/uav_pool_tiles_c.md).  A band that must wait spins
+ * for BAND_SPIN_NS, then sleeps until a band counts a row (wait_band):
+ * beside a busy process the thread it waits for is often off its core, and
+ * a waiter that kept its own core (spinning, or yielding it to the busy
+ * process for a time slice) held the pipeline back
+ * (bench/results/uav_band_sleep.md). */
 #define POOL_LAG 2
 
 /* The tiles' grid along the two longest axes for a step of K ticks. */
@@ -1332,37 +1345,87 @@ typedef struct band_plan {
     int64_t ids_stride;
     _Atomic int64_t next_band;       /* the next band to claim                */
     _Atomic int32_t failed;          /* the first run's error (0: none)       */
-    _Atomic int64_t *rows_done;      /* per band, ROWS_DONE_STRIDE apart      */
+    _Atomic uint32_t *rows_done;     /* per band, ROWS_DONE_STRIDE apart      */
+    /* A waiter past its spin sleeps on wake_seq, which a band bumps when it
+     * counts a row while someone sleeps (or fails): a line of their own. */
+    _Alignas(64) _Atomic uint32_t wake_seq;
+    _Atomic uint32_t sleepers;
 } band_plan;
 
 /* Each band's count on a cache line of its own: one thread writes it, the
  * next band's thread polls it. */
-#define ROWS_DONE_STRIDE 8
+#define ROWS_DONE_STRIDE 16
 
-static inline void pool_relax(unsigned *spins) {
-    if (++*spins < 4096) {
-#if defined(__x86_64__) || defined(__i386__)
-        __builtin_ia32_pause();
-#elif defined(__aarch64__)
-        __asm__ __volatile__("yield");
+/* How long a band waits on its core before it sleeps.  A waiter that keeps
+ * its core spinning (or yields it, which on a core shared with another
+ * process hands that one a whole time slice) holds back the band it waits
+ * for whenever that thread was taken off its core: beside a busy process a
+ * sleeping waiter frees its core for it.  Quiet, a wait past this is the
+ * pipeline's fill (a band's first POOL_LAG rows), long beside a wake-up. */
+#ifndef BAND_SPIN_NS /* -DBAND_SPIN_NS=0: every wait sleeps (the sanitizer builds check that path) */
+#define BAND_SPIN_NS 30000
 #endif
-    } else {
-        sched_yield(); /* the band we wait for may be on our core's run queue */
-    }
+
+static int64_t band_now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static inline void band_pause(void) {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ __volatile__("yield");
+#endif
+}
+
+/* Wake every sleeping waiter (after a row counted, or a failure). */
+static void band_wake(band_plan *p) {
+    /* seq_cst RMW (Dekker with wait_band): a waiter counted in sleepers
+     * before this either sees the new wake_seq (its futex wait returns at
+     * once) or reads it before and is woken below */
+    atomic_fetch_add_explicit(&p->wake_seq, 1, memory_order_seq_cst);
+#ifdef __linux__
+    syscall(SYS_futex, (uint32_t *)&p->wake_seq, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
+#endif
 }
 
 /* Wait until band b has finished `rows` rows (or a run failed): 0, or the error. */
 static int32_t wait_band(band_plan *p, int64_t b, int64_t rows) {
+    _Atomic uint32_t *done = &p->rows_done[b * ROWS_DONE_STRIDE];
+    int64_t t0 = -1;
     unsigned spins = 0;
-    /* acquire: pairs with the release store that counted the row, so every
-     * write of its tiles' runs (lanes, tables, snapshots) is visible here */
-    while (atomic_load_explicit(&p->rows_done[b * ROWS_DONE_STRIDE], memory_order_acquire) < rows) {
+    for (;;) {
+        /* acquire: pairs with the store that counted the row (band_slice),
+         * so every write of its tiles' runs (lanes, tables, snapshots) is
+         * visible here */
+        if (atomic_load_explicit(done, memory_order_acquire) >= (uint32_t)rows) return 0;
         /* relaxed: a failed step only ends the waits; its record comes with the runtime's error */
         const int32_t f = atomic_load_explicit(&p->failed, memory_order_relaxed);
         if (f) return f;
-        pool_relax(&spins);
+        if ((++spins & 63) != 0) {
+            band_pause();
+            continue;
+        }
+        const int64_t t = band_now_ns();
+        if (t0 < 0) t0 = t;
+        if (t - t0 < BAND_SPIN_NS) continue;
+#ifdef __linux__
+        /* seq_cst RMW, then loads (Dekker with band_slice's count and
+         * band_wake): either the counting thread sees us in sleepers and
+         * bumps wake_seq (our futex wait returns, or we read the bump
+         * into seq and its count below), or we see its count here */
+        atomic_fetch_add_explicit(&p->sleepers, 1, memory_order_seq_cst);
+        const uint32_t seq = atomic_load_explicit(&p->wake_seq, memory_order_seq_cst);
+        if (atomic_load_explicit(done, memory_order_seq_cst) < (uint32_t)rows &&
+            !atomic_load_explicit(&p->failed, memory_order_seq_cst))
+            syscall(SYS_futex, (uint32_t *)&p->wake_seq, FUTEX_WAIT_PRIVATE, seq, NULL, NULL, 0);
+        atomic_fetch_sub_explicit(&p->sleepers, 1, memory_order_seq_cst);
+#else
+        sched_yield();
+#endif
     }
-    return 0;
 }
 
 /* A slice of the pool's parallel loop: claim bands in order and run each
@@ -1377,7 +1440,7 @@ static void band_slice(void *arg, int64_t lo, int64_t hi, int32_t worker) {
         if (atomic_load_explicit(&p->failed, memory_order_relaxed)) return;
         const int64_t b = atomic_fetch_add_explicit(&p->next_band, 1, memory_order_relaxed);
         if (b >= p->bands) return;
-        _Atomic int64_t *done = &p->rows_done[b * ROWS_DONE_STRIDE];
+        _Atomic uint32_t *done = &p->rows_done[b * ROWS_DONE_STRIDE];
         const int64_t tx0 = b * p->width, tx1 = tx0 + p->width < p->ntx ? tx0 + p->width : p->ntx;
         for (int64_t ty = 0; ty < p->nty; ty++) {
             int32_t rc = b > 0 ? wait_band(p, b - 1, ty + POOL_LAG < p->nty ? ty + POOL_LAG : p->nty) : 0;
@@ -1388,10 +1451,14 @@ static void band_slice(void *arg, int64_t lo, int64_t hi, int32_t worker) {
                 /* relaxed: as in wait_band */
                 atomic_compare_exchange_strong_explicit(&p->failed, &none, rc, memory_order_relaxed,
                                                         memory_order_relaxed);
+                band_wake(p); /* the sleepers see it */
                 return;
             }
-            /* release: this row's runs happen-before the next band's rows that wait for it */
-            atomic_store_explicit(done, ty + 1, memory_order_release);
+            /* seq_cst RMW: releases this row's runs to the next band's rows
+             * that wait for it (their acquire loads), and is the store side
+             * of the Dekker with wait_band's sleepers count, read after it */
+            atomic_exchange_explicit(done, (uint32_t)(ty + 1), memory_order_seq_cst);
+            if (atomic_load_explicit(&p->sleepers, memory_order_seq_cst) > 0) band_wake(p);
         }
     }
 }
@@ -1405,10 +1472,12 @@ static int run_tiles_pool(seer_uav_env *e, const int ax[3], int64_t T, int64_t J
                    .ids_stride = m->num_uavs > 0 ? m->num_uavs : 1, .width = pool_band(e)};
     tile_grid(e, ax, T, K, &p.ntx, &p.nty);
     p.bands = (p.ntx + p.width - 1) / p.width;
-    p.rows_done = calloc((size_t)(p.bands * ROWS_DONE_STRIDE), sizeof(_Atomic int64_t));
+    p.rows_done = calloc((size_t)(p.bands * ROWS_DONE_STRIDE), sizeof(_Atomic uint32_t));
     if (!p.rows_done) return SEER_E_NOMEM;
     atomic_init(&p.next_band, 0);
     atomic_init(&p.failed, 0);
+    atomic_init(&p.wake_seq, 0);
+    atomic_init(&p.sleepers, 0);
     /* a slice per worker, each claiming bands until none is left; the
      * stepping thread may run them all, one after the other */
     seer_rt_parallel_for(e->rt, W, 1, band_slice, &p);
