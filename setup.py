@@ -1,3 +1,4 @@
+import numpy
 from setuptools import Extension, setup
 
 # The core, then the plug-ins built against its public C API alone.
@@ -8,5 +9,6 @@ from setuptools import Extension, setup
 setup(cffi_modules=["seer/_build.py:ffibuilder", "seer/_build_synth.py:ffibuilder",
                     "seer/envs/_build.py:uav_swarm_ffi", "seer/envs/_build.py:wireless_ffi"],
       ext_modules=[Extension("seer._rowdicts", ["csrc/pyext/seer_rowdicts.c"], py_limited_api=True,
+                             include_dirs=[numpy.get_include()],
                              extra_compile_args=["-O2", "-std=c11", "-Wall", "-Wextra"])],
       options={"bdist_wheel": {"py_limited_api": "cp311"}})

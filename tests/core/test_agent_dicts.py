@@ -42,8 +42,26 @@ def test_gather_actions_strided_scalar_and_multidimensional_rows():
     assert gather_actions([], (2,)).shape == (0, 2)
 
 
+class Tagged(np.ndarray):
+    """An ndarray subclass: read through its buffer, as any other object is."""
+
+
+def test_gather_actions_reads_arrays_and_other_buffers_alike():
+    rows = np.arange(12, dtype=np.float32).reshape(4, 3) / 7
+    mixed = [rows[0], rows[1].view(Tagged), memoryview(rows[2].copy()), np.asarray(rows[3], np.int64)]
+    np.testing.assert_array_equal(gather_actions(mixed, (3,)), reference(mixed))
+    unaligned = np.frombuffer(b"\0" + rows.tobytes(), np.float32, 12, 1).reshape(4, 3)  # offset by one byte
+    assert not unaligned.flags.aligned
+    np.testing.assert_array_equal(gather_actions(list(unaligned), (3,)), reference(list(rows)))
+    fortran = np.asfortranarray(np.arange(24.0).reshape(4, 2, 3))  # rows that are not C-contiguous
+    np.testing.assert_array_equal(gather_actions(list(fortran), (2, 3)), reference(list(fortran)))
+
+
 @pytest.mark.parametrize("values", [
     [[0.1, 0.2], [0.3, 0.4]],  # lists: numpy's path reads them
+    [np.zeros(2), np.zeros(2, np.longdouble)],
+    [np.zeros(2), np.zeros(2, ">i4").astype(">i4")],
+    [np.zeros(2, ">f8").view(Tagged)],
     [np.zeros(2), np.zeros(3)],  # a row of another shape
     [np.zeros(2), np.zeros((1, 2))],
     [np.zeros(2), np.array([True, False])],  # bool is not a number of a Box
