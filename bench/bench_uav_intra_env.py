@@ -27,10 +27,25 @@ losses), with a policy written between steps by Python outside the timer
 would; with ``--level env`` they are ``ParallelEnv.step`` (the C step and
 the PettingZoo dicts: what most users call), the same policy's action dict
 made outside the timer.
+
+``--against DIR --seconds S`` compares two builds the same way: this tree
+and a build installed in DIR (``pip install --target DIR``) each run in a
+server process of their own holding a workers=1 and a workers=2 env, and
+for S seconds per scenario the two take turns at timing one block of each
+(``--block`` steps), so both see the same host states.  The report gives
+each build's 2-worker speedup over its own 1 worker (median, mean,
+quartiles over rounds: a change that only helps in the host's bad states
+moves the mean and the lower quartile, not the median) and the two builds'
+2-worker step times per round:
+
+    python bench/bench_uav_intra_env.py --against /tmp/site_prev --against-label 7ae24df --seconds 240 \
+        --scenarios large,xlarge --json bench/results/steal_at_once.json --md bench/results/steal_at_once.md
 """
 import argparse
 import os
+import subprocess
 import sys
+import tempfile
 import time
 
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
@@ -189,14 +204,126 @@ def markdown(doc):
     return "\n".join(lines) + "\n"
 
 
+# ---- --against: two builds, each in a server process, alternating short blocks ----------------------
+
+def serve(scenario, level, steps):
+    """A server: a workers=1 and a workers=2 env; per line read, one block of each, answered as JSON."""
+    import json
+    import seer
+
+    arms = {w: LEVELS[level][0](scenario, w) for w in (1, 2)}
+    for t in arms.values():
+        t.block(WARM[scenario])
+    print(json.dumps({"seer": seer.__file__}), flush=True)
+    for _ in sys.stdin:
+        w1, _b1 = arms[1].block(steps)
+        w2, b2 = arms[2].block(steps)
+        print(json.dumps({"w1_ms": w1, "w2_ms": w2, "w2_barrier_us_per_window": b2}), flush=True)
+    for t in arms.values():
+        t.close()
+
+
+def start_server(site, scenario, level, steps):
+    import json
+
+    env = dict(os.environ)
+    here = os.path.dirname(os.path.abspath(__file__))
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (site, here) if p)
+    # never the repo root as cwd: its seer/ would shadow the build under test
+    proc = subprocess.Popen([sys.executable, os.path.abspath(__file__), "--serve", scenario, "--level", level,
+                             "--block", str(steps)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=env, cwd=tempfile.gettempdir())
+    line = proc.stdout.readline()
+    if not line:
+        raise RuntimeError(f"the server of build {site or 'this tree'} died at start-up:\n{proc.stderr.read()}")
+    got = json.loads(line)["seer"]
+    if site and not got.startswith(os.path.abspath(site)):
+        raise RuntimeError(f"the server of {site} imported {got}")
+    return proc
+
+
+def against_rounds(scenario, site, level, steps, seconds):
+    import json
+
+    servers = {"this tree": start_server(None, scenario, level, steps),
+               "old": start_server(site, scenario, level, steps)}
+    rows, t_end = [], time.monotonic() + seconds
+    try:
+        while time.monotonic() < t_end:
+            names = list(servers) if len(rows) % 2 == 0 else list(servers)[::-1]
+            row = {}
+            for name in names:
+                servers[name].stdin.write("go\n")
+                servers[name].stdin.flush()
+                got = json.loads(servers[name].stdout.readline())
+                # thousands of rounds: a row per build as [w1 ms, w2 ms, w2 barrier us/window], rounded
+                row[name] = [round(got[k], 4) for k in AGAINST_FIELDS]
+            rows.append(row)
+    finally:
+        for proc in servers.values():
+            proc.stdin.close()
+            proc.wait(timeout=60)
+    return rows
+
+
+AGAINST_FIELDS = ("w1_ms", "w2_ms", "w2_barrier_us_per_window")
+
+
+def against_summary(rows):
+    out = {}
+    for name in ("this tree", "old"):
+        w1, w2, barrier = np.array([r[name] for r in rows]).T
+        sp = w1 / w2
+        out[name] = {"speedup": {**_spread(sp), "mean": float(sp.mean())}, "w1_ms": float(np.median(w1)),
+                     "w2_ms": float(np.median(w2)), "barrier_us_median": float(np.median(barrier))}
+    out["old_over_new_w2"] = _spread([r["old"][1] / r["this tree"][1] for r in rows])
+    return out
+
+
+def against_markdown(doc):
+    info, label = doc["machine"], doc["against_label"]
+    lines = [f"# uav_swarm_v0: one env across cores, this tree against {label}", "",
+             f"Command: `{doc['command']}`  ", f"Date: {doc['date']}  ",
+             f"Machine: {info['cpu']}, {info['usable_cores']} usable cores, {info['platform']}, Python "
+             f"{info['python']}, numpy {info['numpy']}, commit {info['git_commit']}; load average at start "
+             f"{info['loadavg_at_start']}; parallel capacity before {doc['capacity_before']:.2f}, after "
+             f"{doc['capacity_after']:.2f}", "",
+             f"Timed: {LEVELS[doc['level']][1]}, policy outside the timer; each build in a server process of its "
+             "own with a workers=1 and a workers=2 env; per round each server times one block of each, the two "
+             "taking turns at going first.  Speedup: a build's workers=2 over its own workers=1 in the same "
+             "round (median, mean and quartiles over rounds); old / this tree: the two builds' workers=2 step "
+             "times in the same round.", "",
+             f"| scenario | steps per block | rounds | build | w=1 ms/step | w=2 ms/step | w=2 / w=1 median | mean | "
+             f"quartiles | w=2 barrier us/window | {label} w=2 / this tree w=2 (quartiles) |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
+    for sc, d in doc["scenarios"].items():
+        s = d["summary"]
+        o = s["old_over_new_w2"]
+        for name, shown in (("this tree", "this tree"), ("old", label)):
+            b = s[name]
+            sp = b["speedup"]
+            last = f"{o['median']:.3f} ({o['q1']:.3f}-{o['q3']:.3f})" if name == "this tree" else ""
+            lines.append(f"| {sc} | {d['block']} | {len(d['rounds'])} | {shown} | {b['w1_ms']:.3f} | "
+                         f"{b['w2_ms']:.3f} | {sp['median']:.2f}x | {sp['mean']:.2f}x | {sp['q1']:.2f}x - "
+                         f"{sp['q3']:.2f}x | {b['barrier_us_median']:.2f} | {last} |")
+    return "\n".join(lines) + "\n"
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--scenarios", default="large,xlarge,xxlarge")
     ap.add_argument("--rounds", type=int, default=61)
     ap.add_argument("--level", choices=sorted(LEVELS), default="c",
                     help="time the C step alone (c) or ParallelEnv.step (env)")
+    ap.add_argument("--against", metavar="DIR", help="compare with the build installed in DIR (see above)")
+    ap.add_argument("--against-label", help="what DIR holds, for the report")
+    ap.add_argument("--seconds", type=float, default=240.0, help="per scenario, with --against")
+    ap.add_argument("--block", type=int, help="steps per block (default: per scenario)")
+    ap.add_argument("--serve", metavar="SCENARIO", help=argparse.SUPPRESS)
     add_report_args(ap)
     args = ap.parse_args(argv)
+    if args.serve:
+        return serve(args.serve, args.level, args.block or BLOCK[args.serve])
     scenarios = args.scenarios.split(",")
     bad = [s for s in scenarios if s not in BLOCK]
     if bad:
@@ -204,6 +331,18 @@ def main(argv=None):
     doc = {"command": "python bench/bench_uav_intra_env.py " + " ".join(sys.argv[1:] if argv is None else argv),
            "date": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "machine": machine_info(),
            "capacity_before": parallel_capacity(), "level": args.level, "scenarios": {}}
+    if args.against:
+        doc["against_label"] = args.against_label or args.against
+        for sc in scenarios:
+            steps = args.block or BLOCK[sc] // 2
+            rows = against_rounds(sc, args.against, args.level, steps, args.seconds)
+            doc["scenarios"][sc] = {"block": steps, "fields": AGAINST_FIELDS, "rounds": rows,
+                                    "summary": against_summary(rows)}
+        doc["capacity_after"] = parallel_capacity()
+        md = against_markdown(doc)
+        write_report(doc, args.json, args.md, md, make_dirs=True)
+        print(md)
+        return
     for sc in scenarios:
         rows = scenario_rounds(sc, args.rounds, args.level)
         doc["scenarios"][sc] = {"rounds": rows, "summary": summary(rows)}

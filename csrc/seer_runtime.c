@@ -1582,23 +1582,20 @@ static void publish_phase(seer_runtime *rt, uint32_t state) {
 
 /* Claim one unit of the open phase, our home first: 1 with its home and
  * index, 0 when every unit of the phase whose range words we read is
- * claimed, or left to its owner.
+ * claimed.
  *
- * A helper leaves the units of a home whose owner has begun on it
- * (claimed its first unit) to the owner, unless steal is set, and says so
- * in *left: a unit taken from an owner at work saves at most the unit's
- * time, but the rows it touches (a chunk's entities, a parallel loop's
- * slice of an env's rows, both cut by the same homes) then go to the
- * helper's cache and, in the next phase, back; at the end of nearly every
- * phase the first worker done took the other's last unit.  On 2 workers
- * uav_swarm_v0's C step took 0.0945 against 0.0966 ms at 'large' and
- * 1.713 against 1.712 ms at 'xlarge' with this rule and without it
- * (medians of 8 alternating processes on a quiet 2-core VM; A/Bs on a
- * busier host showed 7 to 15%, within that host's noise).  A home whose
- * owner has not begun (a parked or late pool thread) is helped at once as
- * before, and one whose owner was taken off its core mid-home after
- * STEAL_AFTER_NS (wait_or_steal). */
-static int claim_unit(seer_runtime *rt, const seer_worker *w, int32_t *home, uint32_t *unit, int steal, int *left) {
+ * A helper takes a unit of another home from its end, so that the owner,
+ * claiming from the front, keeps the run of lanes it began on in its cache.
+ * It takes it as soon as it has nothing else to do, also while the owner is
+ * at work on that home: a phase ends when its units are done, so a unit
+ * left to a slow owner is waited for.  A helper used to leave such units to
+ * their owner for 50 us, to keep their rows in its cache.  On the 2-core
+ * EPYC guest, whose pool thread ran half again slower than the stepping
+ * thread for minutes at a time, that made the stepping thread wait 70-90 us
+ * a step at 'large' on 2 workers (a 2-worker step as slow as a 1-worker
+ * one; taking the units: 1.07-1.17x), while with both threads at speed the
+ * two rules are even (bench/results/steal_at_once.md). */
+static int claim_unit(seer_runtime *rt, const seer_worker *w, int32_t *home, uint32_t *unit) {
     const int32_t W = rt->num_workers;
     for (int32_t i = 0; i < W; i++) {
         const int32_t h = (w->ctx.worker + i) % W;
@@ -1608,10 +1605,6 @@ static int claim_unit(seer_runtime *rt, const seer_worker *w, int32_t *home, uin
         for (;;) {
             const uint32_t next = (uint32_t)r & 0xffffu, end = (uint32_t)(r >> 16) & 0xffffu;
             if (next >= end) break;
-            if (i && !steal && next > 0) { /* its owner is at work on it */
-                *left = 1;
-                break;
-            }
             const uint64_t want = i ? range_word((uint32_t)(r >> 32), next, end - 1) : r + 1;
             /* acquire: pairs with publish_phase's release store of the word
              * (through the release sequence of the claims before ours) */
@@ -1800,48 +1793,13 @@ static void complete_phase(seer_runtime *rt) {
     }
 }
 
-/* Units of epoch e were left to an owner at work on them (claim_unit):
- * spin until the epoch moves on, or for STEAL_AFTER_NS, then claim them
- * after all (an owner that slow was most likely taken off its core), and
- * set *stealing to e: the caller's later claims in epoch e take them
- * without waiting again.  1 with a unit claimed, 0 without (the epoch
- * moved on, or the owner took them all meanwhile). */
-#define STEAL_AFTER_NS 50000
-static int wait_or_steal(seer_runtime *rt, seer_worker *w, uint32_t e, int32_t *h, uint32_t *j, uint32_t *stealing) {
-    const int stats = STATS_ON(rt);
-    const int64_t t0 = now_ns();
-    int64_t t = t0;
-    int got = 0;
-    /* relaxed: only compared; the caller's next claim (acquire CAS) or
-     * epoch load (acquire) orders what it reads after the change */
-    while (atomic_load_explicit(&rt->epoch, memory_order_relaxed) == e) {
-        if ((t = now_ns()) - t0 > STEAL_AFTER_NS) {
-            int left = 0;
-            *stealing = e;
-            got = claim_unit(rt, w, h, j, 1, &left);
-            break;
-        }
-        seer_cpu_relax();
-    }
-    if (stats) {
-        w->stats.barrier_ns += t - t0;
-        w->stats.spin_ns += t - t0;
-        if (w->ctx.worker != 0) w->stats.step_ns += t - t0; /* as a pool thread's in-step waits */
-    }
-    return got;
-}
-
 /* Claim and run units until the epoch says EP_IDLE: the stepping thread's
  * part of a native step or a parallel loop it opened. */
 static void drive(seer_runtime *rt, seer_worker *w) {
     int32_t h;
     uint32_t j;
-    uint32_t stealing = 0; /* the epoch whose left units we take at once (0: none; a working epoch is odd) */
     for (;;) {
-        int left = 0;
-        /* relaxed: only compared (as in wait_or_steal) */
-        const int steal = stealing && atomic_load_explicit(&rt->epoch, memory_order_relaxed) == stealing;
-        if (claim_unit(rt, w, &h, &j, steal, &left)) {
+        if (claim_unit(rt, w, &h, &j)) {
             run_unit(rt, w, h, j);
             continue;
         }
@@ -1852,12 +1810,8 @@ static void drive(seer_runtime *rt, seer_worker *w) {
         /* Again, now that the ranges of epoch e are visible (they were
          * stored before it): a phase published after our first try would
          * otherwise wait for its units' claimants while we sleep. */
-        if (claim_unit(rt, w, &h, &j, e == stealing, &left)) {
+        if (claim_unit(rt, w, &h, &j)) {
             run_unit(rt, w, h, j);
-            continue;
-        }
-        if (left) {
-            if (wait_or_steal(rt, w, e, &h, &j, &stealing)) run_unit(rt, w, h, j);
             continue;
         }
         trace_close(w);
@@ -2256,7 +2210,6 @@ int seer_rt_tiled_end(seer_runtime *rt) {
 void seer_rt_worker_main(seer_runtime *rt, int32_t wid) {
     seer_worker *w = &rt->workers[wid];
     uint32_t barrier_done = EP_IDLE; /* the epoch of the last barrier job run (never an EP_BARRIER one at start) */
-    uint32_t stealing = 0; /* the epoch whose left units we take at once (wait_or_steal; 0: none) */
     int32_t h;
     uint32_t j;
     for (;;) {
@@ -2278,13 +2231,8 @@ void seer_rt_worker_main(seer_runtime *rt, int32_t wid) {
             continue;
         }
         /* the ranges of epoch e (stored before it) or later ones */
-        int left = 0;
-        if (state == EP_WORK && claim_unit(rt, w, &h, &j, e == stealing, &left)) {
+        if (state == EP_WORK && claim_unit(rt, w, &h, &j)) {
             run_unit(rt, w, h, j);
-            continue;
-        }
-        if (left) {
-            if (wait_or_steal(rt, w, e, &h, &j, &stealing)) run_unit(rt, w, h, j);
             continue;
         }
         trace_close(w);
