@@ -52,7 +52,7 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import numpy as np
 
-from seer.bench.common import add_report_args, machine_info, parallel_capacity, write_report
+from seer.bench.common import add_report_args, machine_info, parallel_capacity, report_header, write_report
 from seer.envs.uav_swarm import model as M
 
 # steps per block, blocks start after WARM steps of each env
@@ -172,13 +172,8 @@ def _pool_counts(pools):
 
 
 def markdown(doc):
-    info = doc["machine"]
-    lines = ["# uav_swarm_v0: one env across cores, workers=1, 2 and \"auto\" interleaved in one process", "",
-             f"Command: `{doc['command']}`  ", f"Date: {doc['date']}  ",
-             f"Machine: {info['cpu']}, {info['usable_cores']} usable cores, {info['platform']}, Python "
-             f"{info['python']}, numpy {info['numpy']}, commit {info['git_commit']}; load average at start "
-             f"{info['loadavg_at_start']}; parallel capacity before {doc['capacity_before']:.2f}, after "
-             f"{doc['capacity_after']:.2f}", "",
+    title = 'uav_swarm_v0: one env across cores, workers=1, 2 and "auto" interleaved in one process'
+    lines = report_header(doc, title) + [
              f"Timed: {LEVELS[doc.get('level', 'c')][1]}, policy outside the timer; per round one block each of "
              "workers=1, workers=2 and workers=\"auto\" (taking turns at going first), same seed, in lockstep; a "
              "speedup is the ratio of two blocks' median step times in the same round, over workers=1 (see the "
@@ -281,13 +276,8 @@ def against_summary(rows):
 
 
 def against_markdown(doc):
-    info, label = doc["machine"], doc["against_label"]
-    lines = [f"# uav_swarm_v0: one env across cores, this tree against {label}", "",
-             f"Command: `{doc['command']}`  ", f"Date: {doc['date']}  ",
-             f"Machine: {info['cpu']}, {info['usable_cores']} usable cores, {info['platform']}, Python "
-             f"{info['python']}, numpy {info['numpy']}, commit {info['git_commit']}; load average at start "
-             f"{info['loadavg_at_start']}; parallel capacity before {doc['capacity_before']:.2f}, after "
-             f"{doc['capacity_after']:.2f}", "",
+    label = doc["against_label"]
+    lines = report_header(doc, f"uav_swarm_v0: one env across cores, this tree against {label}") + [
              f"Timed: {LEVELS[doc['level']][1]}, policy outside the timer; each build in a server process of its "
              "own with a workers=1 and a workers=2 env; per round each server times one block of each, the two "
              "taking turns at going first.  Speedup: a build's workers=2 over its own workers=1 in the same "

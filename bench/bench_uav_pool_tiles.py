@@ -42,7 +42,7 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import numpy as np
 
-from seer.bench.common import add_report_args, machine_info, parallel_capacity, write_report
+from seer.bench.common import add_report_args, machine_info, parallel_capacity, report_header, write_report
 from seer.envs.uav_swarm import model as M
 
 from bench_against_commit import build_old
@@ -124,14 +124,8 @@ def _ratio(s: dict) -> str:
 
 
 def markdown(doc: dict) -> str:
-    info = doc["machine"]
     w = doc["workers"]
-    lines = ["# uav_swarm_v0 on a pool: tiled on the pool against window by window", "",
-             f"Command: `{doc['command']}`  ", f"Date: {doc['date']}  ",
-             f"Machine: {info['cpu']}, {info['usable_cores']} usable cores, {info['platform']}, Python "
-             f"{info['python']}, numpy {info['numpy']}, commit {info['git_commit']}; load average at start "
-             f"{info['loadavg_at_start']}; parallel capacity before {doc['capacity_before']:.2f}, after "
-             f"{doc['capacity_after']:.2f}", "",
+    lines = report_header(doc, "uav_swarm_v0 on a pool: tiled on the pool against window by window") + [
              f"Timed: `SeerSim.step` (the whole C step), median per block; per round one block each of the pool "
              f"of {w} tiled on the pool, the same env window by window (its tiling flipped between blocks), and a "
              "1-worker env of the same size (tiled) in lockstep, taking turns at going first.  Ratios are of two "
@@ -203,13 +197,8 @@ def against_rounds(n: int, workers: int, rounds: int, condition: str, site: str)
 
 
 def against_markdown(doc: dict) -> str:
-    info, w, label = doc["machine"], doc["workers"], doc["against"]
-    lines = [f"# uav_swarm_v0 on a pool of {w}: this tree against {label}", "",
-             f"Command: `{doc['command']}`  ", f"Date: {doc['date']}  ",
-             f"Machine: {info['cpu']}, {info['usable_cores']} usable cores, {info['platform']}, Python "
-             f"{info['python']}, numpy {info['numpy']}, commit {info['git_commit']}; load average at start "
-             f"{info['loadavg_at_start']}; parallel capacity before {doc['capacity_before']:.2f}, after "
-             f"{doc['capacity_after']:.2f}", "",
+    w, label = doc["workers"], doc["against"]
+    lines = report_header(doc, f"uav_swarm_v0 on a pool of {w}: this tree against {label}") + [
              f"Timed: `SeerSim.step` (the whole C step, each env's default schedule), median per block; per round "
              f"one fresh process each of this tree on {w} workers, {label} on {w} workers and this tree on 1 "
              "worker, taking turns at going first.  Ratios are of two blocks of the same round: medians over "

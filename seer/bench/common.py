@@ -159,6 +159,18 @@ def markdown_table(header: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
     return "\n".join(lines)
 
 
+def report_header(doc: dict, title: str) -> list[str]:
+    """A report's first lines: its title, the command, the date, and the machine with the parallel
+    capacity measured before and after (``doc``: ``command``, ``date``, ``machine`` from
+    :func:`machine_info`, ``capacity_before``, ``capacity_after``)."""
+    info = doc["machine"]
+    return [f"# {title}", "", f"Command: `{doc['command']}`  ", f"Date: {doc['date']}  ",
+            f"Machine: {info['cpu']}, {info['usable_cores']} usable cores, {info['platform']}, Python "
+            f"{info['python']}, numpy {info['numpy']}, commit {info['git_commit']}; load average at start "
+            f"{info['loadavg_at_start']}; parallel capacity before {doc['capacity_before']:.2f}, after "
+            f"{doc['capacity_after']:.2f}", ""]
+
+
 def add_report_args(parser) -> None:
     """``--json`` and ``--md`` on an argparse parser: the files :func:`write_report` writes."""
     parser.add_argument("--json", help="write the run as JSON here")
