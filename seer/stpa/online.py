@@ -127,7 +127,12 @@ class PoolTuner:
         recheck_s: Seconds of steps between settling and the next check
             (the step times it was given, not the wall clock); the wait
             doubles after each check.
-        recheck_max_s: The longest wait between checks.
+        recheck_max_s: The longest wait between checks.  Some changes raise
+            no alarm: a host whose other tenants (VMs beside this one, its
+            memory traffic) make a second thread pay for a while leaves a
+            one-worker step as fast as it was, so only a check finds that
+            two pay again.  A round costs a few dozen visit-long blocks, so
+            checks 8 s of steps apart keep its cost well under 1%.
         delay_s: Seconds of steps before the first round (0: at once).
         cores: Usable cores (default: this process's).
         load: A :class:`~seer.stpa.load.ForeignLoad` to watch, True (one on
@@ -171,7 +176,7 @@ class PoolTuner:
     def __init__(self, start: int, *, max_workers: int | None = None, min_gain: float = 0.03,
                  above_gain: float = 0.10, above_cores: bool = True, visits: int = 4,
                  settle_steps: int = 1, visit_s: float = 0.005, visit_steps: int = 32, recheck_s: float = 1.0,
-                 recheck_max_s: float = 60.0, delay_s: float = 0.5, cores: int | None = None, load=None):
+                 recheck_max_s: float = 8.0, delay_s: float = 0.5, cores: int | None = None, load=None):
         optional = {"max_workers": max_workers, "cores": cores}
         for name, v, lo in (("start", start, 1), ("visits", visits, 1), ("settle_steps", settle_steps, 0),
                             ("visit_steps", visit_steps, 1),

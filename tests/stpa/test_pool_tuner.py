@@ -121,6 +121,25 @@ def test_rechecks_cost_a_bounded_share_of_the_stepping_time():
     assert steps[-1] - steps[-2] > steps[1] - steps[0]
 
 
+def test_a_change_that_leaves_the_kept_size_as_fast_is_found_by_the_capped_rechecks():
+    # a host where a second thread pays only some of the time: one worker's steps run as fast
+    # throughout, so no alarm fires when two start paying again, and only a recheck finds it
+    flip = 80_000  # 80 s of 1 ms steps on the slow-pool host: the waits have grown to their cap
+    table = {"slow": {1: 1e-3, 2: 1.3e-3, 3: 1.6e-3}, "fast": {1: 1e-3, 2: 0.7e-3, 3: 0.9e-3}}
+    tuner = stpa.PoolTuner(1, cores=2, load=False)
+
+    def seconds(w, k):
+        return table["slow" if k < flip else "fast"][w]
+
+    ran = drive(tuner, seconds, flip + 20_000, 1)
+    assert ran[flip - 1] == 1 and tuner.alarms == 0
+    found = next((k for k in range(flip, len(ran)) if ran[k] == 2 and ran[k + 1:k + 200] == [2] * 199), None)
+    assert found is not None, "two workers paid again for 20 s of steps and the tuner stayed on one"
+    # within the longest wait (8 s of steps) and one round, where a minute's wait would leave it on 1
+    assert (found - flip) * 1e-3 < tuner.recheck_max_s + 1.0
+    assert ran[-1] == 2
+
+
 def test_a_settled_tuner_looks_again_at_once_when_its_steps_slow_down():
     state = {"bad": False}
 
