@@ -449,7 +449,8 @@ typedef struct snapshot_region {
  * start).  PREP: copy the chunk's share of the snapshots, deliver the
  * events deferred to its lanes, claim its lanes with events in the window.
  * RUN: run the chunk's claimed lanes.  PREPRUN: both in one unit (models
- * without snapshots: no handler reads what another unit's PREP writes).
+ * without snapshots, or whose snapshots next_window copied: no handler
+ * reads what another unit's PREP writes).
  * DELIVER: publish the last window's deferred events (a step that ends
  * early).  FOR: slices of seer_rt_parallel_for. */
 typedef enum { PH_SCAN, PH_PREP, PH_RUN, PH_PREPRUN, PH_DELIVER, PH_FOR } phase_kind;
@@ -492,6 +493,7 @@ struct seer_runtime {
     double *cur_time;      /* per entity: time of the event being handled */
     snapshot_region snaps[MAX_SNAPSHOTS];
     int num_snaps;
+    uint64_t snap_bytes; /* of every region */
     /* debug mode (seer_rt_set_debug_rows): per-entity arrays and their copies */
     int32_t dbg_n;
     unsigned char *dbg_live[MAX_DEBUG_ROWS];
@@ -616,6 +618,11 @@ static int reclaim_caches(void *arg) {
  * minimum RMWs of a unit stay small beside its work.  Results do not depend
  * on the cut (see publish_phase), so it may follow the pool size. */
 #define UNITS_PER_HOME 8
+/* Snapshots of at most this many bytes in all are copied by the thread that
+ * opens a window (next_window), not in a phase of their own. */
+#ifndef SNAP_ALONE_BYTES
+#define SNAP_ALONE_BYTES 16384u
+#endif
 #define CHUNK_MIN_LANES 32
 
 typedef struct pool_geom {
@@ -833,10 +840,14 @@ void seer_rt_set_model(seer_runtime *rt, void *model) {
 int seer_rt_add_snapshot(seer_runtime *rt, void *live, void *snapshot, uint64_t nbytes) {
     if (rt->num_snaps == MAX_SNAPSHOTS) return SEER_E_ARG;
     rt->snaps[rt->num_snaps++] = (snapshot_region){live, snapshot, nbytes};
+    rt->snap_bytes += nbytes;
     return SEER_OK;
 }
 
-void seer_rt_clear_snapshots(seer_runtime *rt) { rt->num_snaps = 0; }
+void seer_rt_clear_snapshots(seer_runtime *rt) {
+    rt->num_snaps = 0;
+    rt->snap_bytes = 0;
+}
 
 void seer_rt_reset(seer_runtime *rt, uint64_t seed) {
     end_open_loop(rt);
@@ -1664,7 +1675,7 @@ static void run_unit(seer_runtime *rt, seer_worker *w, int32_t h, uint32_t j) {
         w->defer = ph->defer;
         w->win_seq = ph->win;
         if (ph->kind != PH_RUN) {
-            copy_snapshots(rt, (uint64_t)c, (uint64_t)rt->num_chunks);
+            if (ph->kind == PH_PREP) copy_snapshots(rt, (uint64_t)c, (uint64_t)rt->num_chunks);
             /* The last window's outboxes; the claim below claims their lanes.
              * With plain stores only if this window defers too: otherwise a
              * handler of another unit may push onto these lanes as soon as
@@ -1762,7 +1773,18 @@ static void next_window(seer_runtime *rt) {
     ph->t1 = t1;
     ph->defer = t1 < ph->horizon; /* a step's last window publishes at once */
     ph->deliver = ph->defer ? PUSH_PRIVATE : PUSH_QUIET;
-    ph->kind = rt->num_snaps ? PH_PREP : PH_PREPRUN;
+    if (rt->num_snaps && rt->snap_bytes > SNAP_ALONE_BYTES) {
+        ph->kind = PH_PREP;
+    } else {
+        /* Small snapshots are copied here, by the one thread that completed
+         * the last phase, and the window is one phase: a phase's end costs a
+         * pool more (the last unit's wait, a wake-up, a claim) than copying a
+         * few kilobytes does.  Every unit of the last phase happened-before
+         * us (the done RMWs); the copy happens-before every handler of the
+         * window through the release stores of publish_phase. */
+        copy_snapshots(rt, 0, 1);
+        ph->kind = PH_PREPRUN;
+    }
     /* relaxed: published with the phase (release stores of the ranges) */
     atomic_store_explicit(&rt->next_key[ph->win & 1], SEER_KEY_INF, memory_order_relaxed);
     publish_phase(rt, EP_WORK);

@@ -39,6 +39,7 @@
 #define DELAY 0.05
 
 #define FAR_DELAY 0.3 /* messages of the far runs (see run) */
+#define PAD_BYTES 65536u
 
 typedef struct model {
     int32_t n;
@@ -267,6 +268,11 @@ static double *run(int32_t n, int32_t steps, int32_t workers, int32_t fanout, in
     /* Without snapshots the runtime skips the barrier between the window's
      * bookkeeping and its events (m.snap then stays all zeros). */
     if (snaps) seer_rt_add_snapshot(rt, m.value, m.snap, sizeof(double) * (size_t)n);
+    /* snaps == 2: a second region of 64 KiB, past what the window's opener
+     * copies alone (SNAP_ALONE_BYTES), so the copies take a phase of their
+     * own, cut into every chunk's share */
+    char *pad = snaps == 2 ? calloc(2, PAD_BYTES) : NULL;
+    if (pad) seer_rt_add_snapshot(rt, pad, pad + PAD_BYTES, PAD_BYTES);
     void *dbg_live[2] = {m.value, m.recv_sum};
     void *dbg_shadow[2] = {malloc(sizeof(double) * (size_t)n), malloc(sizeof(int64_t) * (size_t)n)};
     const uint64_t dbg_rows[2] = {sizeof(double), sizeof(int64_t)};
@@ -420,6 +426,7 @@ done:
     free(m.value); free(m.snap); free((void *)m.inside); free(m.last_time); free(m.last_src);
     free(m.last_seq); free(m.sent_sum); free(m.recv_sum); free(m.sent_count); free(m.recv_count);
     free(m.self_pending);
+    free(pad);
     free(threads); free(args);
     return out;
 }
@@ -457,6 +464,16 @@ int main(int argc, char **argv) {
     int32_t max_workers = argc > 3 ? atoi(argv[3]) : 4;
     int32_t fanout = argc > 4 ? atoi(argv[4]) : 3;
     const int64_t events1 = pools_agree(n, steps, max_workers, fanout, 1, 0, 1, "with snapshots");
+    pools_agree(n, steps, max_workers, fanout, 2, 0, 0, "with snapshots copied in a phase of their own");
+    { /* the two ways of copying the snapshots: the same states (handlers read them) */
+        int64_t ev_opener = 0, ev_phase = 0;
+        double *by_opener = run(n, steps, max_workers, fanout, 1, 0, 0, &ev_opener);
+        double *in_phase = run(n, steps, max_workers, fanout, 2, 0, 0, &ev_phase);
+        CHECK(ev_opener == ev_phase && memcmp(by_opener, in_phase, sizeof(double) * (size_t)n * 2) == 0,
+              "snapshots copied by the window's opener and in a phase of their own: the states differ");
+        free(by_opener);
+        free(in_phase);
+    }
     /* no snapshots: workers start stealing while others still claim */
     pools_agree(n, steps, max_workers, fanout, 0, 0, 0, "without snapshots");
     /* messages sent past the horizon by a step's windows that end early */
@@ -494,8 +511,9 @@ int main(int argc, char **argv) {
     rogue_entity = -1;
     debug_rows = 0;
     if (atomic_load(&failures)) return 1;
-    printf("stress_runtime: OK entities=%d steps=%d workers=1..%d events=%lld (with and without snapshots, messages "
-           "past the horizon, parallel_for, resized pools, debug mode's row checks%s)\n",
+    printf("stress_runtime: OK entities=%d steps=%d workers=1..%d events=%lld (with snapshots copied by a window's "
+           "opener and in a phase of their own, without snapshots, messages past the horizon, parallel_for, "
+           "resized pools, debug mode's row checks%s)\n",
            n, steps, max_workers, (long long)events1, delay_workers > 1 ? ", a pool thread held back in pools of 2..N" : "");
     return 0;
 }
