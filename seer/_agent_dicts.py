@@ -39,12 +39,16 @@ def gather_actions(values: list, shape: tuple) -> np.ndarray | None:
     return None if kinds is None else out
 
 
-def gather_in_box(values: list, low: np.ndarray, high: np.ndarray, finite: bool) -> tuple | None:
+def gather_in_box(values: list | dict, low: np.ndarray, high: np.ndarray, finite: bool,
+                  names: list | None = None) -> tuple | None:
     """:func:`gather_actions` for a Box's ``low`` and ``high`` (float64 arrays of its shape), checking the
     bounds in the same C pass: ``(rows, inside)``, where ``inside`` says that every element lies within
-    the bounds (so none is NaN) and, with ``finite``, is finite; None as for :func:`gather_actions`."""
-    out = np.empty((len(values), *low.shape))
-    kinds = gather_rows(values, out, low.shape, low, high, finite)
+    the bounds (so none is NaN) and, with ``finite``, is finite; None as for :func:`gather_actions`.
+
+    With ``names``, ``values`` is a dict and row ``i`` is ``values[names[i]]`` (None too when a name
+    has no value): a dict built in the names' order is read in one walk, without a lookup per name."""
+    out = np.empty((len(values) if names is None else len(names), *low.shape))
+    kinds = gather_rows(values, out, low.shape, low, high, finite, names)
     return None if kinds is None else (out, bool(kinds & 4))
 
 

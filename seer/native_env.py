@@ -502,18 +502,19 @@ class NativeEnv(ParallelEnv):
         if len(actions) != len(agents) and not ((self.black_death or not self.strict_actions)
                                                 and actions.keys() <= self._index.keys()):
             return None
+        if self._box_bounds is not None:
+            # arrays of the right shape: read from the dict by the agents' names in one C loop as float64
+            # (exact), the bounds checked in it
+            gathered = gather_in_box(actions, *self._box_bounds, not self._finite_bounds, names=agents)
+            if gathered is not None:
+                arr, inside = gathered
+                return arr if inside else None
         try:
             # a dict built in agents' order (the usual policy loop): its values as they are
             vals = list(actions.values()) if list(actions) == agents else [actions[a] for a in agents]
         except KeyError:
             return None
         space, cnz = self.spec.action, np.count_nonzero  # count_nonzero: no Python-level wrapper, unlike all()
-        if self._box_bounds is not None:
-            # arrays of the right shape: read in one C loop as float64 (exact), the bounds checked in it
-            gathered = gather_in_box(vals, *self._box_bounds, not self._finite_bounds)
-            if gathered is not None:
-                arr, inside = gathered
-                return arr if inside else None
         try:
             arr = np.array(vals)  # no dtype=: a cast would hide complex or float ids
         except (ValueError, TypeError):

@@ -198,25 +198,99 @@ static int get_doubles(PyObject *obj, Py_ssize_t count, Py_buffer *out, const ch
     return 0;
 }
 
-/* gather_rows(values, out, shape[, low, high, finite]) -> kinds
+/* Copy one value (a buffer of the given shape) into dst, adding to *kinds
+ * what it held (1 real, 2 integer); 0 when it is not such a buffer. */
+static int read_row(PyObject *item, Py_ssize_t ndim, const Py_ssize_t *shape, Py_ssize_t per_row, double *dst,
+                    long *kinds)
+{
+    int taken;
+    if (PyArray_CheckExact(item)) {
+        /* an ndarray (not a subclass, whose buffer may say otherwise): its
+         * fields, described as its buffer would be */
+        PyArrayObject *a = (PyArrayObject *)item;
+        const enum scalar_kind k = PyArray_NDIM(a) == ndim ? array_kind(a) : K_NONE;
+        taken = k != K_NONE;
+        for (Py_ssize_t d = 0; d < ndim && taken; d++)
+            taken = PyArray_DIMS(a)[d] == shape[d];
+        if (taken) {
+            Py_buffer v = {.buf = PyArray_DATA(a), .itemsize = (Py_ssize_t)PyArray_ITEMSIZE(a),
+                           .ndim = (int)ndim, .shape = PyArray_DIMS(a), .strides = PyArray_STRIDES(a)};
+            copy_value(&v, k, per_row, dst);
+            *kinds |= (k == K_F || k == K_D) ? 1 : 2;
+        }
+        return taken;
+    }
+    /* numpy reads any buffer as an array except bytes, a string scalar to it */
+    if (!PyObject_CheckBuffer(item) || PyBytes_Check(item))
+        return 0;
+    Py_buffer v;
+    if (PyObject_GetBuffer(item, &v, PyBUF_RECORDS_RO) != 0) {
+        PyErr_Clear();
+        return 0;
+    }
+    const enum scalar_kind k = v.ndim == ndim ? scalar_kind(v.format, v.itemsize) : K_NONE;
+    taken = k != K_NONE;
+    for (Py_ssize_t d = 0; d < ndim && taken; d++)
+        taken = v.shape[d] == shape[d];
+    if (taken) {
+        copy_value(&v, k, per_row, dst);
+        *kinds |= (k == K_F || k == K_D) ? 1 : 2;
+    }
+    PyBuffer_Release(&v);
+    return taken;
+}
+
+/* The value of name in the dict values, borrowed, or NULL (no error set)
+ * when it has none.  *pos walks the dict alongside while its keys come in
+ * the names' order (the usual policy output: a dict built over the agents),
+ * which costs no lookup; the first key out of order ends the walk.  Keys
+ * are compared only as exact strings, which runs no Python code (a key's
+ * own __eq__ could change the dict under the walk). */
+static PyObject *named_value(PyObject *values, PyObject *name, Py_ssize_t *pos)
+{
+    if (*pos >= 0) {
+        PyObject *key, *value;
+        if (PyDict_Next(values, pos, &key, &value)) {
+            if (key == name)
+                return value;
+            if (PyUnicode_CheckExact(key) && PyUnicode_CheckExact(name)) {
+                const int order = PyUnicode_Compare(key, name);
+                if (order == 0)
+                    return value;
+                if (PyErr_Occurred())
+                    PyErr_Clear();
+            }
+        }
+        *pos = -1;
+    }
+    PyObject *value = PyDict_GetItemWithError(values, name);
+    if (value == NULL)
+        PyErr_Clear();  /* an unhashable name: not taken, as a missing one */
+    return value;
+}
+
+/* gather_rows(values, out, shape[, low, high, finite[, names]]) -> kinds
  *
  * Copies values[i] (each a buffer of the given shape) into row i of out, a
  * writable C-contiguous float64 buffer of len(values) * prod(shape)
- * elements.  Returns a bit set of what the values held: 1 some real
+ * elements; with names (a list), values is a dict and row i takes
+ * values[names[i]].  Returns a bit set of what the values held: 1 some real
  * element type, 2 some integer one, and with bounds (low and high: float64
- * buffers of prod(shape) elements, a row's bounds) 4 when every element x
- * has low <= x <= high (so not NaN) and, with finite, is finite too.
- * None when some value is not a buffer of that exact shape and a native
- * real or integer format (bool, complex, objects and byte-swapped data
- * included), with out partly written. */
+ * buffers of prod(shape) elements, a row's bounds; None for none) 4 when
+ * every element x has low <= x <= high (so not NaN) and, with finite, is
+ * finite too.  None when some value is not a buffer of that exact shape and
+ * a native real or integer format (bool, complex, objects and byte-swapped
+ * data included) or some name has no value, with out partly written. */
 static PyObject *gather_rows(PyObject *Py_UNUSED(self), PyObject *args)
 {
-    PyObject *values, *out_obj, *shape_obj, *low_obj = Py_None, *high_obj = Py_None;
+    PyObject *values, *out_obj, *shape_obj, *low_obj = Py_None, *high_obj = Py_None, *names = Py_None;
     int finite = 0;
-    if (!PyArg_ParseTuple(args, "OOO|OOp", &values, &out_obj, &shape_obj, &low_obj, &high_obj, &finite))
+    if (!PyArg_ParseTuple(args, "OOO|OOpO", &values, &out_obj, &shape_obj, &low_obj, &high_obj, &finite, &names))
         return NULL;
-    if (!PyList_Check(values) || !PyTuple_Check(shape_obj)) {
-        PyErr_SetString(PyExc_TypeError, "gather_rows(list, buffer, tuple[, low, high, finite])");
+    const int named = names != Py_None;
+    if (!(named ? PyDict_Check(values) && PyList_Check(names) : PyList_Check(values)) || !PyTuple_Check(shape_obj)) {
+        PyErr_SetString(PyExc_TypeError, "gather_rows(list, buffer, tuple[, low, high, finite]) or "
+                                         "gather_rows(dict, buffer, tuple, low, high, finite, names: list)");
         return NULL;
     }
     Py_ssize_t ndim = PyTuple_Size(shape_obj);
@@ -244,7 +318,7 @@ static PyObject *gather_rows(PyObject *Py_UNUSED(self), PyObject *args)
         }
     }
     Py_buffer out;
-    Py_ssize_t n = PyList_Size(values);
+    Py_ssize_t n = PyList_Size(named ? names : values);
     if (PyObject_GetBuffer(out_obj, &out, PyBUF_CONTIG | PyBUF_FORMAT) != 0) {
         out.obj = NULL;
     } else if (scalar_kind(out.format, out.itemsize) != K_D || out.len != (Py_ssize_t)(n * per_row * sizeof(double))) {
@@ -262,44 +336,13 @@ static PyObject *gather_rows(PyObject *Py_UNUSED(self), PyObject *args)
     double *dst = (double *)out.buf;
     long kinds = 0;
     int taken = 1;
+    /* the walk alongside the names only where the dict holds as many keys */
+    Py_ssize_t pos = named && PyDict_Size(values) == n ? 0 : -1;
     for (Py_ssize_t i = 0; i < n && taken; i++) {
-        PyObject *item = PyList_GetItem(values, i);  /* borrowed: the caller's list holds it */
-        if (PyArray_CheckExact(item)) {
-            /* an ndarray (not a subclass, whose buffer may say otherwise):
-             * its fields, described as its buffer would be */
-            PyArrayObject *a = (PyArrayObject *)item;
-            const enum scalar_kind k = PyArray_NDIM(a) == ndim ? array_kind(a) : K_NONE;
-            taken = k != K_NONE;
-            for (Py_ssize_t d = 0; d < ndim && taken; d++)
-                taken = PyArray_DIMS(a)[d] == shape[d];
-            if (taken) {
-                Py_buffer v = {.buf = PyArray_DATA(a), .itemsize = (Py_ssize_t)PyArray_ITEMSIZE(a),
-                               .ndim = (int)ndim, .shape = PyArray_DIMS(a), .strides = PyArray_STRIDES(a)};
-                copy_value(&v, k, per_row, dst + i * per_row);
-                kinds |= (k == K_F || k == K_D) ? 1 : 2;
-            }
-            continue;
-        }
-        /* numpy reads any buffer as an array except bytes, a string scalar to it */
-        if (!PyObject_CheckBuffer(item) || PyBytes_Check(item)) {
-            taken = 0;
-            break;
-        }
-        Py_buffer v;
-        if (PyObject_GetBuffer(item, &v, PyBUF_RECORDS_RO) != 0) {
-            PyErr_Clear();
-            taken = 0;
-            break;
-        }
-        const enum scalar_kind k = v.ndim == ndim ? scalar_kind(v.format, v.itemsize) : K_NONE;
-        taken = k != K_NONE;
-        for (Py_ssize_t d = 0; d < ndim && taken; d++)
-            taken = v.shape[d] == shape[d];
-        if (taken) {
-            copy_value(&v, k, per_row, dst + i * per_row);
-            kinds |= (k == K_F || k == K_D) ? 1 : 2;
-        }
-        PyBuffer_Release(&v);
+        /* borrowed: the caller's list or dict holds it (a lookup of a name may run a colliding key's __eq__;
+         * the row is read before the next one is looked up) */
+        PyObject *item = named ? named_value(values, PyList_GetItem(names, i), &pos) : PyList_GetItem(values, i);
+        taken = item != NULL && read_row(item, ndim, shape, per_row, dst + i * per_row, &kinds);
     }
     PyBuffer_Release(&out);
     if (taken && bounded) {
@@ -440,8 +483,9 @@ static PyObject *unheld(PyObject *Py_UNUSED(self), PyObject *args)
 
 static PyMethodDef methods[] = {
     {"gather_rows", gather_rows, METH_VARARGS,
-     "gather_rows(values, out, shape): copy each value (a buffer of that shape) into a row of out (float64); "
-     "1|2 for real|integer values seen, None if some value is not such a buffer."},
+     "gather_rows(values, out, shape[, low, high, finite[, names]]): copy each value (a buffer of that shape; "
+     "with names, values is a dict read at them) into a row of out (float64); 1|2 for real|integer values seen "
+     "(|4 all within the bounds), None if some value is not such a buffer or some name has none."},
     {"float_dict", float_dict, METH_VARARGS,
      "float_dict(template, values): a copy of template (keys in row order) with key i set to float(values[i])."},
     {"unheld", unheld, METH_VARARGS,

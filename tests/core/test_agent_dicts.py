@@ -117,6 +117,37 @@ def test_gather_in_box_checks_each_element_against_its_own_bound():
         gather_in_box([np.zeros(3)], low.astype(np.float32), high, False)
 
 
+class Name(str):
+    """A key equal to an agent's name that is not the env's own string."""
+
+
+def test_gather_in_box_by_names_reads_each_agents_value_as_a_lookup_would():
+    names = [f"uav_{i}" for i in range(40)]
+    rows = {a: np.array([i, -i, 0.5], np.float32) / 40 for i, a in enumerate(names)}
+    low, high = np.full(3, -1.0), np.full(3, 1.0)
+    expect = np.array([rows[a] for a in names], np.float64)
+    shuffled = [names[i] for i in np.random.default_rng(1).permutation(len(names))]
+    for actions in (dict(rows),  # in the names' order: read in one walk
+                    {a: rows[a] for a in reversed(names)},  # any other order: looked up
+                    {a: rows[a] for a in shuffled},
+                    {**rows, "uav_99": np.zeros(3)},  # a key that is no name: ignored
+                    {a if i % 7 else Name(a): rows[a] for i, a in enumerate(names)},  # equal keys of another type
+                    {a: rows[a] for a in names[:20]} | {"x": np.zeros(3)} | {a: rows[a] for a in names[20:]}):
+        arr, inside = gather_in_box(actions, low, high, False, names=names)
+        np.testing.assert_array_equal(arr, expect)
+        assert inside
+    assert gather_in_box({a: rows[a] for a in names[:-1]}, low, high, False, names=names) is None  # one missing
+    missing_in_order = {a: rows[a] for a in names[:-1]} | {"other": np.zeros(3)}  # as many keys, one not a name
+    assert gather_in_box(missing_in_order, low, high, False, names=names) is None
+    assert gather_in_box({a: [0.1, 0.2, 0.3] for a in names}, low, high, False, names=names) is None  # numpy's path
+    assert not gather_in_box(dict(rows) | {"uav_3": np.full(3, 2.0)}, low, high, False, names=names)[1]
+    ids = list(range(300, 340))  # PettingZoo agents may be any hashable: ints past the small-int cache
+    arr, _ = gather_in_box({k: rows[a] for k, a in zip(ids, names)}, low, high, False, names=[int(str(k)) for k in ids])
+    np.testing.assert_array_equal(arr, expect)
+    with pytest.raises(TypeError, match="names: list"):
+        gather_in_box(list(rows.values()), low, high, False, names=names)
+
+
 def test_float_and_empty_dicts_answer_as_python():
     names = [f"uav_{i}" for i in range(300)]
     template = dict.fromkeys(names, False)
