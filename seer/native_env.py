@@ -62,7 +62,7 @@ import numpy as np
 from gymnasium import spaces
 from pettingzoo import ParallelEnv
 
-from seer._agent_dicts import InfoDicts, RowViews, float_dict, gather_in_box
+from seer._agent_dicts import FloatDicts, InfoDicts, RowViews, gather_in_box
 from seer._checks import check_seed, check_workers
 from seer.actions import validate_actions
 from seer.capi import address_of, api_address, pointer_address
@@ -175,6 +175,7 @@ class NativeEnv(ParallelEnv):
         self._none_done: dict = {}
         self._obs_views = RowViews()  # the observations a step hands out, recycled once nobody holds them
         self._infos = InfoDicts()
+        self._rewards = FloatDicts()
         self._episode = None  # None: never reset; "over": ended; "failed: why": a step failed
         self._present = np.zeros(spec.slots, bool)  # the rows state() shows: live, or truncated at the end
         self._seed_stream = 0
@@ -438,7 +439,8 @@ class NativeEnv(ParallelEnv):
         """The five dicts of the agents live before the step (``live``: their rows; None: every row)."""
         r, names = self.rows, self._none_done  # names: the live agents' names, in row order
         rew = r.rew if live is None else r.rew[live]
-        return (self._obs_views.take(r.obs, agents, live), float_dict(names, rew), term, trunc, self._infos.take(names))
+        return (self._obs_views.take(r.obs, agents, live), self._rewards.take(names, rew), term, trunc,
+                self._infos.take(names))
 
     def _black_death_step(self, was_live: np.ndarray, active: np.ndarray, going_on: bool, changed: bool = True):
         """Every agent's dicts (SuperSuit's black_death_v3): a lost agent stays, with zero observation

@@ -441,6 +441,75 @@ static PyObject *float_dict(PyObject *Py_UNUSED(self), PyObject *args)
     return dict;
 }
 
+/* Where a float keeps its value: right after the object header, in every
+ * CPython this module builds for (PyFloatObject is outside the limited API).
+ * Checked at import against floats made there; where the check fails,
+ * refill_floats never writes and always answers False. */
+static Py_ssize_t float_value_at = 0;
+
+static int float_layout_known(void)
+{
+    const double probes[2] = {0x1.23456789abcdp+3, -0x1.fedcba987654p-9};
+    for (int k = 0; k < 2; k++) {
+        PyObject *f = PyFloat_FromDouble(probes[k]);
+        if (f == NULL)
+            return -1;
+        double seen;
+        memcpy(&seen, (const char *)f + sizeof(PyObject), sizeof seen);
+        Py_DECREF(f);
+        if (seen != probes[k])
+            return 0;
+    }
+    return 1;
+}
+
+/* refill_floats(holder, values) -> whether holder's values now read
+ * values[i] (in key order).  Only a dict of exact floats that holder alone
+ * refers to is written: nothing else can see a float that no one else
+ * holds, so giving it another value is, to every observer, a new float
+ * without the allocation, its free and the dict's lookups per key (most of
+ * a 4,096-agent reward dict's cost).  Answers False at the first value
+ * held elsewhere (or not a float); the values written before it are seen
+ * by holder alone, which the caller then drops. */
+static PyObject *refill_floats(PyObject *Py_UNUSED(self), PyObject *args)
+{
+    PyObject *holder, *values;
+    if (!PyArg_ParseTuple(args, "OO", &holder, &values))
+        return NULL;
+    if (!PyDict_Check(holder)) {
+        PyErr_SetString(PyExc_TypeError, "refill_floats: holder must be a dict");
+        return NULL;
+    }
+    Py_buffer v;
+    if (PyObject_GetBuffer(values, &v, PyBUF_RECORDS_RO) != 0)
+        return NULL;
+    if (v.ndim != 1 || v.format == NULL || !is_real_format(v.format)) {
+        PyBuffer_Release(&v);
+        PyErr_SetString(PyExc_ValueError, "refill_floats: values must be a 1-D float32 or float64 buffer");
+        return NULL;
+    }
+    if (PyDict_Size(holder) != v.shape[0]) {
+        PyErr_Format(PyExc_ValueError, "refill_floats: the holder has %zd keys for %zd values", PyDict_Size(holder),
+                     v.shape[0]);
+        PyBuffer_Release(&v);
+        return NULL;
+    }
+    const enum scalar_kind kind = scalar_kind(v.format, v.itemsize);
+    int done = float_value_at > 0;
+    Py_ssize_t pos = 0, i = 0;
+    PyObject *key, *value;
+    while (done && PyDict_Next(holder, &pos, &key, &value)) {
+        if (!PyFloat_CheckExact(value) || Py_REFCNT(value) != 1) {
+            done = 0;
+            break;
+        }
+        const double x = read_at(kind, (const char *)v.buf + i++ * v.strides[0]);
+        memcpy((char *)value + float_value_at, &x, sizeof x);
+    }
+    PyBuffer_Release(&v);
+    return PyBool_FromLong(done);
+}
+
 static PyObject *new_empty_dict(Py_ssize_t Py_UNUSED(i), void *Py_UNUSED(ctx))
 {
     return PyDict_New();
@@ -491,6 +560,9 @@ static PyMethodDef methods[] = {
     {"unheld", unheld, METH_VARARGS,
      "unheld(holder, empty): whether holder (a dict) alone refers to each of its values (each an empty dict "
      "with empty)."},
+    {"refill_floats", refill_floats, METH_VARARGS,
+     "refill_floats(holder, values): set holder's values (floats only holder refers to) to values in key order; "
+     "whether it did (False: some value is held elsewhere or not a float)."},
     {"empty_dicts", empty_dicts, METH_O, "empty_dicts(template): {key: {} for key in template}, each {} its own."},
     {NULL, NULL, 0, NULL},
 };
@@ -504,5 +576,9 @@ static struct PyModuleDef module = {
 PyMODINIT_FUNC PyInit__rowdicts(void)
 {
     import_array(); /* numpy's C API table: returns NULL with numpy's ImportError set when it cannot */
+    const int known = float_layout_known();
+    if (known < 0)
+        return NULL;
+    float_value_at = known ? (Py_ssize_t)sizeof(PyObject) : 0;
     return PyModule_Create(&module);
 }

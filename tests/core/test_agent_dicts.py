@@ -14,8 +14,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from seer._agent_dicts import InfoDicts, RowViews, float_dict, gather_actions, gather_in_box
-from seer._rowdicts import empty_dicts, unheld
+from seer import _agent_dicts
+from seer._agent_dicts import FloatDicts, InfoDicts, RowViews, float_dict, gather_actions, gather_in_box
+from seer._rowdicts import empty_dicts, refill_floats, unheld
 
 
 def reference(values):
@@ -189,6 +190,69 @@ def test_unheld_counts_every_reference():
     del inner
     holder["c"]["x"] = 1
     assert not unheld(holder, True) and unheld(holder, False)
+
+
+def test_refill_floats_writes_only_floats_that_the_holder_alone_holds():
+    names = [f"uav_{i}" for i in range(200)]
+    holder = float_dict(dict.fromkeys(names, False), np.zeros(200))
+    for values in (np.linspace(-3, 3, 200), np.linspace(5, 6, 200).astype(np.float32), np.arange(400.0)[::2]):
+        assert refill_floats(holder, values)
+        assert holder == dict(zip(names, values.tolist())) and list(holder) == names
+    kept = holder["uav_7"]
+    assert not refill_floats(holder, np.full(200, 9.0))
+    assert kept == 14.0 and type(kept) is float  # a float held elsewhere keeps its value
+    del kept
+    holder["uav_7"] = np.float64(1.0)  # a float subclass (numpy's): not written, even unheld
+    assert not refill_floats(holder, np.zeros(200))
+    holder["uav_7"] = 1
+    assert not refill_floats(holder, np.zeros(200))
+    with pytest.raises(ValueError, match="200 keys for 3 values"):
+        refill_floats(holder, np.zeros(3))
+    with pytest.raises(ValueError, match="float32 or float64"):
+        refill_floats(holder, np.zeros(200, np.int64))
+    with pytest.raises(TypeError, match="holder must be a dict"):
+        refill_floats(list(holder.values()), np.zeros(200))
+
+
+REWARD_HOLDS = st.sampled_from(["dict", "one float", "values", "items list", "sum", "nothing"])
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(REWARD_HOLDS, min_size=1, max_size=12), st.integers(1, 5))
+def test_rewards_a_caller_keeps_never_change(holds, n):
+    """Whatever a caller keeps of each step's rewards, later steps leave it as it was; each
+    step's dict reads that step's values as exact floats."""
+    rewards_of, names = FloatDicts(), dict.fromkeys(f"a{i}" for i in range(n))
+    kept = []  # (the object kept, what it must still read as)
+    for step, hold in enumerate(holds):
+        values = np.arange(n, dtype=np.float64) + 10.0 * step + 0.5
+        rew = rewards_of.take(names, values)
+        assert rew == dict(zip(names, values.tolist())) and all(type(v) is float for v in rew.values())
+        a = f"a{step % n}"
+        thing = {"dict": lambda: rew, "one float": lambda: rew[a], "values": lambda: rew.values(),
+                 "items list": lambda: list(rew.items()), "sum": lambda: sum(rew.values()),
+                 "nothing": lambda: None}[hold]()
+        if thing is not None:
+            kept.append((thing, repr(list(thing) if not isinstance(thing, (dict, float)) else thing)))
+        del rew, thing
+        gc.collect()
+        for thing, before in kept:
+            assert repr(list(thing) if not isinstance(thing, (dict, float)) else thing) == before
+
+
+def test_rewards_are_made_anew_only_while_someone_holds_them(monkeypatch):
+    made = []
+    monkeypatch.setattr(_agent_dicts, "float_dict", lambda *a: made.append(1) or float_dict(*a))
+    rewards_of, names = FloatDicts(), dict.fromkeys(f"a{i}" for i in range(64))
+    rew = rewards_of.take(names, np.zeros(64))
+    for k in range(50):  # a training loop holds the previous step's dict while it steps
+        rew = rewards_of.take(names, np.full(64, float(k)))
+        assert rew["a3"] == k
+    assert len(made) == 2  # two dicts of floats took turns
+    kept = [rewards_of.take(names, np.ones(64)) for _ in range(5)]  # a caller that keeps every dict
+    assert len(made) == 2 + 4 and all(d == dict.fromkeys(names, 1.0) for d in kept)
+    rewards_of.take(dict(names), np.ones(64))  # another set of agents: the kept dicts are dropped
+    assert len(made) == 2 + 4 + 1
 
 
 INFO_MOVES = st.sampled_from(["keep infos", "keep one", "write one", "write and clear", "nothing"])
