@@ -57,6 +57,8 @@
  *   recycle: a node's last reader frees it through the free ring (R0) ->
  *            the next pusher's acquire of the ring's tail (A1), so its
  *            writes to the node come after every read of the old event.
+ *            (A node never used before comes from the fresh counter, and
+ *            has no earlier reader: take_nodes.)
  *
  * Progress (csrc/README.md): lane pushes, drains and the claim flag are
  * lock-free; anything that goes through a ring (readying an entity, taking
@@ -120,6 +122,12 @@ struct seer_queue {
     char pad1[SEER_CACHELINE - sizeof(int64_t)];
     _Alignas(SEER_CACHELINE) _Atomic uint32_t ext_seq;
     char pad2[SEER_CACHELINE - sizeof(uint32_t)];
+    /* Nodes [fresh, capacity) were never handed out; the free ring holds only
+     * nodes used and freed since (see take_nodes).  Read and written only
+     * when the ring runs short; a line of its own all the same, off the
+     * read-mostly fields below. */
+    _Alignas(SEER_CACHELINE) _Atomic uint32_t fresh;
+    char pad3[SEER_CACHELINE - sizeof(uint32_t)];
     seer_node *nodes;
     seer_lane *lanes;
     uint32_t *free_slots;
@@ -193,10 +201,8 @@ static void *aligned_zalloc(size_t bytes, uint64_t *footprint) {
 /* ---- construction ------------------------------------------------------ */
 
 static void reset_state(seer_queue *q) {
-    for (uint32_t i = 0; i < q->capacity; i++) q->free_slots[i] = i;
-    seer_ring_init(&q->free_ring, q->free_slots, q->free_ring.size);
-    atomic_store_explicit(&q->free_ring.prod.head, q->capacity, memory_order_relaxed);
-    atomic_store_explicit(&q->free_ring.prod.tail, q->capacity, memory_order_relaxed);
+    seer_ring_init(&q->free_ring, q->free_slots, q->free_ring.size); /* empty: every node is fresh */
+    atomic_init(&q->fresh, 0);
     seer_ring_init(&q->ready_ring, q->ready_slots, q->ready_ring.size);
     for (int32_t e = 0; e < q->num_entities; e++) {
         seer_lane *l = &q->lanes[e];
@@ -258,6 +264,28 @@ void seer_queue_clear(seer_queue *q) { reset_state(q); }
 static inline void ring_put(seer_ring *r, const uint32_t *ids, uint32_t n) {
     unsigned spins = 0;
     while (!seer_ring_enqueue_bulk(r, ids, n)) seer_backoff(&spins);
+}
+
+/* Up to max unused nodes into dst: those freed before first, then fresh
+ * ones.  The ring alone (every node in it from the start, as until
+ * 2026-12) cycled each node through the whole pool: with 2^20 nodes (64
+ * MiB) and a few thousand in flight, every push wrote nodes last used out
+ * of every cache.  Handing out fresh nodes only when the freed ones run
+ * out keeps the nodes in use as few as the most ever in flight, and warm
+ * (bench/results/queue_second_host.md).  relaxed: fresh only makes each id
+ * one taker's; no data passes through it (a fresh node's zeroed memory
+ * predates the queue's sharing). */
+static uint32_t take_nodes(seer_queue *q, uint32_t *dst, uint32_t max) {
+    uint32_t k = seer_ring_dequeue(&q->free_ring, dst, max, 0);
+    if (k == max) return k;
+    uint32_t f = atomic_load_explicit(&q->fresh, memory_order_relaxed), take;
+    do {
+        take = q->capacity - f < max - k ? q->capacity - f : max - k;
+        if (take == 0) return k;
+    } while (!atomic_compare_exchange_weak_explicit(&q->fresh, &f, f + take, memory_order_relaxed,
+                                                    memory_order_relaxed));
+    for (uint32_t i = 0; i < take; i++) dst[k + i] = f + i;
+    return k + take;
 }
 
 /* Turn a lane just taken from the ready ring from QUEUED into CLAIMED and
@@ -646,7 +674,7 @@ int seer_queue_push_many(seer_queue *q, const int32_t *entities, const double *t
     int64_t got = 0;
     int reclaimed = 0;
     while (got < n) {
-        uint32_t k = seer_ring_dequeue(&q->free_ring, ids + got, (uint32_t)(n - got), 0);
+        uint32_t k = take_nodes(q, ids + got, (uint32_t)(n - got));
         if (k == 0 && !reclaimed && q->reclaim) {
             /* The free nodes may be in a runtime's worker caches. */
             reclaimed = 1;
@@ -1666,7 +1694,7 @@ void seer_queue_set_reclaim(seer_queue *q, int (*fn)(void *), void *arg) {
 
 uint32_t seer_queue_alloc(seer_queue *q, seer_node_cache *c) {
     if (c->n == 0) {
-        c->n = seer_ring_dequeue(&q->free_ring, c->ids, c->limit / 2, 0);
+        c->n = take_nodes(q, c->ids, c->limit / 2);
         if (c->n == 0) return NIL;
     }
     return c->ids[--c->n];
