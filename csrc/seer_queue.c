@@ -78,6 +78,14 @@
 #include "seer_ring.h"
 
 #define NIL UINT32_MAX
+/* Nodes in the free ring at the start (take_nodes): 2.5 MiB of them, so
+ * that a node one thread frees goes round at least that many before the
+ * ring hands it to another thread: out of the first one's own caches by
+ * then (no line bouncing between their cores), still in a shared one.  A
+ * pool this small or smaller starts as every pool did before 2026-12. */
+#ifndef RING_START
+#define RING_START 65536u
+#endif
 #define ST_QUEUED 1u
 #define ST_CLAIMED 2u
 /* A lane's word: its inbox's top node in the low half, its state above. */
@@ -201,8 +209,14 @@ static void *aligned_zalloc(size_t bytes, uint64_t *footprint) {
 /* ---- construction ------------------------------------------------------ */
 
 static void reset_state(seer_queue *q) {
-    seer_ring_init(&q->free_ring, q->free_slots, q->free_ring.size); /* empty: every node is fresh */
-    atomic_init(&q->fresh, 0);
+    /* The ring starts with the first RING_START nodes (all of a smaller pool),
+     * the rest fresh (take_nodes). */
+    const uint32_t start = q->capacity < RING_START ? q->capacity : RING_START;
+    for (uint32_t i = 0; i < start; i++) q->free_slots[i] = i;
+    seer_ring_init(&q->free_ring, q->free_slots, q->free_ring.size);
+    atomic_store_explicit(&q->free_ring.prod.head, start, memory_order_relaxed);
+    atomic_store_explicit(&q->free_ring.prod.tail, start, memory_order_relaxed);
+    atomic_init(&q->fresh, start);
     seer_ring_init(&q->ready_ring, q->ready_slots, q->ready_ring.size);
     for (int32_t e = 0; e < q->num_entities; e++) {
         seer_lane *l = &q->lanes[e];
@@ -266,15 +280,15 @@ static inline void ring_put(seer_ring *r, const uint32_t *ids, uint32_t n) {
     while (!seer_ring_enqueue_bulk(r, ids, n)) seer_backoff(&spins);
 }
 
-/* Up to max unused nodes into dst: those freed before first, then fresh
- * ones.  The ring alone (every node in it from the start, as until
- * 2026-12) cycled each node through the whole pool: with 2^20 nodes (64
+/* Up to max unused nodes into dst: those in the ring first, then fresh
+ * ones.  With every node in the ring from the start (as until 2026-12), a
+ * node went round the whole pool between two uses: with 2^20 nodes (40
  * MiB) and a few thousand in flight, every push wrote nodes last used out
- * of every cache.  Handing out fresh nodes only when the freed ones run
- * out keeps the nodes in use as few as the most ever in flight, and warm
- * (bench/results/queue_second_host.md).  relaxed: fresh only makes each id
- * one taker's; no data passes through it (a fresh node's zeroed memory
- * predates the queue's sharing). */
+ * of every cache.  Handing out fresh nodes only when the ring runs out
+ * keeps the nodes in use as few as the most ever in flight, RING_START at
+ * least, and warm (bench/results/queue_fresh_nodes.md).  relaxed: fresh
+ * only makes each id one taker's; no data passes through it (a fresh
+ * node's zeroed memory predates the queue's sharing). */
 static uint32_t take_nodes(seer_queue *q, uint32_t *dst, uint32_t max) {
     uint32_t k = seer_ring_dequeue(&q->free_ring, dst, max, 0);
     if (k == max) return k;
