@@ -78,13 +78,14 @@
 #include "seer_ring.h"
 
 #define NIL UINT32_MAX
-/* Nodes in the free ring at the start (take_nodes): 2.5 MiB of them, so
- * that a node one thread frees goes round at least that many before the
- * ring hands it to another thread: out of the first one's own caches by
- * then (no line bouncing between their cores), still in a shared one.  A
- * pool this small or smaller starts as every pool did before 2026-12. */
+/* Nodes in the free ring at the start (take_nodes), 640 KiB of them: the
+ * fewest the ring ever cycles, so a node one thread frees goes round that
+ * many before the ring hands it to another (a queue of 2^20 nodes with
+ * 4,096 in flight ran fastest cycling 2^14; at 2^16, in L3 only, it lost
+ * most of the gain: bench/results/queue_fresh_nodes.md).  A pool this
+ * small or smaller starts as every pool did before 2026-12. */
 #ifndef RING_START
-#define RING_START 65536u
+#define RING_START 16384u
 #endif
 #define ST_QUEUED 1u
 #define ST_CLAIMED 2u
