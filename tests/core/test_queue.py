@@ -637,3 +637,27 @@ def test_batch_bigger_than_capacity(loaded):
     with pytest.raises(QueueFullError, match="pushing 100 events"):
         push(q, np.zeros(100, np.int32), np.arange(100.0) + 10)
     assert_unchanged(q, base)
+
+
+@pytest.mark.parametrize("capacity", [5_000, 40_000])  # under and over the nodes the free ring starts with
+def test_every_node_of_a_pool_is_used_and_comes_back(capacity):
+    """A pool whose nodes never used are handed out only when the freed ones run short still holds
+    exactly ``capacity`` events, loses none and duplicates none, round after round."""
+    q = EventQueue(num_entities=64, capacity=capacity)
+    rng = np.random.default_rng(capacity)
+    for rnd in range(3):
+        for k, fill in enumerate((capacity, capacity // 3)):  # the whole pool, then part: freed and fresh mixed
+            start = (2 * rnd + k) * 10.0  # each fill after what the last one handed out
+            ents = rng.integers(0, 64, fill).astype(np.int32)
+            times = start + rng.random(fill)
+            pays = np.arange(fill, dtype=np.int64) + 1_000_000 * rnd
+            q.push_many(ents, times, np.zeros(fill, np.int32), pays)
+            if fill == capacity:
+                with pytest.raises(QueueFullError):
+                    q.push_many(np.zeros(1, np.int32), [start + 5], np.zeros(1, np.int32), [0])
+            got = drain(q)
+            payloads = sorted(p for evs in got.values() for (_, _, _, p) in evs)
+            assert payloads == pays.tolist() and len(q) == 0  # every event back once, nothing left
+            for e, evs in got.items():
+                assert [t for (_, t, _, _) in evs] == sorted(t for (_, t, _, _) in evs)
+                assert all(p in set(pays[ents == e].tolist()) for (_, _, _, p) in evs)
