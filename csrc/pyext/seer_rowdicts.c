@@ -419,6 +419,20 @@ static PyObject *float_at(Py_ssize_t i, void *ctx)
     return PyFloat_FromDouble(read_at(f->kind, (const char *)f->v->buf + i * f->v->strides[0]));
 }
 
+/* A 1-D buffer of native float32 or float64 elements into *v (released by
+ * the caller), or -1 with an error naming fn. */
+static int get_real_vector(PyObject *values, Py_buffer *v, const char *fn)
+{
+    if (PyObject_GetBuffer(values, v, PyBUF_RECORDS_RO) != 0)
+        return -1;
+    if (v->ndim != 1 || v->format == NULL || !is_real_format(v->format)) {
+        PyBuffer_Release(v);
+        PyErr_Format(PyExc_ValueError, "%s: values must be a 1-D float32 or float64 buffer", fn);
+        return -1;
+    }
+    return 0;
+}
+
 /* float_dict(template, values) -> {key_i: float(values[i])}
  * template: a dict of the keys in row order; values: a 1-D buffer of as many
  * native float32 or float64 elements. */
@@ -428,13 +442,8 @@ static PyObject *float_dict(PyObject *Py_UNUSED(self), PyObject *args)
     if (!PyArg_ParseTuple(args, "OO", &template, &values))
         return NULL;
     Py_buffer v;
-    if (PyObject_GetBuffer(values, &v, PyBUF_RECORDS_RO) != 0)
+    if (get_real_vector(values, &v, "float_dict") != 0)
         return NULL;
-    if (v.ndim != 1 || v.format == NULL || !is_real_format(v.format)) {
-        PyBuffer_Release(&v);
-        PyErr_SetString(PyExc_ValueError, "float_dict: values must be a 1-D float32 or float64 buffer");
-        return NULL;
-    }
     PyObject *dict = check_template(template, v.shape[0], "float_dict") == 0
         ? fill_copy(template, v.shape[0], float_at, &(float_source){&v, scalar_kind(v.format, v.itemsize)}) : NULL;
     PyBuffer_Release(&v);
@@ -481,13 +490,8 @@ static PyObject *refill_floats(PyObject *Py_UNUSED(self), PyObject *args)
         return NULL;
     }
     Py_buffer v;
-    if (PyObject_GetBuffer(values, &v, PyBUF_RECORDS_RO) != 0)
+    if (get_real_vector(values, &v, "refill_floats") != 0)
         return NULL;
-    if (v.ndim != 1 || v.format == NULL || !is_real_format(v.format)) {
-        PyBuffer_Release(&v);
-        PyErr_SetString(PyExc_ValueError, "refill_floats: values must be a 1-D float32 or float64 buffer");
-        return NULL;
-    }
     if (PyDict_Size(holder) != v.shape[0]) {
         PyErr_Format(PyExc_ValueError, "refill_floats: the holder has %zd keys for %zd values", PyDict_Size(holder),
                      v.shape[0]);
