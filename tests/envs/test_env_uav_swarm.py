@@ -135,7 +135,7 @@ def test_slots_follow_the_swarm_and_never_change_a_result(period):
     a, b = M.SeerSim(cfg, workers=2), ReferenceSim(cfg)
     try:
         e = a.model.native_env
-        e.slot_layout = 1  # in space order although small (the default starts at SEER_UAV_SPACE_MIN)
+        e.slot_layout = 1  # in space order (the default from SEER_UAV_SPACE_MIN UAVs on too)
         e.relabel_period = period
         a.reset(5)
         b.reset(5)
@@ -154,13 +154,18 @@ def test_slots_follow_the_swarm_and_never_change_a_result(period):
 
 
 def test_slots_are_in_space_order_from_space_min_uavs_on():
-    """Small swarms keep slot = agent id (their state fits the core's cache:
-    no locality to gain); from SEER_UAV_SPACE_MIN UAVs on, a reset orders
-    the slots by start cell in strips: strips of SEER_UAV_TILE_CELLS cells
-    across y (the grid's second-longest axis; x and y are as long), strip
-    after strip, and within a strip by x, then y, then z."""
+    """The smallest swarms keep slot = agent id (one chunk of lanes: no
+    worker's share to keep in space); from SEER_UAV_SPACE_MIN UAVs on, a
+    reset orders the slots by start cell in strips: strips of
+    SEER_UAV_TILE_CELLS cells across y (the grid's second-longest axis; x
+    and y are as long), strip after strip, and within a strip by x, then y,
+    then z.  One worker steps such a swarm tile by tile only from
+    SEER_UAV_TILES_MIN UAVs on (below, window by window is faster)."""
     lib = M.lib
-    for n, spatial in ((256, False), (lib.SEER_UAV_SPACE_MIN, True)):
+    assert lib.SEER_UAV_SPACE_MIN < lib.SEER_UAV_TILES_MIN
+    cases = ((lib.SEER_UAV_SPACE_MIN - 1, False), (lib.SEER_UAV_SPACE_MIN, True), (lib.SEER_UAV_TILES_MIN - 1, True),
+             (lib.SEER_UAV_TILES_MIN, True))
+    for n, spatial in cases:
         sim = M.SeerSim(M.make_config(num_uavs=n), workers=1)
         try:
             sim.reset(3)
@@ -172,8 +177,11 @@ def test_slots_are_in_space_order_from_space_min_uavs_on():
                                np.array(sim.cfg.grid_dims) - 1)
                 T = lib.SEER_UAV_TILE_CELLS
                 key = np.stack([c[:, 1] // T, c[:, 0], c[:, 1] % T, c[:, 2]], axis=1)
-                assert all(tuple(key[i]) <= tuple(key[i + 1]) for i in range(n - 1))
-                assert len(set(key[:, 0].tolist())) > 1  # really several strips
+                assert all(tuple(key[i]) <= tuple(key[i + 1]) for i in range(n - 1)), n
+                if n >= lib.SEER_UAV_TILES_MIN:
+                    assert len(set(key[:, 0].tolist())) > 1  # really several strips
+            sim.step()
+            assert sim.model.native_env.tiled_steps == int(n >= lib.SEER_UAV_TILES_MIN), n
         finally:
             sim.close()
 

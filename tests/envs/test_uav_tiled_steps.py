@@ -145,7 +145,7 @@ def test_a_pool_steps_tiled_by_default_only_for_the_biggest_swarms():
     window by default (its rows stay in cache: the tiles' pipeline would
     cost more than it saves); from it on, tiled on the pool; both as one
     worker does."""
-    small = M.make_config(num_uavs=M.lib.SEER_UAV_SPACE_MIN * 2)
+    small = M.make_config(num_uavs=M.lib.SEER_UAV_TILES_MIN)
     big = M.make_config(num_uavs=M.lib.SEER_UAV_POOL_TILES_MIN)
     for cfg, steps, pool_tiled in ((small, 3, 0), (big, 2, 2)):
         sims = [tiled_sim(cfg, tiling=0, slot_layout=0), tiled_sim(cfg, workers=2, tiling=0, slot_layout=0)]
@@ -235,10 +235,10 @@ def test_close_from_another_thread_ends_tiled_steps_on_a_pool():
 
 
 def test_a_big_swarm_steps_tiled_by_default_on_one_worker_and_alike_on_any():
-    """From SEER_UAV_SPACE_MIN UAVs on (slots in space order), one worker
+    """From SEER_UAV_TILES_MIN UAVs on (slots in space order), one worker
     steps tiled by default; untiled, and a pool of two (untiled below
     SEER_UAV_POOL_TILES_MIN UAVs), give the same results."""
-    cfg = M.make_config(num_uavs=M.lib.SEER_UAV_SPACE_MIN * 2)
+    cfg = M.make_config(num_uavs=M.lib.SEER_UAV_TILES_MIN)
     sims = [tiled_sim(cfg, tiling=0, slot_layout=0), tiled_sim(cfg, tiling=-1, slot_layout=0),
             tiled_sim(cfg, workers=2, tiling=0, slot_layout=0)]
     try:

@@ -43,15 +43,16 @@ can never make a one-tick delay look shorter than the lookahead.  Every
 window ``[T, T + 0.005)`` holds exactly the events of one tick.
 
 Slots.  The state's rows and the runtime's entities are slots, not agent
-ids: from 1,024 UAVs on, the SEER engine orders them in space at reset and
+ids: from 128 UAVs on (``SEER_UAV_SPACE_MIN``), the SEER engine orders them in space at reset and
 again when the order has decayed (seer/envs/uav_swarm/csrc/uav_swarm.h and uav_swarm_step.c say how and
 why); ``UavModel.agent_of`` / ``slot_of`` map between the two, and
 ``agent_rows()`` reads the state by agent id, and a trace (``seer trace``,
 ``trace=True``) names each event's agent (``Runtime.trace_entity_ids``).
 The reference keeps row = id.
 
-Tiled steps.  On a runtime of one worker, a swarm in space order steps tile
-by tile: tiles of the broadcast grid run through all of the step's ticks
+Tiled steps.  On a runtime of one worker, a swarm in space order of 4,096
+UAVs or more (``SEER_UAV_TILES_MIN``; smaller ones are faster window by
+window) steps tile by tile: tiles of the broadcast grid run through all of the step's ticks
 one after the other, so that their rows stay in cache (``step_tiled`` in
 uav_swarm_step.c, over the runtime's ``seer_rt_tiled_begin``).  On a pool,
 from ``SEER_UAV_POOL_TILES_MIN`` (32,768) UAVs on, the pool's threads run

@@ -21,8 +21,8 @@
  * 2, 5 and 10 ticks; a window holds one tick), so no window both reads and
  * writes a row, and the window barriers order the write before the reads.
  *
- * Tiled steps.  On a runtime of one worker, a swarm in space order steps
- * tile by tile (uav_swarm_step.c, step_tiled): tiles of the broadcast grid
+ * Tiled steps.  On a runtime of one worker, a swarm in space order of
+ * SEER_UAV_TILES_MIN UAVs or more steps tile by tile (uav_swarm_step.c, step_tiled): tiles of the broadcast grid
  * run through all of the step's ticks one after the other, so that their
  * rows stay in cache.  A UAV then never has a neighbour more than one tick
  * ahead (so the broadcasts above stay intact), the runtime takes no
@@ -235,8 +235,9 @@ typedef struct seer_uav_env {
      * default), 1 always, -1 never (slot = agent id) */
     int32_t slot_layout;
     /* Tiled steps (uav_swarm_step.c): 0 when the slots are in space order
-     * (the default; on a pool of several workers only from
-     * SEER_UAV_POOL_TILES_MIN UAVs on, and when its bands keep it busy),
+     * (the default), on one worker from SEER_UAV_TILES_MIN UAVs on, on a
+     * pool of several workers from SEER_UAV_POOL_TILES_MIN UAVs on and
+     * when its bands keep it busy;
      * 1 always (on a pool: with tiles of 3 cells or more), -1 never;
      * tile_cells: the tiles' side in broadcast-grid cells, also the slots'
      * strips' (0: SEER_UAV_TILE_CELLS); tile_band: the tiles of a band
@@ -262,7 +263,10 @@ typedef struct seer_uav_env {
 
 /* Fewer UAVs than this keep slot = agent id unless slot_layout says
  * otherwise (uav_swarm_step.c says why). */
-#define SEER_UAV_SPACE_MIN 1024
+#define SEER_UAV_SPACE_MIN 128
+/* Fewer UAVs than this step window by window on one worker unless tiling
+ * says otherwise, in space order or not (uav_swarm_step.c, use_tiles). */
+#define SEER_UAV_TILES_MIN 4096
 /* The default side of a tiled step's tiles and of the slots' strips, in
  * broadcast-grid cells (uav_swarm_step.c). */
 #define SEER_UAV_TILE_CELLS 8

@@ -316,16 +316,21 @@ static inline void drop_candidates(seer_uav_env *e) { e->m->cand_tick_hi = e->m-
  * hence the spacing.  Results never depend on it (everything is keyed by
  * agent id), only the speed does.
  *
- * Only from SEER_UAV_SPACE_MIN UAVs on: a smaller swarm's state fits the
- * core's L2 cache (1.7 KiB a UAV), so there is no locality to gain, and
- * its lanes in space order run a little slower than in id order (the
- * periods, by id, then no longer follow a pattern along the lanes).  At
- * 'xlarge' (4096 UAVs) space order wins on 2 workers and loses a little on
- * 1; at 'xxlarge' it wins on either.  bench/bench_uav_slots.py times both
- * orders alternating in one process (bench/results/uav_slots.md).
- * (Sorting each cell's UAVs by period did not win the 1-worker loss back
- * beyond the noise.)  On one worker, space order also makes the steps
- * tiled (step_tiled, below), whose tiles are runs of strips' slots. */
+ * From SEER_UAV_SPACE_MIN UAVs on.  A swarm that small fits the core's L2
+ * cache (1.7 KiB a UAV), so one worker gains nothing from the order, and
+ * loses nothing either; a pool does gain: its workers' shares of the lanes
+ * are slabs of space, so fewer messages cross from one worker's lanes to
+ * the other's, with their lines.  At 256 UAVs ('large') on 2 workers 1.04x
+ * the step in agent order, 1.05x at 128 and 512, and 1.00x on 1
+ * (bench/results/uav_small_space_order.md).  (Until 2026-12 this began at
+ * 1,024 UAVs: space order then ran a little slower than agent order on one
+ * worker below that, the periods, by id, no longer following a pattern
+ * along the lanes.)  bench/bench_uav_slots.py times both orders
+ * alternating in one process (bench/results/uav_slots.md).  On one worker,
+ * space order also makes the steps tiled (step_tiled, below), whose tiles
+ * are runs of strips' slots, from SEER_UAV_TILES_MIN UAVs on: below that,
+ * window by window is faster (1,024 UAVs: 0.92 of the tiled step's time,
+ * 2,048: 0.97; 4,096: 0.99-1.02, 8,192: 1.05, 16,384: 1.13). */
 
 static int slots_in_space(const seer_uav_env *e) {
     return e->slot_layout > 0 || (e->slot_layout == 0 && e->m->num_uavs >= SEER_UAV_SPACE_MIN);
@@ -1216,7 +1221,7 @@ static int use_tiles(seer_uav_env *e) {
     if (!(e->rt && e->tile_list && e->tile_col_start && m->tile_snap[0] && m->tile_snap[1] && e->ticks_per_step >= 1))
         return 0;
     const int32_t W = seer_rt_num_workers(e->rt);
-    if (W == 1) return 1;
+    if (W == 1) return e->tiling > 0 || m->num_uavs >= SEER_UAV_TILES_MIN;
     return tile_side(e) >= 3 && pool_tiles_pay(e, W) ? 2 : 0;
 }
 
