@@ -268,6 +268,29 @@ def test_rollout_equals_stepping(ray_cluster):
         assert_same(rollout_ref, rollout(envs, 9, seed=3))
 
 
+def test_shards_count_the_time_they_spend_in_rollouts(ray_cluster):
+    """_Shard.rollout_time: the rollout calls a shard served and its seconds in them, through the lane or
+    Ray's calls alike (bench_ray.py takes them from the driver's time to measure what a call costs on top)."""
+    import ray
+
+    def slow_policy(obs):
+        time.sleep(0.002)
+        return linear_policy(obs)
+
+    for shared in (True, False):
+        with seer.vector.make(toy, 4, num_shards=2, shared_memory=shared, **RAY) as envs:
+            envs.reset(seed=1)
+            before = [ray.get(a.rollout_time.remote()) for a in envs.actors]
+            t0 = time.perf_counter()
+            envs.rollout(slow_policy, 10)
+            envs.rollout(slow_policy, 5)
+            wall = time.perf_counter() - t0
+            after = [ray.get(a.rollout_time.remote()) for a in envs.actors]
+            for (n0, s0), (n1, s1) in zip(before, after):
+                assert n1 - n0 == 2, shared
+                assert 15 * 0.002 <= s1 - s0 <= wall, (shared, s1 - s0, wall)
+
+
 # ---- the lane: step and rollout calls through shared memory --------------------------------------
 
 

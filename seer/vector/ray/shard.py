@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 import traceback
 import uuid
 
@@ -42,6 +43,7 @@ class _Shard:
         self.batches: dict = {}  # name -> SharedMemory of the driver's rollout batch blocks mapped here
         self.lane = None  # LaneServer: the driver's step / rollout calls through shared memory (same node only)
         self.lock = threading.Lock()  # one call at a time, from Ray's task thread or the lane thread
+        self.rollouts, self.rollout_s = 0, 0.0  # rollout calls served, and the seconds spent in them
         try:
             env_fn = cloudpickle.loads(fn_bytes)
             workers = kw["workers"]
@@ -177,6 +179,23 @@ class _Shard:
 
     def rollout(self, key, payload, num_steps: int, reset_first, want_infos: bool, validate: bool, box=None,
                 forget=None):
+        """:meth:`_rollout`, its time added to :meth:`rollout_time`."""
+        t0 = time.perf_counter()
+        try:
+            return self._rollout(key, payload, num_steps, reset_first, want_infos, validate, box, forget)
+        finally:
+            self.rollouts += 1
+            self.rollout_s += time.perf_counter() - t0
+
+    def rollout_time(self) -> tuple:
+        """(rollout calls served, seconds spent in them): this shard's own
+        part of the rollouts (the policy, the steps, the batch's rows), so
+        that what a call costs on top of it (Ray or the lane, the driver)
+        is the caller's time less this (bench/bench_ray.py measures it so)."""
+        return self.rollouts, self.rollout_s
+
+    def _rollout(self, key, payload, num_steps: int, reset_first, want_infos: bool, validate: bool, box=None,
+                 forget=None):
         """``num_steps`` steps with ``policy(obs) -> actions`` on this shard's
         rows.  ``reset_first``: (seeded, seeds) of a reset that replaces the
         first step (a restarted shard in NEXT_STEP mode).  ``box``: (name,
