@@ -365,6 +365,13 @@ typedef struct seer_outbox {
 typedef struct seer_worker {
     _Alignas(SEER_CACHELINE) seer_ctx ctx;
     int32_t held; /* the entity run_native runs (-1: none): what ctx->entity must name */
+    /* &seer_crash_event of the thread running this worker's events, taken
+     * where a run of them starts (crash_note_here): in a shared object each
+     * access to a thread-local variable calls the dynamic linker's
+     * resolver, some 1% of a native step when run_native made it per event
+     * (a parameter would not do: the compiler propagates the constant
+     * address into run_native, and the call with it) */
+    const seer_event **crash_ev;
     seer_node_cache cache;
     int64_t pending_delta; /* pushed minus handed out; settled at window end (barrier jobs) or step end */
     int64_t events;
@@ -1212,15 +1219,19 @@ int seer_rt_set_debug_rows(seer_runtime *rt, int32_t n, void *const *live, void 
     return SEER_OK;
 }
 
+/* Before a run of worker w's events on this thread (see seer_worker.crash_ev). */
+static inline void crash_note_here(seer_worker *w) { w->crash_ev = &seer_crash_event; }
+
 static int run_native(seer_runtime *rt, seer_worker *w, const seer_event *ev, window_stats *st,
                       int32_t window) {
+    const seer_event **crash_ev = w->crash_ev;
     seer_ctx *ctx = &w->ctx;
     ctx->entity = w->held = ev->entity;
     ctx->now = ev->time;
     rt->cur_time[ev->entity] = ev->time;
     int rc;
-    const seer_event *outer_event = seer_crash_event; /* a copy step's runtime runs inside another's */
-    seer_crash_event = ev;
+    const seer_event *outer_event = *crash_ev; /* a copy step's runtime runs inside another's */
+    *crash_ev = ev;
     const int32_t debug = rt->dbg_n;
     if (debug) dbg_lock(rt);
     if (TRACING(rt)) {
@@ -1240,7 +1251,7 @@ static int run_native(seer_runtime *rt, seer_worker *w, const seer_event *ev, wi
         dbg_check_rows(rt, w, ev, (uint32_t)ev->entity);
         dbg_unlock(rt);
     }
-    seer_crash_event = outer_event;
+    *crash_ev = outer_event;
     w->held = -1;
     st->events++;
     /* target: the handler's own code, for HandlerError.code (42 and SEER_E_ARG read differently) */
@@ -1329,6 +1340,7 @@ static void window_batched(seer_runtime *rt, seer_worker *w, double t1, window_s
                     fail(rt, SEER_E_HANDLER, w->ctx.worker, &w->sorted[i + at], 0, -1, NAN);
                 }
             } else {
+                crash_note_here(w);
                 for (int32_t m = i; m < j; m++)
                     if (run_native(rt, w, &w->sorted[m], st, window) != SEER_OK) break;
             }
@@ -1705,6 +1717,7 @@ static void run_unit(seer_runtime *rt, seer_worker *w, int32_t h, uint32_t j) {
         w->min_key = min_key;
         const uint32_t *own = &rt->claimed[lo];
         const int32_t n = rt->chunk_n[c];
+        crash_note_here(w);
         if (n > 1) seer_queue_prefetch_ahead(rt->q, SEER_NIL, own[0]);
         for (int32_t i = 0; i < n; i++) {
             /* In a big swarm the next entities' lanes and nodes are cache
@@ -2095,6 +2108,7 @@ static void tiled_claimed(seer_runtime *rt, seer_worker *w, int32_t k, const uin
                           window_stats *st) {
     const double t1 = rt->tile_end[k];
     const int32_t window = (int32_t)(rt->windows_total + k + 1);
+    crash_note_here(w);
     for (int32_t i = 0; i < n && i < TILED_AHEAD; i++) seer_queue_prefetch_ahead(rt->q, SEER_NIL, own[i]);
     for (int32_t i = 0; i < n; i++) {
         if (i + TILED_AHEAD < n) seer_queue_prefetch_ahead(rt->q, SEER_NIL, own[i + TILED_AHEAD]);
@@ -2185,6 +2199,7 @@ int seer_rt_tiled_end(seer_runtime *rt) {
     for (int32_t e = N - 1; e >= 0; e--)
         if (rt->tile_win[e] < K) rt->claimed[N - 1 - m++] = (uint32_t)e;
     window_stats st = {0, 0, 0, 0};
+    crash_note_here(w);
     for (int32_t k = 0; k < K && m > 0 && !aborted(rt); k++) {
         const double t1 = rt->tile_end[k];
         w->window_key = seer_time_key(t1);
