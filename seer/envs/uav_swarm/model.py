@@ -70,6 +70,11 @@ env step (in C, ``seer_uav_prepare_step``; the reference builds the same in
 numpy with :class:`BroadcastGrid`) from the step-start positions.  A UAV moves at most
 ``v_max dt`` in a step, so every pair within ``radius`` at any time of the
 step lies in neighbouring cells of that grid.  The reference does the same.
+From that grid the C step keeps, per UAV, the UAVs of its 27 cells that can
+come within range during the step (its ticks scan those lists, not the
+cells); where the CPU has AVX2 it compares a row of cells eight entries at a
+time (``native_env.cand_simd``: 0 by default, -1 one at a time; both give
+the same lists).
 """
 
 from __future__ import annotations
@@ -497,6 +502,7 @@ class UavModel(Model):
             e.half[k] = hi[k] / 2
             e.hi[k] = hi[k]
         e.tiling = 0
+        e.cand_simd = 0
         e.tile_cells = 0
         e.tile_band = 0
         e.tile_list = ptr("int32_t *", self._tile_rows["tile_list"])

@@ -97,9 +97,12 @@ int seer_uav_tick(seer_ctx *ctx, const seer_event *ev) {
     if (head != SEER_UAV_CAND_NONE) {
         const int32_t *list = m->cand_pool[head >> 30] + ((head >> 8) & 0x3FFFFFu);
         const int32_t len = (int32_t)(head & 0xFFu);
-        /* the candidates' snapshot rows are scattered: overlap the misses */
+        /* No prefetch pass over the candidates' snapshot rows first: with
+         * the slots in space order they are near the sender's, mostly in
+         * cache, and the pass's own loop exit (its length follows the data)
+         * cost more than it hid, at every size (uav_growth_profile.md,
+         * "twelfth"). */
         const double *snap = pos_at_start(m, 0, j);
-        for (int32_t k = 0; k < len; k++) __builtin_prefetch(snap + 3 * (int64_t)list[k]);
         /* Those in range, without a branch per candidate: which are follows
          * no pattern that a branch predictor learns in a big swarm (in a
          * small one it learns each UAV's, tick after tick). */

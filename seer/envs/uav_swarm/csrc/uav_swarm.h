@@ -259,6 +259,9 @@ typedef struct seer_uav_env {
     int32_t ahead;
     double cand_r2;            /* the lists' pre-selection radius, squared */
     const int32_t *cand_cells; /* N x 3: the cells they are built from    */
+    /* 0: the lists are built eight entries at a time where the CPU can
+     * (AVX2), -1: one at a time (tests: both give the same lists) */
+    int32_t cand_simd;
 } seer_uav_env;
 
 /* Fewer UAVs than this keep slot = agent id unless slot_layout says

@@ -16,6 +16,13 @@
 #include <string.h>
 #include <time.h>
 
+#if defined(__x86_64__) && defined(__GNUC__)
+#define CAND_AVX2 1
+#include <immintrin.h>
+#else
+#define CAND_AVX2 0
+#endif
+
 #ifdef __linux__
 #include <linux/futex.h>
 #include <sys/syscall.h>
@@ -78,11 +85,15 @@ static void run_phase(seer_uav_env *e, int64_t n, seer_range_fn fn, void *arg) {
     seer_rt_parallel_for(e->rt, n, phase_grain(n, workers), fn, arg);
 }
 
-/* grid_pos[r] = pos[slot_at(r)] for the entries of a grid pass. */
+/* grid_pos[r] = pos[slot_at(r)] for the entries of a grid pass: as rows
+ * of three (the separation's pairs), or one block per axis (axis_stride
+ * apart: the candidate lists, which compare a UAV with several entries at a
+ * time). */
 typedef struct gather_ctx {
     seer_uav_env *e;
     const int32_t *ids;    /* the broadcast grid's items (slots), or NULL: */
     const uint64_t *keyed; /* the separation's (cell << 32 | agent) entries */
+    int64_t axis_stride;   /* 0: rows of three */
 } gather_ctx;
 
 #define GATHER_AHEAD 16 /* rows ahead whose position we prefetch */
@@ -96,12 +107,13 @@ static void gather_slice(void *arg, int64_t lo, int64_t hi, int32_t worker) {
     const gather_ctx *g = arg;
     const double *pos = g->e->m->pos;
     double *out = g->e->grid_pos;
+    const int64_t s = g->axis_stride, at = s ? 1 : 3, ax = s ? s : 1;
     for (int64_t r = lo; r < hi; r++) {
         if (r + GATHER_AHEAD < hi) __builtin_prefetch(pos + 3 * gather_id(g, r + GATHER_AHEAD));
         const double *p = pos + 3 * gather_id(g, r);
-        out[3 * r] = p[0];
-        out[3 * r + 1] = p[1];
-        out[3 * r + 2] = p[2];
+        out[at * r] = p[0];
+        out[at * r + ax] = p[1];
+        out[at * r + 2 * ax] = p[2];
     }
 }
 
@@ -186,21 +198,93 @@ static void prepare_slice(void *arg, int64_t lo, int64_t hi, int32_t worker) {
 #define CAND_MAX_LEN SEER_UAV_CAND_LIST_MAX /* longest list (8 bits; 255 is CAND_NONE's) */
 #define CAND_BUF 512     /* a list being gathered: up to CAND_MAX_LEN plus a row */
 
+/* Where a UAV's candidates come from: the grid's entries (items, and
+ * their positions one block per axis), n of each readable (the live ones,
+ * then room), and the pre-selection radius squared. */
+typedef struct cand_src {
+    const int32_t *items;
+    const double *gx, *gy, *gz;
+    int64_t n;
+    double r2;
+} cand_src;
+
+/* A UAV's candidates in one row of its cells (entries [klo, khi), at
+ * most CAND_BUF - len of them): those within the pre-selection radius, the
+ * UAV itself excepted, appended to buf from len on; the new length.
+ * Without a branch per entry: most fail, at random. */
+static inline int32_t cand_row_plain(const cand_src *s, int32_t klo, int32_t khi, const double *p, int32_t self,
+                                     int32_t *buf, int32_t len) {
+    for (int32_t k = klo; k < khi; k++) {
+        const int32_t c = s->items[k];
+        const double dx = s->gx[k] - p[0], dy = s->gy[k] - p[1], dz = s->gz[k] - p[2];
+        buf[len] = c;
+        len += (dx * dx + dy * dy + dz * dz <= s->r2) & (c != self);
+    }
+    return len;
+}
+
+#if CAND_AVX2
+/* Rows of up to eight entries (94% of them in a big swarm), eight lanes at
+ * a time: no loop whose exit follows the row's length, which a predictor
+ * cannot learn once the swarm is big (a small one's repeat tick after
+ * tick), so that `xlarge` does not pay what `large` does not.  The
+ * distances are the scalar row's, operation for operation. */
+static uint64_t cand_lanes[256]; /* per mask of 8 lanes: its set lanes' indices, one a byte, in order */
+static int cand_avx2_ok;
+
+__attribute__((constructor)) static void cand_avx2_init(void) {
+    __builtin_cpu_init();
+    cand_avx2_ok = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("popcnt");
+    for (int b = 0; b < 256; b++) {
+        uint64_t v = 0;
+        int n = 0;
+        for (int l = 0; l < 8; l++)
+            if (b >> l & 1) v |= (uint64_t)l << (8 * n++);
+        cand_lanes[b] = v;
+    }
+}
+
+__attribute__((target("avx2,popcnt"))) static inline int32_t cand_row_avx2(const cand_src *s, int32_t klo, int32_t khi,
+                                                                           const double *p, int32_t self,
+                                                                           int32_t *buf, int32_t len) {
+    const int32_t cnt = khi - klo;
+    if (cnt > 8 || klo > s->n - 8) return cand_row_plain(s, klo, khi, p, self, buf, len);
+    const __m256d px = _mm256_set1_pd(p[0]), py = _mm256_set1_pd(p[1]), pz = _mm256_set1_pd(p[2]);
+    const __m256d r2 = _mm256_set1_pd(s->r2);
+    unsigned in = 0;
+    for (int h = 0; h < 2; h++) {
+        const __m256d dx = _mm256_sub_pd(_mm256_loadu_pd(s->gx + klo + 4 * h), px);
+        const __m256d dy = _mm256_sub_pd(_mm256_loadu_pd(s->gy + klo + 4 * h), py);
+        const __m256d dz = _mm256_sub_pd(_mm256_loadu_pd(s->gz + klo + 4 * h), pz);
+        const __m256d d2 =
+            _mm256_add_pd(_mm256_add_pd(_mm256_mul_pd(dx, dx), _mm256_mul_pd(dy, dy)), _mm256_mul_pd(dz, dz));
+        in |= (unsigned)_mm256_movemask_pd(_mm256_cmp_pd(d2, r2, _CMP_LE_OQ)) << (4 * h);
+    }
+    const __m256i ids = _mm256_loadu_si256((const __m256i *)(const void *)(s->items + klo));
+    const unsigned me = (unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpeq_epi32(ids, _mm256_set1_epi32(self))));
+    in &= ~me & ((1u << cnt) - 1u);
+    const __m256i lanes = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)(cand_lanes + in)));
+    /* all eight stored; len + 8 <= CAND_BUF (len <= CAND_MAX_LEN here) */
+    _mm256_storeu_si256((__m256i *)(void *)(buf + len), _mm256_permutevar8x32_epi32(ids, lanes));
+    return len + (int32_t)_mm_popcnt_u32(in);
+}
+#endif
+
 /* arg: the env; its cand_r2 is the squared pre-selection radius at the
  * step start.  Each of the four pools holds 2N int32 slots. */
-static void cand_slice(void *arg, int64_t lo, int64_t hi, int32_t worker) {
-    (void)worker;
-    seer_uav_env *e = arg;
+static inline __attribute__((always_inline)) void cand_slice_with(seer_uav_env *e, int64_t lo, int64_t hi,
+                                                                   const int avx2) {
+    (void)avx2; /* without CAND_AVX2 */
     seer_uav *m = e->m;
-    const int32_t *start = e->cell_start, *items = e->cell_items;
-    const int64_t nx = m->grid_nx, ny = m->grid_ny, nz = m->grid_nz, P = 2 * (int64_t)m->num_uavs;
+    const int32_t *start = e->cell_start;
+    const int64_t nx = m->grid_nx, ny = m->grid_ny, nz = m->grid_nz, n = m->num_uavs, P = 2 * n;
     uint32_t *head = (uint32_t *)e->sep_key;
-    const double r2 = e->cand_r2;
+    /* positions in items order, one block per axis: rows in sequence */
+    const cand_src src = {e->cell_items, e->grid_pos, e->grid_pos + n, e->grid_pos + 2 * n, n, e->cand_r2};
     int32_t buf[CAND_BUF];
     /* this slice's share of the slots: [CAND_SLOTS lo, CAND_SLOTS hi) */
     int64_t g = CAND_SLOTS * lo;
     const int64_t g_end = CAND_SLOTS * hi;
-    const double *gp = e->grid_pos; /* positions in items order: rows in sequence */
     for (int64_t i = lo; i < hi; i++) {
         if (!m->alive[i]) { /* its clock has stopped: no TICK reads a list */
             head[i] = SEER_UAV_CAND_NONE;
@@ -216,25 +300,22 @@ static void cand_slice(void *arg, int64_t lo, int64_t hi, int32_t worker) {
                 const int64_t row = (z * ny + y) * nx;
                 const int32_t klo = start[row + (co[0] > 0 ? co[0] - 1 : 0)];
                 const int32_t khi = start[row + (co[0] + 1 < nx ? co[0] + 1 : nx - 1) + 1];
-                if (len + (khi - klo) > CAND_BUF) { /* the row might not fit */
+                if (len + (khi - klo) > CAND_BUF - 8) { /* the row might not fit */
                     for (int32_t k = klo; k < khi && len >= 0; k++) {
-                        const int32_t c = items[k];
-                        const double *q = gp + 3 * (int64_t)k;
-                        const double dx = q[0] - p[0], dy = q[1] - p[1], dz = q[2] - p[2];
-                        if (c == i || !(dx * dx + dy * dy + dz * dz <= r2)) continue;
+                        const int32_t c = src.items[k];
+                        const double dx = src.gx[k] - p[0], dy = src.gy[k] - p[1], dz = src.gz[k] - p[2];
+                        if (c == i || !(dx * dx + dy * dy + dz * dz <= src.r2)) continue;
                         if (len == CAND_MAX_LEN) len = -1; /* too many: scan the cells */
                         else buf[len++] = c;
                     }
                     continue;
                 }
-                /* branch-free: most candidates fail, at random */
-                for (int32_t k = klo; k < khi; k++) {
-                    const int32_t c = items[k];
-                    const double *q = gp + 3 * (int64_t)k;
-                    const double dx = q[0] - p[0], dy = q[1] - p[1], dz = q[2] - p[2];
-                    buf[len] = c;
-                    len += (dx * dx + dy * dy + dz * dz <= r2) & (c != i);
-                }
+#if CAND_AVX2
+                if (avx2)
+                    len = cand_row_avx2(&src, klo, khi, p, (int32_t)i, buf, len);
+                else
+#endif
+                    len = cand_row_plain(&src, klo, khi, p, (int32_t)i, buf, len);
                 if (len > CAND_MAX_LEN) len = -1;
             }
         }
@@ -253,6 +334,26 @@ static void cand_slice(void *arg, int64_t lo, int64_t hi, int32_t worker) {
         }
         head[i] = h;
     }
+}
+
+static void cand_slice_plain(seer_uav_env *e, int64_t lo, int64_t hi) { cand_slice_with(e, lo, hi, 0); }
+
+#if CAND_AVX2
+__attribute__((target("avx2,popcnt"))) static void cand_slice_avx2(seer_uav_env *e, int64_t lo, int64_t hi) {
+    cand_slice_with(e, lo, hi, 1);
+}
+#endif
+
+static void cand_slice(void *arg, int64_t lo, int64_t hi, int32_t worker) {
+    (void)worker;
+    seer_uav_env *e = arg;
+#if CAND_AVX2
+    if (cand_avx2_ok && e->cand_simd >= 0) {
+        cand_slice_avx2(e, lo, hi);
+        return;
+    }
+#endif
+    cand_slice_plain(e, lo, hi);
 }
 
 /* The candidate lists of a step that starts at tick J (see above);
@@ -288,7 +389,7 @@ static void build_candidates(seer_uav_env *e, int64_t J, int behind) {
     m->cand_pool[1] = (const int32_t *)(void *)e->sep_a;
     m->cand_pool[2] = (const int32_t *)(void *)e->sep_b;
     m->cand_pool[3] = (const int32_t *)(void *)e->dist;
-    gather_ctx g = {e, e->cell_items, NULL};
+    gather_ctx g = {e, e->cell_items, NULL, m->num_uavs};
     run_phase(e, live, gather_slice, &g);
     if (behind)
         seer_rt_parallel_for_begin(e->rt, n, phase_grain(n, seer_rt_num_workers(e->rt)), cand_slice, e);
@@ -884,7 +985,7 @@ static void separation(seer_uav_env *e) {
     sort_by_cell(sorted, (uint64_t *)(void *)e->sep_b, live,
                  (uint64_t)(e->sep_nx * e->sep_ny * e->sep_nz));
     for (int32_t i = 0; i < n; i++) e->sep_b[i] = 0.0;
-    gather_ctx gc = {e, NULL, sorted};
+    gather_ctx gc = {e, NULL, sorted, 0};
     run_phase(e, live, gather_slice, &gc);
     const sep_geom g = {sorted, live, e->sep_nx, e->sep_ny, e->sep_nz};
     const double r2 = e->d_safe * e->d_safe;
