@@ -157,8 +157,11 @@ class NativeEnv(ParallelEnv):
         self.possible_agents = list(spec.agents)
         self._index = {a: i for i, a in enumerate(self.possible_agents)}
         self._no_agent_done = dict.fromkeys(self.possible_agents, False)
-        self._obs_spaces = {a: copy.deepcopy(spec.observation) for a in self.possible_agents}
-        self._act_spaces = {a: copy.deepcopy(spec.action) for a in self.possible_agents}
+        # Each agent's spaces are its own (seeding one leaves the others' samples as they were), copied
+        # from private templates when first asked for: copying them all up front took 3 s at 65,536 agents.
+        self._space_templates = (copy.deepcopy(spec.observation), copy.deepcopy(spec.action))
+        self._obs_spaces: dict = {}
+        self._act_spaces: dict = {}
         obs = spec.observation
         self.state_space = spaces.Box(np.tile(obs.low.ravel(), spec.slots), np.tile(obs.high.ravel(), spec.slots),
                                       dtype=obs.dtype)
@@ -294,18 +297,28 @@ class NativeEnv(ParallelEnv):
     # ---- spaces --------------------------------------------------------------------------------
 
     def observation_space(self, agent):
-        return self._obs_spaces[self._agent(agent)]
+        space = self._obs_spaces.get(agent)
+        return space if space is not None else self._own_space(self._obs_spaces, 0, agent)
 
     def action_space(self, agent):
-        return self._act_spaces[self._agent(agent)]
+        space = self._act_spaces.get(agent)
+        return space if space is not None else self._own_space(self._act_spaces, 1, agent)
 
     @property
     def observation_spaces(self) -> dict:
-        return dict(self._obs_spaces)
+        return {a: self.observation_space(a) for a in self.possible_agents}
 
     @property
     def action_spaces(self) -> dict:
-        return dict(self._act_spaces)
+        return {a: self.action_space(a) for a in self.possible_agents}
+
+    def _own_space(self, spaces_made: dict, which: int, agent):
+        """Agent ``agent``'s own copy of space template ``which`` (0: observation, 1: action), made once."""
+        name = self._agent(agent)
+        space = spaces_made.get(name)
+        if space is None:  # setdefault: of two first calls at once, both answer the one kept
+            space = spaces_made.setdefault(name, copy.deepcopy(self._space_templates[which]))
+        return space
 
     def _agent(self, agent):
         if agent not in self._index:

@@ -106,6 +106,29 @@ def test_a_python_step_passes_pettingzoos_api_test_and_derives_its_spaces_from_t
     env.close()
 
 
+def test_each_agent_has_spaces_of_its_own_that_stay_the_same_objects():
+    env = PyCounterEnv()
+    spec = _spec()
+    first = env.action_space("agent_1")
+    assert env.action_space("agent_1") is first and env.action_spaces["agent_1"] is first
+    assert env.observation_spaces["agent_2"] is env.observation_space("agent_2")
+    assert env.action_space("agent_2") is not first and env.action_space("agent_2") == spec.action
+    assert env.observation_space(np.str_("agent_1")) is env.observation_space("agent_1")
+    # seeding one agent's space leaves the others' samples alone
+    env.action_space("agent_0").seed(7)
+    env.action_space("agent_1").seed(7)
+    before = [env.action_space("agent_1").sample() for _ in range(20)]
+    env.action_space("agent_1").seed(7)
+    env.action_space("agent_0").seed(8)
+    assert [env.action_space("agent_1").sample() for _ in range(20)] == before
+    env.action_space("agent_4").seed(7)  # a space first asked for later is a copy like the others
+    assert [env.action_space("agent_4").sample() for _ in range(20)] == before
+    with pytest.raises(seer.InvalidArgumentError, match="'agent_9' is unknown"):
+        env.observation_space("agent_9")
+    assert "agent_9" not in env.observation_spaces
+    env.close()
+
+
 def test_bad_actions_name_the_agent_and_misuse_says_what_to_do():
     env = PyCounterEnv()
     with pytest.raises(seer.MisuseError, match="reset"):
