@@ -2,7 +2,8 @@
 tree against a build of an earlier commit, in alternating fresh processes.
 
 Each measurement is a fresh interpreter that imports the env module first (imports are not timed), then
-times ``parallel_env(scenario=..., workers=1)`` and ``reset(seed=0)`` by the wall clock and reads the
+times ``parallel_env(scenario=..., workers=1)`` (or ``seer.vector.make`` over 4 copies, thread backend, the
+pool size picked by its probe) and ``reset(seed=0)`` by the wall clock and reads the
 resident memory they added (``/proc/self/statm``).  Medians over rounds; old and new alternate, and so does
 who goes first, after an untimed run of the same workload.
 
@@ -24,26 +25,31 @@ import numpy as np
 from seer.bench.common import add_report_args, machine_info, markdown_table, write_report
 
 DRIVER = r"""
-import importlib, json, os, sys, time
-mod = importlib.import_module("seer.envs." + sys.argv[1])
+import functools, importlib, json, os, sys, time
+import seer.vector
+module, copies = sys.argv[1].partition(" x")[::2]
+mod = importlib.import_module("seer.envs." + module)
 page = os.sysconf("SC_PAGE_SIZE")
 def rss():
     with open("/proc/self/statm") as f:
         return int(f.read().split()[1]) * page
 r0 = rss()
 t0 = time.perf_counter()
-env = mod.parallel_env(scenario=sys.argv[2], workers=1)
+if copies:  # seer.vector over copies of the env, the pool size chosen by STPA's probe (its default)
+    env = seer.vector.make(functools.partial(mod.parallel_env, scenario=sys.argv[2]), int(copies), backend="thread")
+else:
+    env = mod.parallel_env(scenario=sys.argv[2], workers=1)
 t1 = time.perf_counter()
 env.reset(seed=0)
 t2 = time.perf_counter()
 added = rss() - r0
-agents = len(env.possible_agents)
+agents = env.num_envs if copies else len(env.possible_agents)
 env.close()
 print(json.dumps({"make_s": t1 - t0, "reset_s": t2 - t1, "rss_added_mib": added / 2**20, "agents": agents}))
 """
 
 WORKLOADS = (("uav_swarm_v0", "large"), ("uav_swarm_v0", "xlarge"), ("uav_swarm_v0", "xxlarge"),
-             ("wireless_v0", "xxlarge"))
+             ("wireless_v0", "xxlarge"), ("uav_swarm_v0 x4", "xlarge"))
 
 
 def measure(baseline: str | None, rounds: int, workloads) -> dict:
@@ -88,7 +94,8 @@ def markdown(doc: dict) -> str:
         f"Machine: {info['cpu']}, {info['usable_cores']} usable cores, {info['platform']}, Python {info['python']}, "
         f"numpy {info['numpy']}, commit {info['git_commit']}; load average at start {info['loadavg_at_start']}, "
         f"at end {doc['loadavg_at_end']}", "",
-        f"Timed: `parallel_env(scenario=..., workers=1)` and its first `reset(seed=0)`, wall clock, each in a fresh "
+        f"Timed: `parallel_env(scenario=..., workers=1)` (`x4`: `seer.vector.make` over 4 copies, thread backend, "
+        f"the pool size picked by STPA's probe; agents: rows) and its first `reset(seed=0)`, wall clock, each in a fresh "
         f"process after the env module's import and after an untimed run of the same workload; resident memory added "
         f"by the two.  Medians over {doc['rounds']} rounds, the builds alternating.  Old: {doc['baseline_label']}.", "",
         markdown_table(["env", "agents", "make s (old)", "make s (new)", "reset s (old)", "reset s (new)",

@@ -312,6 +312,15 @@ class NativeEnv(ParallelEnv):
     def action_spaces(self) -> dict:
         return {a: self.action_space(a) for a in self.possible_agents}
 
+    def _shared_spaces(self) -> tuple | None:
+        """(observation space, action space) that every agent's spaces equal, as new copies (seer.vector
+        lays out its rows from them instead of comparing one space per agent); None where a subclass
+        answers ``observation_space`` or ``action_space`` itself."""
+        cls = type(self)
+        if cls.observation_space is not NativeEnv.observation_space or cls.action_space is not NativeEnv.action_space:
+            return None
+        return copy.deepcopy(self._space_templates)
+
     def _own_space(self, spaces_made: dict, which: int, agent):
         """Agent ``agent``'s own copy of space template ``which`` (0: observation, 1: action), made once."""
         name = self._agent(agent)

@@ -38,13 +38,34 @@ def describe_copy(env) -> CopySpec:
     agents = list(env.possible_agents)
     if not agents:
         raise ValueError(f"{env!r} has no possible_agents: a vector env needs at least one agent")
+    # a seer.NativeEnv's agents all have its spec's spaces: one object for all, which unify() takes at
+    # a glance, where asking each of 65,536 agents and comparing their spaces took seconds
+    shared = getattr(env, "_shared_spaces", None)
+    shared = shared() if callable(shared) else None
+    if shared is not None:
+        obs_spaces, act_spaces = [shared[0]] * len(agents), [shared[1]] * len(agents)
+    else:
+        obs_spaces, act_spaces = [env.observation_space(a) for a in agents], [env.action_space(a) for a in agents]
     return CopySpec(
         possible_agents=agents,
-        obs_spaces=[env.observation_space(a) for a in agents],
-        act_spaces=[env.action_space(a) for a in agents],
+        obs_spaces=obs_spaces,
+        act_spaces=act_spaces,
         metadata=dict(getattr(env, "metadata", {}) or {}),
         render_mode=getattr(env, "render_mode", None),
     )
+
+
+def equal_spaces(a, b, memo: dict) -> bool:
+    """``a == b``, compared once per pair of objects (``memo``, kept by the caller for one pass, while the
+    spaces live): the copies of a vector env list one space object for thousands of agents, and
+    comparing two Boxes' bounds is some 30 us."""
+    if a is b:
+        return True
+    key = (id(a), id(b))
+    same = memo.get(key)
+    if same is None:
+        same = memo[key] = bool(a == b)
+    return same
 
 
 def _space_kind(space) -> str:
@@ -138,7 +159,8 @@ def unify(what: str, named: Sequence[tuple[Any, Any]], pad: bool, action: bool):
     for agent, space in named:
         _check_array_space(what, agent, space)
     first_agent, first = named[0]
-    differ = [(a, s) for a, s in named if s != first]
+    memo: dict = {}
+    differ = [(a, s) for a, s in named if not equal_spaces(s, first, memo)]
     if not differ:
         return first, None
     a2, s2 = differ[0]

@@ -16,7 +16,7 @@ import numpy as np
 from gymnasium import spaces
 from gymnasium.vector import AutoresetMode
 
-from seer.vector._layout import CopySpec, Layout, describe_copy
+from seer.vector._layout import CopySpec, Layout, describe_copy, equal_spaces
 from seer.vector.turns import TurnBasedEnv, as_parallel
 from seer.vector.messages import CopyFailed, CopyRestarted, RowInfo
 
@@ -56,8 +56,10 @@ def restart_seed(last_seed: int | None, stride: int, restarts: int) -> int | Non
 
 
 def same_spaces(a: CopySpec, b: CopySpec) -> bool:
-    return (a.possible_agents == b.possible_agents and all(x == y for x, y in zip(a.obs_spaces, b.obs_spaces))
-            and all(x == y for x, y in zip(a.act_spaces, b.act_spaces)))
+    memo: dict = {}
+    return (a.possible_agents == b.possible_agents
+            and all(equal_spaces(x, y, memo) for x, y in zip(a.obs_spaces, b.obs_spaces))
+            and all(equal_spaces(x, y, memo) for x, y in zip(a.act_spaces, b.act_spaces)))
 
 
 class CopyRunner:

@@ -301,3 +301,50 @@ def test_auto_workers_probe_works_with_autoreset_disabled():
             envs.step(np.zeros(envs.action_space.shape, np.float32))
     finally:
         envs.close()
+
+
+class OneWideUav(uav_swarm_v0.UavSwarmEnv):
+    """uav_0 observes one more number than the others (a subclass that answers its spaces itself)."""
+
+    def observation_space(self, agent):
+        space = super().observation_space(agent)
+        if agent != "uav_0":
+            return space
+        return type(space)(-np.inf, np.inf, (space.shape[0] + 1,), space.dtype)
+
+
+def test_a_native_envs_copies_are_laid_out_from_its_spec_and_a_subclass_from_its_agents():
+    from gymnasium.spaces import Box
+
+    from seer.vector._layout import build_layout, describe_copy, equal_spaces
+
+    env = uav_swarm_v0.parallel_env(scenario="large", workers=1)
+    spec = describe_copy(env)
+    assert len(spec.obs_spaces) == len(env.possible_agents) == 256
+    assert all(s is spec.obs_spaces[0] for s in spec.obs_spaces)
+    assert spec.obs_spaces[0] == env.observation_space("uav_7") and spec.act_spaces[0] == env.action_space("uav_7")
+    # the layout's space is not an agent's own: seeding it leaves the agents' samples alone
+    spec.act_spaces[0].seed(1)
+    assert spec.act_spaces[0] is not env.action_space("uav_7")
+    # nor the spaces of agents first asked for later (copies of a seeded space would sample alike)
+    assert not np.array_equal(env.action_space("uav_8").sample(), env.action_space("uav_9").sample())
+    env.action_space("uav_7").seed(5)
+    first = [env.action_space("uav_7").sample() for _ in range(5)]
+    env.action_space("uav_7").seed(5)
+    spec.act_spaces[0].sample()
+    assert all(np.array_equal(a, b) for a, b in zip(first, [env.action_space("uav_7").sample() for _ in range(5)]))
+    # the copies' spaces are distinct objects of equal spaces: one space for all rows
+    layout = build_layout([describe_copy(env), spec], pad=False, same_step=True)
+    assert layout.obs_space == env.observation_space("uav_0") and layout.obs_pads is None
+    env.close()
+
+    wide = OneWideUav(scenario="small", workers=1)
+    spec = describe_copy(wide)
+    assert spec.obs_spaces[0].shape[0] == spec.obs_spaces[1].shape[0] + 1
+    with pytest.raises(seer.SpaceMismatchError, match="'uav_0'"):
+        build_layout([spec], pad=False, same_step=True)
+    assert build_layout([spec], pad=True, same_step=True).obs_space.shape == spec.obs_spaces[0].shape
+    wide.close()
+
+    memo, a, b = {}, Box(0, 1, (3,)), Box(0, 1, (3,))
+    assert equal_spaces(a, b, memo) and not equal_spaces(a, Box(0, 2, (3,)), memo) and len(memo) == 2
